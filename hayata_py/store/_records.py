@@ -1,0 +1,121 @@
+"""Records the task store reads and writes: frozen, plain-valued dataclasses.
+
+Values typed ``Any`` must be encodable by :mod:`hayata_py._codec` (None,
+bool, int, float, str, bytes, lists/tuples, dicts with str keys). Tuples
+come back from the store as lists.
+
+Timestamps are floats, unix seconds, taken from the store's clock; the
+``created_at``/``updated_at``/``started_at``/``finished_at`` values passed in
+with a write are ignored (the store stamps them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from hayata_py._codec import FORMAT_VERSION
+
+__all__ = [
+    "FINISHED_TASK_STATUSES",
+    "INVOCATION_STATUSES",
+    "TASK_STATUSES",
+    "TERMINAL_INVOCATION_STATUSES",
+    "ActiveExecution",
+    "InvocationRecord",
+    "InvocationStatus",
+    "TaskRecord",
+    "TaskStatus",
+    "task_id_for",
+]
+
+InvocationStatus = Literal["running", "completed", "failed"]
+TaskStatus = Literal["scheduled", "started", "completed", "failed"]
+
+INVOCATION_STATUSES: Final = frozenset({"running", "completed", "failed"})
+TERMINAL_INVOCATION_STATUSES: Final = frozenset({"completed", "failed"})
+TASK_STATUSES: Final = frozenset({"scheduled", "started", "completed", "failed"})
+FINISHED_TASK_STATUSES: Final = frozenset({"completed", "failed"})
+
+
+@dataclass(frozen=True)
+class ActiveExecution:
+    """The step an invocation was executing when its checkpoint was written.
+
+    ``node_ids`` are the nodes of that step in their requested order;
+    ``parallel`` says whether they run as parallel branches (``branch_index``
+    of each task is its position in ``node_ids``).
+    """
+
+    execution_id: str
+    step: int
+    node_ids: tuple[str, ...]
+    input: Any = None
+    parallel: bool = False
+
+
+@dataclass(frozen=True)
+class InvocationRecord:
+    """The checkpoint of one invocation of an agent's graph.
+
+    ``status`` is ``running`` until :meth:`TaskStore.finish_invocation` makes
+    it ``completed`` or ``failed`` (terminal, never changed again). ``error``
+    is an ``ErrorInfo.to_dict()`` for failed invocations.
+    ``format_version`` is the value format the record was written with.
+    """
+
+    invocation_id: str
+    agent_id: str
+    status: InvocationStatus
+    step: int
+    state: dict[str, Any]
+    input: Any
+    active_execution: ActiveExecution | None = None
+    parallel_results: list[Any] | None = None
+    last_result: Any = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    format_version: int = FORMAT_VERSION
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One node run within one step of an invocation.
+
+    Status moves ``scheduled`` -> ``started`` -> ``completed`` | ``failed``.
+    A ``started`` task whose outcome was never recorded may or may not have
+    had its effects ("uncertain"). ``resolved`` is true when the result was
+    established by the user via :meth:`TaskStore.resolve_task` rather than by
+    running the node. ``attempt`` counts runs, starting at 1 when started
+    (0 while only scheduled).
+    """
+
+    task_id: str
+    invocation_id: str
+    execution_id: str
+    step: int
+    node_id: str
+    branch_index: int = 0
+    status: TaskStatus = "scheduled"
+    input: Any = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    attempt: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    system_instance: str | None = None
+    resolved: bool = False
+
+
+def task_id_for(invocation_id: str, step: int, node_id: str) -> str:
+    """Return the task id of ``node_id`` at ``step`` of an invocation.
+
+    Deterministic (same inputs, same id, in any process, across restarts) and
+    collision-free in practice (128 bits of SHA-256 over an unambiguous
+    encoding), so a replayed step finds the tasks its first run recorded.
+    """
+    raw = "\x1f".join((str(len(invocation_id)), invocation_id, str(int(step)), node_id))
+    return "task-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
