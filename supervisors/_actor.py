@@ -1,0 +1,171 @@
+"""``SupervisedActor``: the base class of every actor a supervisor starts.
+
+It turns Thespian's actor into an OTP-style child:
+
+- **let it crash**: an exception from a handler never reaches Thespian (which
+  would run the handler a second time and then answer ``PoisonMessage``).
+  Instead the actor stops processing, tells its supervisor why, and the
+  supervisor kills and (depending on the restart type) restarts it;
+- **linked to its parent**: the kernel kills it when its parent process dies
+  (``PR_SET_PDEATHSIG``), so no subtree outlives a killed supervisor;
+- **hooks** named for when they run: :meth:`on_start` (with the spec's
+  arguments, before any other message), :meth:`on_receive` (every other
+  message), :meth:`on_stop` (when stopped on request).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from thespian.actors import Actor, ActorExitRequest
+
+from supervisors import _log
+from supervisors._messages import (
+    GetPid,
+    StopNormally,
+    _ChildExiting,
+    _ChildFailed,
+    _Init,
+    _Shutdown,
+    _Started,
+    _StartFailed,
+)
+from supervisors._os import die_with_parent
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The exit reason of a crash: exception type and message."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+class SupervisedActor(Actor):  # type: ignore[misc]
+    """Subclass this and implement the hooks; never override ``receiveMessage``.
+
+    Attributes available in hooks: ``child_id`` (the spec id), ``supervisor``
+    (the supervisor's address, or None for a top-level actor) and ``log``
+    (a structlog logger bound with the child id and pid).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        die_with_parent()
+        self.child_id: str | None = None
+        self.supervisor: Any = None
+        self._supervised = False
+        self._started = False
+        self._failed = False
+        self._exiting = False
+        self.log: Any = _log.get_logger(pid=os.getpid())
+
+    # -- hooks ---------------------------------------------------------------
+
+    def on_start(self, *args: Any, **kwargs: Any) -> None:
+        """Called once, with the spec's start arguments, before any other message.
+        Raising here fails the start: the supervisor reports the reason."""
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        """Called for every message that is not part of the supervision protocol.
+        Raising here crashes the actor (it is *not* retried)."""
+
+    def on_stop(self) -> None:
+        """Called when the actor is stopped on request (by its supervisor,
+        ``StopNormally`` or ``ActorExitRequest``); not after a crash or kill."""
+
+    # -- control from inside --------------------------------------------------
+
+    def stop_normally(self) -> None:
+        """End this actor with a normal exit (a transient child is not restarted)."""
+        if self._supervised and self.supervisor is not None:
+            self.send(self.supervisor, _ChildExiting(self.child_id or "", os.getpid()))
+        else:
+            self._exit_now()
+
+    def crash(self, reason: str) -> None:
+        """End this actor with an abnormal exit and ``reason`` (as if a handler raised)."""
+        self._fail(reason)
+
+    # -- Thespian entry point -------------------------------------------------
+
+    def receiveMessage(self, message: Any, sender: Any) -> None:
+        try:
+            self._dispatch(message, sender)
+        except BaseException as exc:
+            self._fail(describe_exception(exc))
+
+    def _dispatch(self, message: Any, sender: Any) -> None:
+        if isinstance(message, ActorExitRequest):
+            self._on_exit_request()
+            return
+        if self._failed or self._exiting:
+            return
+        if isinstance(message, _Init):
+            self._on_init(message, sender)
+        elif isinstance(message, _Shutdown):
+            self._on_shutdown_request(sender)
+        elif isinstance(message, StopNormally):
+            self.stop_normally()
+        elif isinstance(message, GetPid):
+            self.send(sender, os.getpid())
+        else:
+            self.on_receive(message, sender)
+
+    def _on_init(self, init: _Init, sender: Any) -> None:
+        self.child_id = init.child_id
+        self._supervised = init.supervised
+        self.supervisor = sender if init.supervised else None
+        self.log = self.log.bind(child_id=init.child_id, supervisor_id=init.supervisor_id)
+        self._begin(init, sender)
+
+    def _begin(self, init: _Init, sender: Any) -> None:
+        """Run ``on_start`` and answer the supervisor (overridden by Supervisor,
+        which answers only once its own children have started)."""
+        try:
+            self.on_start(*init.args, **init.kwargs)
+        except BaseException as exc:
+            self._failed = True
+            reason = describe_exception(exc)
+            self.log.warning("start_failed", reason=reason)
+            self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason))
+            if not init.supervised:
+                self._exit_now()
+            return
+        self._started = True
+        self.send(sender, _Started(init.child_id, init.token, os.getpid()))
+
+    def _on_shutdown_request(self, sender: Any) -> None:
+        self._exiting = True
+        self._run_on_stop()
+        self._exit_now()
+
+    def _on_exit_request(self) -> None:
+        # Thespian exits the actor after this returns, whatever we do. Tell the
+        # supervisor first that this is a requested (normal) exit.
+        if self._exiting or self._failed:
+            return
+        self._exiting = True
+        self._run_on_stop()
+        if self._supervised and self.supervisor is not None:
+            self.send(self.supervisor, _ChildExiting(self.child_id or "", os.getpid()))
+
+    def _run_on_stop(self) -> None:
+        if not self._started:
+            return
+        try:
+            self.on_stop()
+        except BaseException as exc:
+            self.log.warning("on_stop_failed", reason=describe_exception(exc))
+
+    def _fail(self, reason: str) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        self.log.warning("actor_crashed", reason=reason)
+        if self._supervised and self.supervisor is not None:
+            self.send(self.supervisor, _ChildFailed(self.child_id or "", os.getpid(), reason))
+        else:
+            self._exit_now()
+
+    def _exit_now(self) -> None:
+        self._exiting = True
+        self.send(self.myAddress, ActorExitRequest())

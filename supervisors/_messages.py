@@ -1,0 +1,160 @@
+"""Messages of the supervision protocol (all picklable dataclasses).
+
+Public: the control requests a program (or another actor) sends to a
+supervisor, each answered with a :class:`Reply`, and :class:`StopNormally`,
+which a supervised actor may be sent to end it normally. The underscored
+messages are the start/stop/crash handshake between a supervisor and its
+children; user code never sends them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from supervisors._spec import ChildSpec, Kind
+
+
+@dataclass(frozen=True)
+class ChildInfo:
+    """One row of ``which_children``: ``status`` is ``running``, ``starting``,
+    ``stopping``, ``restarting`` or ``terminated``; ``address`` and ``pid`` are
+    None unless the child runs. A restarted child has a new address and pid."""
+
+    id: str
+    address: Any
+    pid: int | None
+    kind: Kind
+    restarts: int
+    status: str
+
+
+@dataclass(frozen=True)
+class ChildCounts:
+    """``count_children``: specs, running, supervisors and workers (OTP's fields)."""
+
+    specs: int
+    active: int
+    supervisors: int
+    workers: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer to a control request: ``ok`` with ``value``, or ``error`` (a SupervisorError)."""
+
+    ok: bool
+    value: Any = None
+    error: Exception | None = None
+
+
+@dataclass(frozen=True)
+class WhichChildren:
+    """Request: list the children as :class:`ChildInfo`, in start order."""
+
+
+@dataclass(frozen=True)
+class CountChildren:
+    """Request: :class:`ChildCounts`."""
+
+
+@dataclass(frozen=True)
+class StartChild:
+    """Request: add and start ``spec`` (a ChildSpec), or for a simple_one_for_one
+    supervisor start a child of the template with ``args`` appended."""
+
+    spec: ChildSpec | None = None
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class TerminateChild:
+    """Request: stop child ``id`` (its spec is kept unless it is temporary)."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class RestartChild:
+    """Request: start the terminated child ``id`` again."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class DeleteChild:
+    """Request: remove the spec of the terminated child ``id``."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class ShutdownSupervisor:
+    """Request: stop all children (right to left, each within its shutdown
+    time) and then the supervisor itself; answered before it exits."""
+
+
+@dataclass(frozen=True)
+class StopNormally:
+    """Sent to a supervised actor: it ends with a *normal* exit (a transient
+    child is then not restarted)."""
+
+
+@dataclass(frozen=True)
+class GetPid:
+    """Sent to a supervised actor: it answers with its OS pid (an int)."""
+
+
+# -- internal handshake ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Init:
+    child_id: str
+    supervisor_id: str | None
+    token: int
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    supervised: bool = True
+
+
+@dataclass(frozen=True)
+class _Started:
+    child_id: str
+    token: int
+    pid: int
+
+
+@dataclass(frozen=True)
+class _StartFailed:
+    child_id: str
+    token: int
+    pid: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class _ChildFailed:
+    """The child's handler raised: it will not process anything more; kill it."""
+
+    child_id: str
+    pid: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class _ChildExiting:
+    """The child is about to exit normally (it was asked to stop)."""
+
+    child_id: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class _Shutdown:
+    """From the supervisor: stop (run ``on_stop``, stop own children, exit)."""
+
+
+@dataclass(frozen=True)
+class _StopTimeout:
+    token: int

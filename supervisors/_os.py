@@ -1,0 +1,49 @@
+"""The few OS facts supervision needs: parent-death signal, pids, kills."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent process dies.
+
+    This is the Erlang link between a supervisor and its children: when a
+    supervisor is killed (even by SIGKILL), its whole subtree dies with it, so
+    a restarted supervisor never finds an old set of children still running.
+    Linux only; elsewhere a no-op. If the parent died before this call, the
+    process exits at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if parent == 1 or os.getppid() != parent:
+        os._exit(70)
+
+
+def kill_child_process(pid: int | None) -> bool:
+    """SIGKILL ``pid`` if it is still a live child of this process.
+
+    The parent check guards against pid reuse: a pid is only killed while it
+    still belongs to the child we started. Returns whether a signal was sent.
+    """
+    if pid is None:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.ppid() != os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        return False

@@ -1,0 +1,472 @@
+"""The supervisor actor: starts, watches and restarts children like OTP.
+
+Everything that takes time (starting a child, stopping one within its
+shutdown time) is written as a generator *operation* that yields a predicate
+and is resumed with the first message matching it. One operation runs at a
+time; messages it does not wait for (another child's exit, a control
+request) are queued and handled, in order, once it is done. This keeps the
+actor responsive to the events it needs without blocking Thespian's loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
+
+from supervisors._actor import SupervisedActor, describe_exception
+from supervisors._errors import InvalidSpec, StartFailed, SupervisorError
+from supervisors._intensity import add_restart
+from supervisors._messages import (
+    ChildCounts,
+    ChildInfo,
+    CountChildren,
+    DeleteChild,
+    Reply,
+    RestartChild,
+    ShutdownSupervisor,
+    StartChild,
+    TerminateChild,
+    WhichChildren,
+    _ChildExiting,
+    _ChildFailed,
+    _Init,
+    _Shutdown,
+    _Started,
+    _StartFailed,
+    _StopTimeout,
+)
+from supervisors._os import kill_child_process
+from supervisors._spec import (
+    ChildSpec,
+    Kind,
+    Restart,
+    Shutdown,
+    Strategy,
+    SupervisorFlags,
+    validate_children,
+)
+
+Predicate = Callable[[Any], bool]
+Op = Generator[Predicate, Any, Any]
+
+
+@dataclass
+class _Child:
+    spec: ChildSpec
+    extra_args: tuple[Any, ...] = ()
+    address: Any = None
+    pid: int | None = None
+    restarts: int = 0
+    status: str = "terminated"
+    reason: str | None = None  # crash reason reported by the child before it dies
+    normal_exit: bool = False  # the coming exit was requested (normal)
+
+    def info(self) -> ChildInfo:
+        return ChildInfo(
+            self.spec.id, self.address, self.pid, self.spec.kind, self.restarts, self.status
+        )
+
+
+@dataclass
+class _Running:
+    op: Op
+    wait: Predicate
+    deferred: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+def _should_restart(restart: Restart, normal: bool) -> bool:
+    if restart is Restart.PERMANENT:
+        return True
+    if restart is Restart.TRANSIENT:
+        return not normal
+    return False
+
+
+class Supervisor(SupervisedActor):
+    """A supervisor actor. Start it with ``(flags, children)`` as start arguments,
+    or subclass it and override :meth:`init` to build them.
+
+    ``clock`` is the time source of the restart-intensity check; tests
+    override it in a subclass to control time.
+    """
+
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
+        """Return the flags and child specs. Default: ``init(flags, children)``."""
+        flags, children = args
+        return flags, list(children)
+
+    # -- start ----------------------------------------------------------------
+
+    def _begin(self, init: _Init, sender: Any) -> None:
+        self.sup_id = init.child_id
+        self._tokens = itertools.count(1)
+        self._children: list[_Child] = []
+        self._restart_times: tuple[float, ...] = ()
+        self._dynamic = itertools.count(1)
+        self._op: _Running | None = None
+        self._queue: list[tuple[Any, Any]] = []
+        try:
+            flags, specs = self.init(*init.args, **init.kwargs)
+            if not isinstance(flags, SupervisorFlags):
+                raise InvalidSpec("flags", f"must be SupervisorFlags, got {flags!r}")
+            self.flags = flags
+            self.template: ChildSpec | None = None
+            specs_t = validate_children(flags, specs)
+        except BaseException as exc:
+            self._failed = True
+            self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(),
+                                           describe_exception(exc)))
+            if not init.supervised:
+                self._exit_now()
+            return
+        if flags.strategy is Strategy.SIMPLE_ONE_FOR_ONE:
+            self.template = specs_t[0]
+        else:
+            self._children = [_Child(spec) for spec in specs_t]
+        self._run(self._op_start_all(init, sender))
+
+    def _op_start_all(self, init: _Init, sender: Any) -> Op:
+        started: list[_Child] = []
+        for child in list(self._children):
+            error = yield from self._start_child(child)
+            if error is not None:
+                self.log.warning("start_failed", failed_child=child.spec.id, reason=error)
+                for done in reversed(started):
+                    yield from self._stop_child(done)
+                self._failed = True
+                reason = f"child {child.spec.id!r} failed to start: {error}"
+                self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason))
+                if not init.supervised:
+                    self._exit_now()
+                return
+            started.append(child)
+        self._started = True
+        self.send(sender, _Started(init.child_id, init.token, os.getpid()))
+
+    # -- operation machinery ----------------------------------------------------
+
+    def _run(self, op: Op) -> None:
+        self._op = _Running(op, lambda _m: False)
+        self._advance(None)
+
+    def _advance(self, value: Any) -> None:
+        assert self._op is not None
+        try:
+            self._op.wait = self._op.op.send(value)
+        except StopIteration:
+            self._op = None
+            self._drain()
+
+    def _drain(self) -> None:
+        while self._op is None and self._queue and not (self._exiting or self._failed):
+            message, sender = self._queue.pop(0)
+            self._handle(message, sender)
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, _ChildFailed):
+            self._on_child_failed(message, sender)
+        elif isinstance(message, _ChildExiting):
+            self._on_child_exiting(message, sender)
+        elif self._op is not None and self._op.wait(message):
+            self._last_sender = sender
+            self._advance(message)
+        elif isinstance(message, (WakeupMessage, _StopTimeout)):
+            return  # a timer of an operation that already finished
+        elif self._op is not None or self._queue:
+            self._queue.append((message, sender))
+        else:
+            self._handle(message, sender)
+
+    def _find(self, address: Any) -> _Child | None:
+        for child in self._children:
+            if child.address is not None and child.address == address:
+                return child
+        return None
+
+    def _on_child_failed(self, message: _ChildFailed, sender: Any) -> None:
+        child = self._find(sender)
+        if child is None:
+            return
+        child.reason = message.reason
+        kill_child_process(child.pid)
+
+    def _on_child_exiting(self, message: _ChildExiting, sender: Any) -> None:
+        child = self._find(sender)
+        if child is None:
+            return
+        child.normal_exit = True
+        if child.status == "running":
+            # Asked to stop normally: the supervisor performs the stop.
+            self.send(child.address, _Shutdown())
+
+    # -- requests and exits when idle -------------------------------------------
+
+    def _handle(self, message: Any, sender: Any) -> None:
+        if isinstance(message, ChildActorExited):
+            child = self._find(message.childAddress)
+            if child is not None:
+                self._run(self._op_child_exited(child))
+        elif isinstance(message, WhichChildren):
+            self.send(sender, Reply(True, [c.info() for c in self._children]))
+        elif isinstance(message, CountChildren):
+            self.send(sender, Reply(True, self._counts()))
+        elif isinstance(message, StartChild):
+            self._run(self._op_request(sender, self._op_start_request(message)))
+        elif isinstance(message, TerminateChild):
+            self._run(self._op_request(sender, self._op_terminate(message.id)))
+        elif isinstance(message, RestartChild):
+            self._run(self._op_request(sender, self._op_restart_request(message.id)))
+        elif isinstance(message, DeleteChild):
+            self.send(sender, self._delete(message.id))
+        elif isinstance(message, ShutdownSupervisor):
+            self._run(self._op_shutdown(sender))
+        else:
+            self.on_message(message, sender)
+
+    def on_message(self, message: Any, sender: Any) -> None:
+        """Hook for messages that are not supervision requests (default: log and drop)."""
+        self.log.warning("unexpected_message", message_type=type(message).__name__)
+
+    def _on_shutdown_request(self, sender: Any) -> None:
+        # From our own supervisor: stop children in order, then exit.
+        self._exiting = True
+        self._queue.clear()
+        self._run(self._op_stop_all_then_exit())
+
+    def _op_stop_all_then_exit(self) -> Op:
+        for child in reversed(list(self._children)):
+            yield from self._stop_child(child)
+        self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
+        self.send(self.myAddress, ActorExitRequest())
+
+    def _op_shutdown(self, sender: Any) -> Op:
+        self._exiting = True
+        for child in reversed(list(self._children)):
+            yield from self._stop_child(child)
+        self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
+        self.send(sender, Reply(True, None))
+        self.send(self.myAddress, ActorExitRequest())
+
+    def receiveMessage(self, message: Any, sender: Any) -> None:
+        # A supervisor's operations must keep seeing messages while it stops
+        # its children, so only ActorExitRequest short-circuits.
+        if (
+            self._exiting
+            and not isinstance(message, ActorExitRequest)
+            and getattr(self, "_op", None) is not None
+        ):
+            try:
+                if self._op is not None and self._op.wait(message):
+                    self._last_sender = sender
+                    self._advance(message)
+                elif isinstance(message, _ChildFailed):
+                    self._on_child_failed(message, sender)
+            except BaseException as exc:
+                self._fail(describe_exception(exc))
+            return
+        super().receiveMessage(message, sender)
+
+    # -- child lifecycle (operations) ----------------------------------------------
+
+    def _start_child(self, child: _Child) -> Generator[Predicate, Any, str | None]:
+        """Start one child and wait for its answer; return None or the failure reason."""
+        spec = child.spec
+        start = spec.start.with_extra_args(child.extra_args)
+        token = next(self._tokens)
+        child.reason, child.normal_exit = None, False
+        try:
+            address = self.createActor(start.actor_path)
+        except Exception as exc:
+            child.status = "terminated"
+            return describe_exception(exc)
+        child.status = "starting"
+        self.send(address, _Init(spec.id, self.sup_id, token, start.args, dict(start.kwargs)))
+        reply = yield lambda m: (
+            isinstance(m, (_Started, _StartFailed)) and m.token == token
+        ) or (isinstance(m, ChildActorExited) and m.childAddress == address)
+        if isinstance(reply, _Started):
+            child.address, child.pid, child.status = self._last_sender, reply.pid, "running"
+            self.log.info("child_started", supervisor_id=self.sup_id, child=spec.id,
+                          child_pid=reply.pid)
+            return None
+        if isinstance(reply, _StartFailed):
+            child.pid = reply.pid
+            child.address = self._last_sender
+            yield from self._stop_child(child, kill=True)
+            child.status = "terminated"
+            return reply.reason
+        child.status = "terminated"
+        return "exited during start"
+
+    def _stop_child(self, child: _Child, *, kill: bool = False) -> Op:
+        """Stop a running child: ``_Shutdown``, then SIGKILL after its shutdown time."""
+        if child.address is None:
+            child.status = "terminated"
+            return
+        address, pid = child.address, child.pid
+        child.status, child.normal_exit = "stopping", True
+        shutdown = child.spec.shutdown
+        token = next(self._tokens)
+        if kill or shutdown is Shutdown.BRUTAL_KILL:
+            kill_child_process(pid)
+        else:
+            self.send(address, _Shutdown())
+            if isinstance(shutdown, float):
+                self.wakeupAfter(timedelta(seconds=shutdown), _StopTimeout(token))
+        while True:
+            message = yield lambda m: (
+                isinstance(m, ChildActorExited) and m.childAddress == address
+            ) or (isinstance(m, WakeupMessage) and m.payload == _StopTimeout(token))
+            if isinstance(message, ChildActorExited):
+                break
+            self.log.warning("child_shutdown_timeout", supervisor_id=self.sup_id,
+                             child=child.spec.id, child_pid=pid)
+            kill_child_process(pid)
+        self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
+                      child_pid=pid)
+        child.address, child.pid, child.status = None, None, "terminated"
+
+    def _op_child_exited(self, child: _Child) -> Op:
+        normal = child.normal_exit
+        reason = "normal" if normal else (child.reason or "killed")
+        self.log.info("child_exited", supervisor_id=self.sup_id, child=child.spec.id,
+                      child_pid=child.pid, reason=reason, normal=normal)
+        child.address, child.pid, child.status = None, None, "terminated"
+        if not _should_restart(child.spec.restart, normal):
+            if child.spec.restart is Restart.TEMPORARY or self.template is not None:
+                self._children.remove(child)
+            return
+        yield from self._restart_after_failure(child, reason)
+
+    def _restart_after_failure(self, child: _Child, reason: str) -> Op:
+        while True:
+            self._restart_times, exceeded = add_restart(
+                self._restart_times, self.clock(), self.flags.intensity, self.flags.period
+            )
+            if exceeded:
+                yield from self._escalate(child, reason)
+                return
+            group = self._restart_group(child)
+            for other in reversed(group):
+                if other is not child and other.address is not None:
+                    yield from self._stop_child(other)
+            failed = None
+            for member in group:
+                member.status = "restarting"
+            for member in group:
+                error = yield from self._start_child(member)
+                member.restarts += 1
+                if error is not None:
+                    failed, reason = member, error
+                    break
+                self.log.info("child_restarted", supervisor_id=self.sup_id,
+                              child=member.spec.id, child_pid=member.pid,
+                              restarts=member.restarts)
+            if failed is None:
+                return
+            child = failed
+
+    def _restart_group(self, child: _Child) -> list[_Child]:
+        strategy = self.flags.strategy
+        if strategy is Strategy.ONE_FOR_ALL:
+            return list(self._children)
+        if strategy is Strategy.REST_FOR_ONE:
+            return self._children[self._children.index(child):]
+        return [child]
+
+    def _escalate(self, child: _Child, reason: str) -> Op:
+        self.log.error("restart_intensity_exceeded", supervisor_id=self.sup_id,
+                       child=child.spec.id, reason=reason, intensity=self.flags.intensity,
+                       period=self.flags.period)
+        self._exiting = True
+        for other in reversed(list(self._children)):
+            yield from self._stop_child(other)
+        self._exiting = False
+        self._fail("shutdown: reached_max_restart_intensity")
+
+    # -- control requests ---------------------------------------------------------
+
+    def _op_request(self, sender: Any, op: Op) -> Op:
+        try:
+            value = yield from op
+        except SupervisorError as exc:
+            self.send(sender, Reply(False, error=exc))
+            return
+        self.send(sender, Reply(True, value))
+
+    def _by_id(self, child_id: str) -> _Child:
+        for child in self._children:
+            if child.spec.id == child_id:
+                return child
+        raise SupervisorError(f"no child with id {child_id!r}", code="not_found",
+                              child_id=child_id)
+
+    def _op_start_request(self, request: StartChild) -> Generator[Predicate, Any, ChildInfo]:
+        if self.template is not None:
+            spec = ChildSpec(f"{self.template.id}-{next(self._dynamic)}", self.template.start,
+                             self.template.restart, self.template.shutdown, self.template.kind)
+            child = _Child(spec, tuple(request.args))
+        else:
+            if request.spec is None:
+                raise SupervisorError("start_child needs a ChildSpec", code="invalid_spec")
+            for existing in self._children:
+                if existing.spec.id == request.spec.id:
+                    code = "running" if existing.address is not None else "already_present"
+                    raise SupervisorError(f"child {request.spec.id!r} is {code}", code=code,
+                                          child_id=request.spec.id)
+            child = _Child(request.spec)
+        self._children.append(child)
+        error = yield from self._start_child(child)
+        if error is not None:
+            self._children.remove(child)
+            raise StartFailed(f"child {child.spec.id!r} failed to start: {error}",
+                              child_id=child.spec.id, reason=error)
+        return child.info()
+
+    def _op_terminate(self, child_id: str) -> Op:
+        child = self._by_id(child_id)
+        yield from self._stop_child(child)
+        if child.spec.restart is Restart.TEMPORARY or self.template is not None:
+            self._children.remove(child)
+
+    def _op_restart_request(self, child_id: str) -> Generator[Predicate, Any, ChildInfo]:
+        child = self._by_id(child_id)
+        if self.template is not None:
+            raise SupervisorError("simple_one_for_one children cannot be restarted by id",
+                                  code="not_supported")
+        if child.address is not None:
+            raise SupervisorError(f"child {child_id!r} is running", code="running",
+                                  child_id=child_id)
+        error = yield from self._start_child(child)
+        if error is not None:
+            raise StartFailed(f"child {child_id!r} failed to start: {error}",
+                              child_id=child_id, reason=error)
+        return child.info()
+
+    def _delete(self, child_id: str) -> Reply:
+        try:
+            child = self._by_id(child_id)
+        except SupervisorError as exc:
+            return Reply(False, error=exc)
+        if self.template is not None:
+            return Reply(False, error=SupervisorError(
+                "simple_one_for_one children cannot be deleted", code="not_supported"))
+        if child.address is not None:
+            return Reply(False, error=SupervisorError(
+                f"child {child_id!r} is running", code="running", child_id=child_id))
+        self._children.remove(child)
+        return Reply(True, None)
+
+    def _counts(self) -> ChildCounts:
+        active = [c for c in self._children if c.address is not None]
+        sups = sum(1 for c in self._children if c.spec.kind is Kind.SUPERVISOR)
+        return ChildCounts(len(self._children), len(active), sups, len(self._children) - sups)

@@ -1,0 +1,314 @@
+"""A synchronous Python facade over a Thespian actor system and its supervisors.
+
+:class:`System` starts (or attaches to) a ``multiprocTCPBase`` actor system
+bound to loopback, starts top-level supervisors, and on :meth:`System.shutdown`
+stops them in order and makes sure no process of the system is left.
+:class:`SupervisorRef` offers the control requests as blocking calls.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psutil
+from thespian.actors import ActorSystem, PoisonMessage
+
+from supervisors import _log
+from supervisors._errors import StartFailed, SupervisorError
+from supervisors._messages import (
+    ChildCounts,
+    ChildInfo,
+    CountChildren,
+    DeleteChild,
+    Reply,
+    RestartChild,
+    ShutdownSupervisor,
+    StartChild,
+    TerminateChild,
+    WhichChildren,
+    _Init,
+    _Started,
+    _StartFailed,
+)
+from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_children
+from supervisors._thespian import SYSTEM_BASE, free_port, log_defs, prepare_environment
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def _listener_pid(port: int) -> int | None:
+    """The admin's pid: the process listening on ``port`` whose parent does not
+    (the admin's logger inherits the listening socket when it is forked)."""
+    pids = {
+        conn.pid
+        for conn in psutil.net_connections(kind="tcp")
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+        and conn.pid is not None
+    }
+    for pid in pids:
+        try:
+            if psutil.Process(pid).ppid() not in pids:
+                return int(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def session_processes(session_id: int) -> list[psutil.Process]:
+    """Every live (non-zombie) process of the session ``session_id``."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == session_id and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
+            continue
+    return found
+
+
+class System:
+    """An actor system whose every process lives in one session.
+
+    - ``admin_port``: the admin's TCP port (default: a free one). Always give
+      each system its own port.
+    - ``bind``: the address every socket binds to and advertises; loopback by
+      default. Another address exposes pickled messages (code execution) to
+      whoever can reach it: use it only inside a private network.
+    - ``log_file``: JSON-lines log of every supervisor decision (all processes).
+
+    Use as a context manager; :meth:`shutdown` leaves no process behind.
+    """
+
+    def __init__(
+        self,
+        *,
+        admin_port: int | None = None,
+        bind: str = "127.0.0.1",
+        log_file: str | os.PathLike[str] | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
+        prepare_environment(bind)
+        if log_file is not None:
+            os.environ[_log.LOG_FILE_ENV] = os.fspath(log_file)
+            _log.configure_from_env(force=True)
+        self.admin_port = admin_port or free_port(bind if bind != "0.0.0.0" else "127.0.0.1")
+        caps = {"Admin Port": self.admin_port, **(capabilities or {})}
+        self._asys = ActorSystem(
+            SYSTEM_BASE, caps, logDefs=log_defs(None), transientUnique=True
+        )
+        self._lock = threading.Lock()
+        self._owner = True
+        self._top: list[SupervisorRef] = []
+        self._tokens = 0
+        pid = _listener_pid(self.admin_port)
+        if pid is None:
+            raise SupervisorError(f"no admin listens on port {self.admin_port}",
+                                  code="no_admin")
+        self.admin_pid: int = pid
+        self.session_id: int = os.getsid(pid)
+        self.log = _log.get_logger(admin_port=self.admin_port, admin_pid=pid)
+        self.log.info("system_started", session_id=self.session_id)
+
+    # -- context manager -------------------------------------------------------
+
+    def __enter__(self) -> System:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -- messaging -------------------------------------------------------------
+
+    def ask(self, address: Any, message: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """Send ``message`` and wait for the answer (None on timeout)."""
+        with self._lock:
+            return self._asys.ask(address, message, timeout)
+
+    def tell(self, address: Any, message: Any) -> None:
+        with self._lock:
+            self._asys.tell(address, message)
+
+    def listen(self, timeout: float) -> Any:
+        with self._lock:
+            return self._asys.listen(timeout)
+
+    @property
+    def thespian(self) -> ActorSystem:
+        """The underlying Thespian handle (for advanced use)."""
+        return self._asys
+
+    # -- supervisors -----------------------------------------------------------
+
+    def start_supervisor(
+        self,
+        supervisor_id: str,
+        flags: SupervisorFlags,
+        children: Sequence[ChildSpec],
+        *,
+        actor: type | str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> SupervisorRef:
+        """Start a top-level supervisor and its children (in order).
+
+        Raises :class:`StartFailed` naming the child that could not start;
+        children already started have then been stopped in reverse order.
+        """
+        from supervisors._supervisor import Supervisor
+
+        validate_children(flags, children)
+        start = Start(actor or Supervisor, (flags, list(children)))
+        address, pid = self.start_actor(supervisor_id, start, timeout=timeout)
+        ref = SupervisorRef(self, address, supervisor_id, pid)
+        self._top.append(ref)
+        return ref
+
+    def start_actor(
+        self, actor_id: str, start: Start, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> tuple[Any, int]:
+        """Start an unsupervised top-level SupervisedActor; returns (address, pid)."""
+        self._tokens += 1
+        token = self._tokens
+        with self._lock:
+            address = self._asys.createActor(start.actor_path)
+            init = _Init(actor_id, None, token, start.args, dict(start.kwargs), supervised=False)
+            reply = self._asys.ask(address, init, timeout)
+        if isinstance(reply, _Started):
+            return address, reply.pid
+        reason = reply.reason if isinstance(reply, _StartFailed) else f"no answer ({reply!r})"
+        raise StartFailed(f"{actor_id!r} failed to start: {reason}", child_id=actor_id,
+                          reason=reason)
+
+    # -- processes -------------------------------------------------------------
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of this system (admin, logger, actors)."""
+        return session_processes(self.session_id)
+
+    def shutdown(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Stop the supervisors (in reverse start order), the actor system, and
+        then SIGKILL anything of the system still alive. Idempotent."""
+        if not self._owner:
+            return
+        self._owner = False
+        for ref in reversed(self._top):
+            try:
+                ref.shutdown(timeout=timeout)
+            except SupervisorError as exc:
+                self.log.warning("supervisor_shutdown_failed", supervisor_id=ref.id,
+                                 reason=str(exc))
+        with self._lock:
+            self._asys.shutdown()
+        leftover = wait_gone(self.processes(), timeout=5.0)
+        if leftover:
+            self.log.warning("killing_leftover_processes", pids=[p.pid for p in leftover])
+            kill_all(leftover)
+            wait_gone(leftover, timeout=5.0)
+        self.log.info("system_stopped")
+
+    def kill(self) -> list[int]:
+        """SIGKILL every process of the system at once (a "VM crash")."""
+        procs = self.processes()
+        self._owner = False
+        kill_all(procs)
+        wait_gone(procs, timeout=5.0)
+        return [p.pid for p in procs]
+
+
+def kill_all(procs: Iterable[psutil.Process]) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            continue
+
+
+def wait_gone(procs: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until every process exited (or is a zombie); return those left."""
+    deadline = time.monotonic() + timeout
+    left = list(procs)
+    while left and time.monotonic() < deadline:
+        _gone, left = psutil.wait_procs(left, timeout=min(0.05, deadline - time.monotonic()))
+        left = [p for p in left if _alive(p)]
+    return left
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+class SupervisorRef:
+    """Blocking control of one supervisor from outside the actor system.
+
+    Each call sends a request message and waits for the :class:`Reply`;
+    errors come back as :class:`SupervisorError` with a stable ``code``.
+    Children are referred to by id: a restarted child has a new address and
+    pid, so look them up again with :meth:`which_children`.
+    """
+
+    def __init__(self, system: System, address: Any, supervisor_id: str, pid: int) -> None:
+        self.system = system
+        self.address = address
+        self.id = supervisor_id
+        self.pid = pid
+
+    def _call(self, request: Any, timeout: float) -> Any:
+        reply = self.system.ask(self.address, request, timeout)
+        if isinstance(reply, Reply):
+            if reply.ok:
+                return reply.value
+            assert reply.error is not None
+            raise reply.error
+        if isinstance(reply, PoisonMessage):
+            raise SupervisorError(f"{type(request).__name__} could not be delivered",
+                                  code="no_reply")
+        raise SupervisorError(
+            f"no reply from supervisor {self.id!r} to {type(request).__name__} "
+            f"within {timeout}s", code="timeout")
+
+    def which_children(self, timeout: float = DEFAULT_TIMEOUT) -> list[ChildInfo]:
+        return list(self._call(WhichChildren(), timeout))
+
+    def count_children(self, timeout: float = DEFAULT_TIMEOUT) -> ChildCounts:
+        result: ChildCounts = self._call(CountChildren(), timeout)
+        return result
+
+    def start_child(
+        self, spec_or_args: ChildSpec | Sequence[Any] = (), timeout: float = DEFAULT_TIMEOUT
+    ) -> ChildInfo:
+        """A ChildSpec for a static supervisor, or the extra args for simple_one_for_one."""
+        request = (
+            StartChild(spec=spec_or_args)
+            if isinstance(spec_or_args, ChildSpec)
+            else StartChild(args=tuple(spec_or_args))
+        )
+        result: ChildInfo = self._call(request, timeout)
+        return result
+
+    def terminate_child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._call(TerminateChild(child_id), timeout)
+
+    def restart_child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> ChildInfo:
+        result: ChildInfo = self._call(RestartChild(child_id), timeout)
+        return result
+
+    def delete_child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._call(DeleteChild(child_id), timeout)
+
+    def child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> ChildInfo:
+        for info in self.which_children(timeout):
+            if info.id == child_id:
+                return info
+        raise SupervisorError(f"no child with id {child_id!r}", code="not_found",
+                              child_id=child_id)
+
+    def shutdown(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Stop the children right to left, then the supervisor."""
+        self._call(ShutdownSupervisor(), timeout)

@@ -1,0 +1,75 @@
+"""The Thespian adapter: the one place that knows Thespian's internals.
+
+- **Loopback only by default.** Thespian binds every actor socket to
+  ``0.0.0.0`` and messages are pickles, so anyone who can reach a port could
+  run code. Importing this module makes every socket bind to the address in
+  ``SUPERVISORS_BIND`` (default ``127.0.0.1``) and advertise the same
+  address. Binding elsewhere is an explicit choice (``System(bind=...)``) for
+  multi-host deployments inside a private network.
+- Actor processes are forked from the admin, which inherits the patched
+  class and the environment, so the setting holds in every process.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from thespian.system.transport.IPBase import IPActorAddress
+
+BIND_ENV = "SUPERVISORS_BIND"
+DEFAULT_BIND = "127.0.0.1"
+SYSTEM_BASE = "multiprocTCPBase"
+
+
+def bind_host() -> str:
+    return os.environ.get(BIND_ENV, DEFAULT_BIND)
+
+
+def _bind_args(self: Any) -> tuple[tuple[str, int], ...]:
+    host, port = self.bindname[0], self.bindname[1]
+    if host in ("", "0.0.0.0"):
+        host = bind_host()
+    return ((host, port),)
+
+
+def install_loopback_patch() -> None:
+    """Make Thespian bind to :func:`bind_host` instead of all interfaces."""
+    if getattr(IPActorAddress, "_supervisors_patched", False):
+        return
+    IPActorAddress.bindArgs = property(_bind_args)
+    IPActorAddress._supervisors_patched = True
+
+
+def prepare_environment(bind: str) -> None:
+    """Set the bind and advertised address for this process and its forks."""
+    os.environ[BIND_ENV] = bind
+    if bind not in ("0.0.0.0", ""):
+        os.environ["THESPIAN_BASE_IPADDR"] = bind
+    install_loopback_patch()
+
+
+def free_port(host: str = DEFAULT_BIND) -> int:
+    """A TCP port that was free a moment ago on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def log_defs(path: str | None) -> dict[str, Any]:
+    """Thespian's own logging: to ``path`` if given, otherwise warnings to stderr."""
+    handler: dict[str, Any] = (
+        {"class": "logging.FileHandler", "filename": path, "level": "INFO"}
+        if path
+        else {"class": "logging.StreamHandler", "level": "WARNING"}
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "handlers": {"main": handler},
+        "root": {"handlers": ["main"], "level": "INFO" if path else "WARNING"},
+    }
+
+
+install_loopback_patch()

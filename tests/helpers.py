@@ -1,0 +1,49 @@
+"""Test helpers: waiting on conditions with a deadline, never sleeping blindly."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import psutil
+
+T = TypeVar("T")
+
+
+def eventually(
+    probe: Callable[[], T | None], timeout: float = 10.0, interval: float = 0.005,
+    message: str = "condition",
+) -> T:
+    """Call ``probe`` until it returns something truthy; return it.
+
+    Fails the test with ``message`` and the last value when ``timeout`` seconds
+    pass. ``interval`` is the polling period, not a guess at how long things take.
+    """
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")
+        time.sleep(interval)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def actor_processes() -> set[int]:
+    """Pids of every Thespian process on the machine (named by setproctitle)."""
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "ActorAddr" in cmd or "MultiProcAdmin" in cmd:
+            found.add(proc.pid)
+    return found

@@ -1,0 +1,73 @@
+"""Actor classes used by the supervision tests (importable by the actor processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from supervisors import SupervisedActor, Supervisor
+
+CLOCK_ENV = "SUPERVISORS_TEST_CLOCK"
+
+
+class Echo(SupervisedActor):
+    """Answers ``("pid",)`` with its pid, ``("raise", text)`` by raising,
+    ``("block", seconds)`` by blocking its loop, anything else by echoing."""
+
+    def on_start(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+        log = kwargs.get("start_log")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"start {self.child_id} {os.getpid()}\n")
+        self.stop_log = kwargs.get("stop_log")
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if message == ("pid",):
+            self.send(sender, os.getpid())
+        elif isinstance(message, tuple) and message[:1] == ("raise",):
+            raise RuntimeError(message[1])
+        elif isinstance(message, tuple) and message[:1] == ("args",):
+            self.send(sender, self.args)
+        else:
+            self.send(sender, message)
+
+    def on_stop(self) -> None:
+        if self.stop_log:
+            with open(self.stop_log, "a") as f:
+                f.write(f"stop {self.child_id} {os.getpid()}\n")
+
+
+class Stubborn(Echo):
+    """Ignores the stop request: its ``on_stop`` blocks far longer than any shutdown time."""
+
+    def on_stop(self) -> None:
+        super().on_stop()
+        time.sleep(3600)
+
+
+class FailsToStart(SupervisedActor):
+    def on_start(self, *args: Any, **kwargs: Any) -> None:
+        raise ValueError("refusing to start")
+
+
+class FileClock(Supervisor):
+    """A supervisor whose intensity clock is a number in the file named by
+    ``$SUPERVISORS_TEST_CLOCK`` (tests move time by rewriting the file)."""
+
+    @staticmethod
+    def clock() -> float:
+        return float(Path(os.environ[CLOCK_ENV]).read_text())
+
+
+class CountingCrasher(Echo):
+    """Appends a line to the file named in the message, then raises."""
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, tuple) and message[:1] == ("count-and-raise",):
+            with open(message[1], "a") as f:
+                f.write(f"{os.getpid()}\n")
+            raise RuntimeError("counted")
+        super().on_receive(message, sender)

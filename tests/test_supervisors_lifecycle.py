@@ -1,0 +1,203 @@
+"""Start, stop, shutdown timeouts, orphans, sockets, control requests, logs."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from supervisors import (
+    BRUTAL_KILL,
+    ChildSpec,
+    Kind,
+    Restart,
+    Start,
+    StartFailed,
+    Strategy,
+    SupervisorError,
+    SupervisorFlags,
+    SupervisorRef,
+    System,
+)
+from tests.helpers import alive, eventually
+from tests.sup_actors import Echo, FailsToStart, Stubborn
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_start_failure_stops_started_children_and_names_the_child(
+    system: System, tmp_path: Path
+) -> None:
+    starts, stops = tmp_path / "starts", tmp_path / "stops"
+    logs = {"start_log": str(starts), "stop_log": str(stops)}
+    children = [
+        ChildSpec("c1", Start(Echo, kwargs=logs)),
+        ChildSpec("c2", FailsToStart),
+        ChildSpec("c3", Start(Echo, kwargs=logs)),
+    ]
+    with pytest.raises(StartFailed) as err:
+        system.start_supervisor("top", SupervisorFlags(), children)
+    assert "'c2'" in str(err.value) and "refusing to start" in str(err.value)
+    assert [line.split()[:2] for line in _lines(starts)] == [["start", "c1"]]
+    assert [line.split()[:2] for line in _lines(stops)] == [["stop", "c1"]]
+    c1_pid = int(_lines(starts)[0].split()[2])
+    eventually(lambda: not alive(c1_pid), message="c1 gone")
+    # Only the admin and its logger remain.
+    eventually(lambda: len(system.processes()) == 2, message="supervisor gone")
+
+
+def test_shutdown_stops_children_in_reverse_start_order(system: System, tmp_path: Path) -> None:
+    stops = tmp_path / "stops"
+    specs = [ChildSpec(n, Start(Echo, kwargs={"stop_log": str(stops)})) for n in "abcd"]
+    sup = system.start_supervisor("top", SupervisorFlags(), specs)
+    pids = [i.pid or 0 for i in sup.which_children()]
+    sup.shutdown()
+    assert [line.split()[1] for line in _lines(stops)] == ["d", "c", "b", "a"]
+    eventually(lambda: not any(alive(p) for p in [*pids, sup.pid]), message="all gone")
+
+
+def test_child_ignoring_stop_is_killed_after_its_shutdown_time(
+    system: System, tmp_path: Path
+) -> None:
+    stops = tmp_path / "stops"
+    kw = {"stop_log": str(stops)}
+    sup = system.start_supervisor("top", SupervisorFlags(), [
+        ChildSpec("first", Start(Echo, kwargs=kw)),
+        ChildSpec("stubborn", Start(Stubborn, kwargs=kw), shutdown=0.3),
+    ])
+    stubborn = sup.child("stubborn").pid or 0
+    began = time.monotonic()
+    sup.shutdown()
+    took = time.monotonic() - began
+    assert took >= 0.3
+    assert not alive(stubborn)
+    assert [line.split()[1] for line in _lines(stops)] == ["stubborn", "first"]
+
+
+def test_brutal_kill_skips_the_clean_stop(system: System, tmp_path: Path) -> None:
+    stops = tmp_path / "stops"
+    sup = system.start_supervisor("top", SupervisorFlags(), [
+        ChildSpec("c", Start(Echo, kwargs={"stop_log": str(stops)}), shutdown=BRUTAL_KILL)])
+    pid = sup.child("c").pid or 0
+    sup.terminate_child("c")
+    assert not alive(pid)
+    assert _lines(stops) == []
+    assert sup.child("c").status == "terminated"
+
+
+def test_killed_child_supervisor_leaves_no_orphans(system: System) -> None:
+    inner = Start("supervisors.Supervisor", (SupervisorFlags(intensity=5),
+                                             [ChildSpec(n, Echo) for n in "xyz"]))
+    top = system.start_supervisor("top", SupervisorFlags(intensity=5),
+                                  [ChildSpec("sub", inner, kind=Kind.SUPERVISOR)])
+    sub_info = top.child("sub")
+    sub = SupervisorRef(system, sub_info.address, "sub", sub_info.pid or 0)
+    old = [c.pid or 0 for c in sub.which_children()]
+    count_before = len(system.processes())
+    assert count_before == 2 + 1 + 1 + 3  # admin, logger, top, sub, x y z
+
+    os.kill(sub_info.pid or 0, signal.SIGKILL)
+
+    def new_sub() -> SupervisorRef | None:
+        info = top.child("sub")
+        if info.status != "running" or info.pid == sub_info.pid:
+            return None
+        return SupervisorRef(system, info.address, "sub", info.pid or 0)
+
+    fresh = eventually(new_sub, message="sub restarted")
+    for pid in old:
+        assert not alive(pid), f"orphan {pid} survived its supervisor"
+    new = [c.pid for c in fresh.which_children()]
+    assert len(new) == 3 and not set(new) & set(old)
+    assert len(system.processes()) == count_before
+
+
+def test_every_listening_socket_is_on_loopback(system: System) -> None:
+    system.start_supervisor("top", SupervisorFlags(), [ChildSpec("a", Echo)])
+    listening = []
+    for proc in system.processes():
+        for conn in proc.net_connections(kind="inet"):
+            if conn.status == psutil.CONN_LISTEN:
+                listening.append(conn.laddr.ip)
+    assert len(listening) >= 4  # admin, logger, supervisor, child
+    assert all(ipaddress.ip_address(ip).is_loopback for ip in listening), listening
+
+
+def test_which_children_reports_real_pids(system: System) -> None:
+    sup = system.start_supervisor("top", SupervisorFlags(), [ChildSpec("a", Echo)])
+    info = sup.child("a")
+    assert info.pid is not None and info.pid != os.getpid()
+    assert psutil.Process(info.pid).ppid() == sup.pid
+    assert system.ask(info.address, ("pid",), 5) == info.pid
+    assert sup.count_children() == type(sup.count_children())(1, 1, 0, 1)
+
+
+def test_control_requests_and_their_errors(system: System) -> None:
+    sup = system.start_supervisor("top", SupervisorFlags(), [ChildSpec("a", Echo)])
+    with pytest.raises(SupervisorError) as err:
+        sup.terminate_child("nope")
+    assert err.value.code == "not_found"
+    with pytest.raises(SupervisorError) as err:
+        sup.start_child(ChildSpec("a", Echo))
+    assert err.value.code == "running"
+    with pytest.raises(SupervisorError) as err:
+        sup.delete_child("a")
+    assert err.value.code == "running"
+    with pytest.raises(SupervisorError) as err:
+        sup.restart_child("a")
+    assert err.value.code == "running"
+
+    b = sup.start_child(ChildSpec("b", Echo, restart=Restart.TRANSIENT))
+    assert b.status == "running" and system.ask(b.address, ("pid",), 5) == b.pid
+    sup.terminate_child("b")
+    assert sup.child("b").status == "terminated" and not alive(b.pid or 0)
+    with pytest.raises(SupervisorError) as err:
+        sup.start_child(ChildSpec("b", Echo))
+    assert err.value.code == "already_present"
+    again = sup.restart_child("b")
+    assert again.pid != b.pid and again.status == "running"
+    sup.terminate_child("b")
+    sup.delete_child("b")
+    assert [c.id for c in sup.which_children()] == ["a"]
+
+    with pytest.raises(StartFailed) as err2:
+        sup.start_child(ChildSpec("bad", FailsToStart))
+    assert err2.value.details["child_id"] == "bad"
+    assert [c.id for c in sup.which_children()] == ["a"]
+
+
+def test_simple_one_for_one_refuses_restart_by_id(system: System) -> None:
+    sup = system.start_supervisor("pool", SupervisorFlags(Strategy.SIMPLE_ONE_FOR_ONE),
+                                  [ChildSpec("w", Echo)])
+    sup.start_child(())
+    with pytest.raises(SupervisorError) as err:
+        sup.delete_child("w-1")
+    assert err.value.code == "not_supported"
+
+
+def test_decisions_are_logged_with_ids_pids_and_reasons(system: System, log_file: Path) -> None:
+    sup = system.start_supervisor("top", SupervisorFlags(), [ChildSpec("a", Echo)])
+    info = sup.child("a")
+    system.tell(info.address, ("raise", "kaboom"))
+    eventually(lambda: sup.child("a").pid not in (None, info.pid), message="restart")
+    sup.shutdown()
+
+    def events() -> list[dict[str, object]] | None:
+        rows = [json.loads(line) for line in log_file.read_text().splitlines()]
+        names = [r["event"] for r in rows]
+        wanted = ("child_started", "child_exited", "child_restarted", "supervisor_shutdown")
+        return rows if all(w in names for w in wanted) else None
+
+    rows = eventually(events, message="log lines")
+    exited = next(r for r in rows if r["event"] == "child_exited")
+    assert exited["supervisor_id"] == "top" and exited["child"] == "a"
+    assert exited["child_pid"] == info.pid and exited["reason"] == "RuntimeError: kaboom"
+    assert all("pid" in r for r in rows)
