@@ -1,4 +1,11 @@
-"""Durable task store for crash recovery (see :class:`TaskStore`)."""
+"""Durable task store for crash recovery.
+
+:class:`TaskStore` is the contract (see its module docs for the guarantees);
+:func:`open_store` returns the SQLAlchemy implementation for a SQLite or
+PostgreSQL URL, and :func:`default_store_url` the SQLite file under a data
+directory. :func:`classify_task` / :func:`classify_execution` turn task records
+into recovery decisions without touching the database.
+"""
 
 from hayata_py.store._classify import (
     ExecutionClassification,
@@ -6,15 +13,21 @@ from hayata_py.store._classify import (
     classify_execution,
     classify_task,
 )
+from hayata_py.store._contract import TaskStore
 from hayata_py.store._records import ActiveExecution, InvocationRecord, TaskRecord, task_id_for
+from hayata_py.store._sqlalchemy import SqlTaskStore, default_store_url, open_store
 
 __all__ = [
     "ActiveExecution",
     "ExecutionClassification",
     "InvocationRecord",
+    "SqlTaskStore",
     "TaskClass",
     "TaskRecord",
+    "TaskStore",
     "classify_execution",
     "classify_task",
+    "default_store_url",
+    "open_store",
     "task_id_for",
 ]

@@ -1,0 +1,235 @@
+"""The durable task store contract every backend implements.
+
+Model
+-----
+An *invocation* is one run of an agent's graph; its checkpoint is an
+:class:`InvocationRecord`. A *task* is one node run within one step
+(:class:`TaskRecord`), recorded ``scheduled`` -> ``started`` ->
+``completed``/``failed`` so a restarted runtime can tell "never ran" from
+"maybe ran" (see :mod:`hayata_py.store._classify`).
+
+Ownership and fencing
+---------------------
+Whoever drives an invocation holds its *fencing token*: ``create_invocation``
+returns 1 and every ``claim_invocation`` returns the next integer. Every write
+(checkpoint, finish, task records, lease) carries the writer's token and is
+refused with :class:`StaleWriter` unless it equals the invocation's current
+token; the check and the write happen in one transaction, so once a new
+owner has claimed, nothing the old owner sends can land. A refused write
+records nothing.
+
+A *lease* (``lease_seconds``) additionally keeps other owners from claiming
+until it expires. ``lease_seconds=None`` means no lease: anyone may claim at
+any time and fencing alone protects the record.
+
+Guarantees common to every method
+---------------------------------
+* Each write is one committed transaction: after it returns, the data
+  survives a crash of this process and is visible to every other process.
+  When it raises, nothing of it was written.
+* Values are encoded before the transaction starts; an unencodable value
+  raises :class:`EncodingError` (``details['key']`` names its path, e.g.
+  ``state.customer.created_at``) and nothing is written.
+* Reading undecodable stored bytes raises :class:`CorruptRecord` naming the
+  record and column.
+* Methods are synchronous and safe to call concurrently from threads and OS
+  processes (each process uses its own connections, also after ``fork``).
+* Refusals are :class:`StoreError` with a stable ``code``:
+  ``invocation_exists``, ``agent_busy``, ``invocation_not_found``,
+  ``invocation_finished``, ``invalid_status``, ``task_not_found``,
+  ``task_finished``, ``task_not_started``, ``task_not_uncertain``,
+  ``attempt_not_increasing``, ``invalid_argument``; plus the subclasses
+  :class:`StaleWriter` (``stale_writer``) and :class:`InvocationBusy`
+  (``invocation_busy``).
+
+Timestamps are floats (unix seconds) from the store's clock; timestamps in
+records passed to writes are ignored.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Literal
+
+from hayata_py.store._records import InvocationRecord, TaskRecord
+
+__all__ = ["TaskStore"]
+
+
+class TaskStore(abc.ABC):
+    """Durable invocation checkpoints and task records (see the module docs)."""
+
+    # -- invocations -------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_invocation(
+        self, record: InvocationRecord, *, owner: str, lease_seconds: float | None = None
+    ) -> int:
+        """Insert ``record`` as a running invocation owned by ``owner``; return token 1.
+
+        ``record.status`` is stored as ``running`` whatever it says; the
+        timestamps are stamped by the store.
+        Raises ``StoreError`` ``invocation_exists`` if the id is already stored
+        (in any status) and ``agent_busy`` if ``record.agent_id`` has another
+        running invocation; at most one running invocation per agent exists.
+        """
+
+    @abc.abstractmethod
+    def claim_invocation(
+        self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
+    ) -> int:
+        """Take ownership: return the next fencing token (strictly increasing).
+
+        Records ``owner`` and a lease expiring ``lease_seconds`` from now
+        (``None``: no lease). The same owner may re-claim at any time (getting a
+        new token, which fences its own older writers).
+        Raises :class:`InvocationBusy` if a different owner's lease has not
+        expired, ``StoreError`` ``invocation_finished`` if the invocation is
+        terminal, ``invocation_not_found`` if unknown.
+        """
+
+    @abc.abstractmethod
+    def renew_lease(
+        self, invocation_id: str, *, owner: str, token: int, lease_seconds: float | None
+    ) -> None:
+        """Extend ``owner``'s lease to ``lease_seconds`` from now (``None``: drop it).
+
+        Fenced: :class:`StaleWriter` unless ``token`` is current and ``owner`` is
+        the recorded owner. Does not change the token.
+        """
+
+    @abc.abstractmethod
+    def release(self, invocation_id: str, *, owner: str, token: int) -> None:
+        """Drop ``owner``'s lease so another owner can claim at once.
+
+        Fenced like :meth:`renew_lease`. The token is unchanged.
+        """
+
+    @abc.abstractmethod
+    def save_checkpoint(self, record: InvocationRecord, *, token: int) -> None:
+        """Overwrite the checkpoint of a running invocation with ``record``.
+
+        Writes step, state, input, active execution, parallel results and last
+        result; ``agent_id`` and ``created_at`` never change. ``record.status``
+        must be ``running`` (else ``invalid_status``; use
+        :meth:`finish_invocation`). Raises :class:`StaleWriter` if ``token`` is
+        not current, ``invocation_finished`` if terminal,
+        ``invocation_not_found`` if unknown.
+        """
+
+    @abc.abstractmethod
+    def finish_invocation(
+        self,
+        invocation_id: str,
+        *,
+        token: int,
+        status: Literal["completed", "failed"],
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        """Make the invocation terminal with ``status``, ``result`` and ``error``.
+
+        ``state`` replaces the stored state when given. Clears owner and lease
+        and frees the agent for a new invocation. Fenced (:class:`StaleWriter`).
+        Repeating the identical finish is a no-op; any other write to a terminal
+        invocation raises ``invocation_finished``.
+        """
+
+    @abc.abstractmethod
+    def get_invocation(self, invocation_id: str) -> InvocationRecord | None:
+        """Return the stored checkpoint, or ``None`` if unknown."""
+
+    @abc.abstractmethod
+    def unfinished_invocation(self, agent_id: str) -> InvocationRecord | None:
+        """Return the agent's running invocation (there is at most one), or ``None``."""
+
+    @abc.abstractmethod
+    def list_invocations(self, agent_id: str, limit: int = 50) -> list[InvocationRecord]:
+        """Return up to ``limit`` of the agent's invocations, newest first."""
+
+    # -- tasks -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def schedule_tasks(self, tasks: Sequence[TaskRecord], *, token: int) -> None:
+        """Record ``tasks`` as scheduled; ids already stored are left untouched.
+
+        Replaying the same schedule is therefore a no-op. All tasks must belong
+        to one invocation (else ``invalid_argument``), which must be running
+        (``invocation_finished``). Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def mark_started(
+        self,
+        task_id: str,
+        *,
+        token: int,
+        system_instance: str | None,
+        attempt: int,
+        task: TaskRecord | None = None,
+    ) -> TaskRecord:
+        """Record that attempt ``attempt`` of the task starts now; return the stored record.
+
+        A missing row is created from ``task`` (``task_not_found`` if ``task`` is
+        not given). From ``scheduled`` any ``attempt >= 1`` is accepted. From
+        ``started`` the ``attempt`` must increase (re-running an uncertain
+        idempotent task), except that repeating the identical call (same attempt
+        and ``system_instance``) is a no-op; otherwise ``attempt_not_increasing``.
+        A completed or failed task raises ``task_finished``. The invocation must
+        be running (``invocation_finished``). Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
+        """Record the task's ``result``; it must be ``started`` (``task_not_started``).
+
+        A finished task is never overwritten (``task_finished``); repeating the
+        identical completion is a no-op. Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
+        """Record the task's final failure (``ErrorInfo.to_dict()``).
+
+        Allowed from ``scheduled`` or ``started``; a finished task is never
+        overwritten (``task_finished``); repeating the identical failure is a
+        no-op. Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def resolve_task(self, task_id: str, *, result: Any, token: int) -> None:
+        """Complete an uncertain task with a user-established ``result``.
+
+        Only ``started`` -> ``completed``; the record gets ``resolved=True``.
+        Any other status raises ``task_not_uncertain``. Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def get_tasks(
+        self, invocation_id: str, *, execution_id: str | None = None, step: int | None = None
+    ) -> list[TaskRecord]:
+        """Return the invocation's tasks, filtered, ordered by step then branch_index."""
+
+    @abc.abstractmethod
+    def get_task(self, task_id: str) -> TaskRecord | None:
+        """Return one task record, or ``None`` if unknown."""
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections held by this process. Idempotent."""
+
+    def __enter__(self) -> TaskStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

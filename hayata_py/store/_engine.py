@@ -1,0 +1,203 @@
+"""Engines per process, SQLite pragmas, write transactions, retries, migrations.
+
+* One SQLAlchemy engine per process, created lazily on first use. After
+  ``os.fork`` the child never touches the parent's engine or connections (a
+  fork hook drops them, and a pid check backs it up); the parent's objects are
+  kept referenced in the child so garbage collection cannot close sockets or
+  SQLite handles the parent still uses.
+* SQLite: WAL, ``synchronous=FULL`` (a commit is on disk when it returns),
+  ``busy_timeout`` 30 s, foreign keys on; pysqlite's own transaction handling
+  is switched off (the SQLAlchemy-documented recipe) so writes start with
+  ``BEGIN IMMEDIATE`` and reads with ``BEGIN``.
+* PostgreSQL via psycopg 3 (``postgresql://`` URLs are mapped to
+  ``postgresql+psycopg://``).
+* Migrations: checked and applied under a lock in one transaction (see
+  :func:`migrate`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import URL, Connection, Engine
+
+from hayata_py._errors import SchemaTooNew, StoreError
+
+__all__ = ["EngineHolder", "migrate", "normalize_url"]
+
+T = TypeVar("T")
+
+SQLITE_BUSY_TIMEOUT_S = 30.0
+_MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_PG_MIGRATION_LOCK = 0x48415941  # arbitrary constant key for pg_advisory_xact_lock
+_ABANDONED: list[Engine] = []  # parents' engines, kept alive in forked children
+_HOLDERS: weakref.WeakSet[EngineHolder] = weakref.WeakSet()
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Parse ``url``; plain ``postgresql`` selects the psycopg 3 driver."""
+    parsed = sa.make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
+    cursor = dbapi_conn.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = FULL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    mode = conn.get_execution_options().get("hayata_begin", "DEFERRED")
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def create_engine(url: URL) -> Engine:
+    """Create an engine configured as described in the module docs."""
+    if url.get_backend_name() == "sqlite":
+        engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        sa.event.listen(engine, "connect", _sqlite_on_connect)
+        sa.event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def _is_retryable(exc: sa.exc.DBAPIError) -> bool:
+    text = str(exc.orig).lower()
+    if "database is locked" in text or "database table is locked" in text:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return sqlstate in ("40001", "40P01")  # serialization failure, deadlock
+
+
+class EngineHolder:
+    """Owns this process's engine for one URL and runs retried transactions."""
+
+    def __init__(self, url: URL, *, retry_seconds: float = 60.0) -> None:
+        self.url = url
+        self.is_sqlite = url.get_backend_name() == "sqlite"
+        self.retry_seconds = retry_seconds
+        self._engine: Engine | None = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        _HOLDERS.add(self)
+
+    def engine(self) -> Engine:
+        """Return this process's engine, creating it on first use."""
+        if self._pid != os.getpid():
+            self._after_fork()
+        engine = self._engine
+        if engine is None:
+            with self._lock:
+                engine = self._engine
+                if engine is None:
+                    engine = self._engine = create_engine(self.url)
+        return engine
+
+    def _after_fork(self) -> None:
+        if self._engine is not None:
+            _ABANDONED.append(self._engine)
+        self._engine = None
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def dispose(self) -> None:
+        """Close this process's connections; a later call creates a new engine."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None and self._pid == os.getpid():
+            engine.dispose()
+
+    def run(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        """Run ``fn`` in one transaction and commit; retry on lock contention.
+
+        Writes on SQLite begin with ``BEGIN IMMEDIATE`` (the write lock is taken
+        up front, so the checks ``fn`` makes stay true until commit). Retries
+        only errors raised before anything was committed (busy/locked,
+        serialization failure, deadlock) for up to ``retry_seconds``.
+        """
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 0.002
+        while True:
+            try:
+                with self.engine().connect() as conn:
+                    if write and self.is_sqlite:
+                        conn.execution_options(hayata_begin="IMMEDIATE")
+                    with conn.begin():
+                        return fn(conn)
+            except sa.exc.DBAPIError as exc:
+                if not _is_retryable(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"database stayed locked for {self.retry_seconds:g} s: {exc.orig}",
+                        code="store_unavailable",
+                    ) from exc
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.1)
+
+
+def _config(conn: Connection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+def migrate(holder: EngineHolder) -> None:
+    """Bring the schema to the newest revision this code knows.
+
+    Under a lock (SQLite write lock / PostgreSQL advisory lock) and in one
+    transaction: read ``alembic_version``; if it names a revision unknown to
+    this code raise :class:`SchemaTooNew` and roll back (nothing changed);
+    otherwise apply missing revisions. Concurrent first opens serialize on the
+    lock, so the later one finds the schema current.
+    """
+
+    def step(conn: Connection) -> None:
+        if not holder.is_sqlite:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+        cfg = _config(conn)
+        script = ScriptDirectory.from_config(cfg)
+        current = set(MigrationContext.configure(conn).get_current_heads())
+        known = {rev.revision for rev in script.walk_revisions()}
+        unknown = sorted(current - known)
+        if unknown:
+            raise SchemaTooNew(
+                f"the database schema is at revision {', '.join(unknown)}, written by a newer "
+                f"hayata_py; this version knows up to {', '.join(script.get_heads())}. "
+                "Upgrade hayata_py to open it (the database was not changed).",
+                revisions=unknown,
+                known_heads=list(script.get_heads()),
+            )
+        if current != set(script.get_heads()):
+            command.upgrade(cfg, "heads")
+
+    holder.run(step, write=True)
+
+
+def _reset_after_fork() -> None:
+    for holder in list(_HOLDERS):
+        holder._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)

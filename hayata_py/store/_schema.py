@@ -1,0 +1,66 @@
+"""Table definitions the store code queries (SQLAlchemy Core).
+
+The migrations in ``migrations/versions`` create these tables; this module
+only describes them for queries. Keep both in step when adding a revision.
+
+Value columns hold :mod:`hayata_py._codec` bytes (never NULL: ``None`` is
+encoded too). Timestamps are double-precision unix seconds.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+__all__ = ["HEAD_REVISION", "invocations", "metadata", "tasks"]
+
+HEAD_REVISION = "0001_baseline"
+"""The newest migration revision this code knows."""
+
+metadata = sa.MetaData()
+
+invocations = sa.Table(
+    "hayata_invocations",
+    metadata,
+    sa.Column("invocation_id", sa.String(), primary_key=True),
+    sa.Column("agent_id", sa.String(), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("step", sa.Integer(), nullable=False),
+    sa.Column("state", sa.LargeBinary(), nullable=False),
+    sa.Column("input", sa.LargeBinary(), nullable=False),
+    sa.Column("active_execution", sa.LargeBinary(), nullable=False),
+    sa.Column("parallel_results", sa.LargeBinary(), nullable=False),
+    sa.Column("last_result", sa.LargeBinary(), nullable=False),
+    sa.Column("result", sa.LargeBinary(), nullable=False),
+    sa.Column("error", sa.LargeBinary(), nullable=False),
+    sa.Column("format_version", sa.Integer(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("updated_at", sa.Double(), nullable=False),
+    sa.Column("token", sa.BigInteger(), nullable=False),
+    sa.Column("owner", sa.String(), nullable=True),
+    sa.Column("lease_expires_at", sa.Double(), nullable=True),
+)
+
+tasks = sa.Table(
+    "hayata_tasks",
+    metadata,
+    sa.Column("task_id", sa.String(), primary_key=True),
+    sa.Column(
+        "invocation_id",
+        sa.String(),
+        sa.ForeignKey("hayata_invocations.invocation_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("execution_id", sa.String(), nullable=False),
+    sa.Column("step", sa.Integer(), nullable=False),
+    sa.Column("node_id", sa.String(), nullable=False),
+    sa.Column("branch_index", sa.Integer(), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("input", sa.LargeBinary(), nullable=False),
+    sa.Column("result", sa.LargeBinary(), nullable=False),
+    sa.Column("error", sa.LargeBinary(), nullable=False),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    sa.Column("started_at", sa.Double(), nullable=True),
+    sa.Column("finished_at", sa.Double(), nullable=True),
+    sa.Column("system_instance", sa.String(), nullable=True),
+    sa.Column("resolved", sa.Boolean(), nullable=False),
+)

@@ -1,0 +1,328 @@
+"""SQLAlchemy implementation of :class:`TaskStore` for SQLite and PostgreSQL.
+
+Every write runs :meth:`EngineHolder.run` (one transaction, ``BEGIN
+IMMEDIATE`` on SQLite) and starts by locking the invocation row
+(``SELECT ... FOR UPDATE``; SQLite's write lock already covers it), then
+checks the fencing token, then writes. Values are encoded before the
+transaction opens. Timestamps are float unix seconds from ``clock``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection
+
+from hayata_py._codec import FORMAT_VERSION, decode, encode
+from hayata_py._errors import InvocationBusy, StaleWriter, StoreError
+from hayata_py.store._contract import TaskStore
+from hayata_py.store._engine import EngineHolder, migrate, normalize_url
+from hayata_py.store._records import (
+    TERMINAL_INVOCATION_STATUSES,
+    InvocationRecord,
+    TaskRecord,
+)
+from hayata_py.store._rows import invocation_from_row, invocation_values, task_from_row
+from hayata_py.store._schema import invocations as inv
+from hayata_py.store._schema import tasks as tk
+from hayata_py.store._tasks import TaskWrites, fence, lock_invocation
+
+__all__ = ["SqlTaskStore", "default_store_url", "open_store"]
+
+Clock = Callable[[], float]
+
+
+def default_store_url(data_dir: str | Path) -> str:
+    """Return ``sqlite:///<absolute data_dir>/hayata.db``, creating ``data_dir``."""
+    path = Path(data_dir).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path / 'hayata.db'}"
+
+
+def open_store(url: str | URL, *, clock: Clock = time.time) -> TaskStore:
+    """Open (creating or upgrading the schema of) the store at ``url``.
+
+    Raises :class:`SchemaTooNew` if the database was written by a newer schema.
+    """
+    return SqlTaskStore(url, clock=clock)
+
+
+class SqlTaskStore(TaskWrites, TaskStore):
+    """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
+
+    The constructor applies migrations (raising :class:`SchemaTooNew` for a
+    database from a newer hayata_py) and then drops its connections, so the
+    object can be created in one process and used in forked children; each
+    process connects on first use. ``clock`` (default ``time.time``) supplies
+    timestamps and lease expiry, so tests can move time without sleeping.
+    """
+
+    def __init__(
+        self, url: str | URL, *, clock: Clock = time.time, retry_seconds: float = 60.0
+    ) -> None:
+        self.url = normalize_url(url)
+        self.clock = clock
+        self._db = EngineHolder(self.url, retry_seconds=retry_seconds)
+        try:
+            migrate(self._db)
+        finally:
+            self._db.dispose()
+
+    def __repr__(self) -> str:
+        return f"SqlTaskStore({self.url.render_as_string(hide_password=True)!r})"
+
+    def close(self) -> None:
+        self._db.dispose()
+
+    # -- helpers -----------------------------------------------------------
+
+    def _expiry(self, lease_seconds: float | None) -> float | None:
+        return None if lease_seconds is None else self.clock() + lease_seconds
+
+    # -- invocations -------------------------------------------------------
+
+    def create_invocation(
+        self, record: InvocationRecord, *, owner: str, lease_seconds: float | None = None
+    ) -> int:
+        values = invocation_values(record)
+        iid = record.invocation_id
+
+        def write(conn: Connection) -> int:
+            if conn.execute(sa.select(inv.c.status).where(inv.c.invocation_id == iid)).first():
+                raise StoreError(
+                    f"invocation {iid} already exists",
+                    code="invocation_exists",
+                    invocation_id=iid,
+                )
+            self._check_agent_free(conn, record.agent_id)
+            now = self.clock()
+            conn.execute(
+                inv.insert().values(
+                    invocation_id=iid,
+                    agent_id=record.agent_id,
+                    status="running",
+                    format_version=FORMAT_VERSION,
+                    created_at=now,
+                    updated_at=now,
+                    token=1,
+                    owner=owner,
+                    lease_expires_at=self._expiry(lease_seconds),
+                    **values,
+                )
+            )
+            return 1
+
+        try:
+            return self._db.run(write, write=True)
+        except sa.exc.IntegrityError as exc:
+            # A concurrent create committed first (PostgreSQL); report why.
+            def recheck(conn: Connection) -> None:
+                if conn.execute(sa.select(inv.c.status).where(inv.c.invocation_id == iid)).first():
+                    raise StoreError(
+                        f"invocation {iid} already exists",
+                        code="invocation_exists",
+                        invocation_id=iid,
+                    )
+                self._check_agent_free(conn, record.agent_id)
+
+            self._db.run(recheck, write=False)
+            raise StoreError(
+                f"invocation {iid}: conflicting concurrent create", code="invocation_exists"
+            ) from exc
+
+    def _check_agent_free(self, conn: Connection, agent_id: str) -> None:
+        other = conn.execute(
+            sa.select(inv.c.invocation_id).where(
+                inv.c.agent_id == agent_id, inv.c.status == "running"
+            )
+        ).first()
+        if other is not None:
+            raise StoreError(
+                f"agent {agent_id} already has a running invocation {other.invocation_id}",
+                code="agent_busy",
+                agent_id=agent_id,
+                invocation_id=other.invocation_id,
+            )
+
+    def claim_invocation(
+        self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
+    ) -> int:
+        def write(conn: Connection) -> int:
+            row = lock_invocation(conn, invocation_id)
+            if row.status in TERMINAL_INVOCATION_STATUSES:
+                raise StoreError(
+                    f"invocation {invocation_id} is {row.status}; it cannot be claimed",
+                    code="invocation_finished",
+                    invocation_id=invocation_id,
+                    status=row.status,
+                )
+            now = self.clock()
+            expires = row.lease_expires_at
+            if row.owner not in (None, owner) and expires is not None and expires > now:
+                raise InvocationBusy(
+                    f"invocation {invocation_id} is leased by {row.owner} "
+                    f"for another {expires - now:.3f} s",
+                    invocation_id=invocation_id,
+                    owner=row.owner,
+                    lease_expires_at=expires,
+                )
+            token = int(row.token) + 1
+            conn.execute(
+                inv.update()
+                .where(inv.c.invocation_id == invocation_id)
+                .values(token=token, owner=owner, lease_expires_at=self._expiry(lease_seconds))
+            )
+            return token
+
+        return self._db.run(write, write=True)
+
+    def _lease_write(
+        self, invocation_id: str, owner: str, token: int, values: Callable[[], dict[str, Any]]
+    ) -> None:
+        def write(conn: Connection) -> None:
+            row = fence(conn, invocation_id, token)
+            if row.owner != owner:
+                raise StaleWriter(
+                    f"invocation {invocation_id} is owned by {row.owner}, not {owner}",
+                    invocation_id=invocation_id,
+                    owner=row.owner,
+                )
+            conn.execute(
+                inv.update().where(inv.c.invocation_id == invocation_id).values(**values())
+            )
+
+        self._db.run(write, write=True)
+
+    def renew_lease(
+        self, invocation_id: str, *, owner: str, token: int, lease_seconds: float | None
+    ) -> None:
+        self._lease_write(
+            invocation_id, owner, token, lambda: {"lease_expires_at": self._expiry(lease_seconds)}
+        )
+
+    def release(self, invocation_id: str, *, owner: str, token: int) -> None:
+        self._lease_write(
+            invocation_id, owner, token, lambda: {"owner": None, "lease_expires_at": None}
+        )
+
+    def save_checkpoint(self, record: InvocationRecord, *, token: int) -> None:
+        if record.status != "running":
+            raise StoreError(
+                f"invocation {record.invocation_id}: save_checkpoint needs status 'running', "
+                f"got {record.status!r}; use finish_invocation to end it",
+                code="invalid_status",
+                invocation_id=record.invocation_id,
+            )
+        values = invocation_values(record)
+        values.pop("result")
+        values.pop("error")
+
+        def write(conn: Connection) -> None:
+            fence(conn, record.invocation_id, token, running=True)
+            conn.execute(
+                inv.update()
+                .where(inv.c.invocation_id == record.invocation_id)
+                .values(updated_at=self.clock(), **values)
+            )
+
+        self._db.run(write, write=True)
+
+    def finish_invocation(
+        self,
+        invocation_id: str,
+        *,
+        token: int,
+        status: Literal["completed", "failed"],
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        if status not in TERMINAL_INVOCATION_STATUSES:
+            raise StoreError(
+                f"finish_invocation needs status 'completed' or 'failed', got {status!r}",
+                code="invalid_status",
+                invocation_id=invocation_id,
+            )
+        values: dict[str, Any] = {
+            "result": encode(result, key="result"),
+            "error": encode(error, key="error"),
+        }
+        if state is not None:
+            values["state"] = encode(state, key="state")
+
+        def write(conn: Connection) -> None:
+            row = fence(conn, invocation_id, token)
+            if row.status in TERMINAL_INVOCATION_STATUSES:
+                stored = conn.execute(
+                    sa.select(inv.c.result, inv.c.error, inv.c.state).where(
+                        inv.c.invocation_id == invocation_id
+                    )
+                ).one()
+                where = f"invocation {invocation_id}"
+                same = row.status == status and all(
+                    decode(getattr(stored, col), record=where, column=col)
+                    == decode(data, record=where, column=col)
+                    for col, data in values.items()
+                )
+                if same:
+                    return
+                raise StoreError(
+                    f"invocation {invocation_id} already {row.status}; it cannot be changed",
+                    code="invocation_finished",
+                    invocation_id=invocation_id,
+                    status=row.status,
+                )
+            conn.execute(
+                inv.update()
+                .where(inv.c.invocation_id == invocation_id)
+                .values(
+                    status=status,
+                    updated_at=self.clock(),
+                    owner=None,
+                    lease_expires_at=None,
+                    **values,
+                )
+            )
+
+        self._db.run(write, write=True)
+
+    def get_invocation(self, invocation_id: str) -> InvocationRecord | None:
+        query = sa.select(inv).where(inv.c.invocation_id == invocation_id)
+        row = self._db.run(lambda conn: conn.execute(query).first(), write=False)
+        return None if row is None else invocation_from_row(row)
+
+    def unfinished_invocation(self, agent_id: str) -> InvocationRecord | None:
+        query = sa.select(inv).where(inv.c.agent_id == agent_id, inv.c.status == "running")
+        row = self._db.run(lambda conn: conn.execute(query).first(), write=False)
+        return None if row is None else invocation_from_row(row)
+
+    def list_invocations(self, agent_id: str, limit: int = 50) -> list[InvocationRecord]:
+        query = (
+            sa.select(inv)
+            .where(inv.c.agent_id == agent_id)
+            .order_by(inv.c.created_at.desc(), inv.c.invocation_id.desc())
+            .limit(limit)
+        )
+        rows = self._db.run(lambda conn: conn.execute(query).all(), write=False)
+        return [invocation_from_row(r) for r in rows]
+
+    def get_tasks(
+        self, invocation_id: str, *, execution_id: str | None = None, step: int | None = None
+    ) -> list[TaskRecord]:
+        query = sa.select(tk).where(tk.c.invocation_id == invocation_id)
+        if execution_id is not None:
+            query = query.where(tk.c.execution_id == execution_id)
+        if step is not None:
+            query = query.where(tk.c.step == step)
+        query = query.order_by(tk.c.step, tk.c.branch_index, tk.c.task_id)
+        rows = self._db.run(lambda conn: conn.execute(query).all(), write=False)
+        return [task_from_row(r) for r in rows]
+
+    def get_task(self, task_id: str) -> TaskRecord | None:
+        query = sa.select(tk).where(tk.c.task_id == task_id)
+        row = self._db.run(lambda conn: conn.execute(query).first(), write=False)
+        return None if row is None else task_from_row(row)

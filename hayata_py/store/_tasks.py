@@ -1,0 +1,235 @@
+"""Fencing helpers and the task-record writes of :class:`SqlTaskStore`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from hayata_py._codec import decode, encode
+from hayata_py._errors import StaleWriter, StoreError
+from hayata_py.store._engine import EngineHolder
+from hayata_py.store._records import TERMINAL_INVOCATION_STATUSES, TaskRecord
+from hayata_py.store._rows import task_from_row, task_values
+from hayata_py.store._schema import invocations as inv
+from hayata_py.store._schema import tasks as tk
+
+__all__ = ["TaskWrites", "fence", "lock_invocation"]
+
+
+def lock_invocation(conn: Connection, invocation_id: str) -> Any:
+    """Lock the invocation row for this transaction and return its control columns."""
+    row = conn.execute(
+        sa.select(inv.c.token, inv.c.status, inv.c.owner, inv.c.lease_expires_at)
+        .where(inv.c.invocation_id == invocation_id)
+        .with_for_update()
+    ).first()
+    if row is None:
+        raise StoreError(
+            f"invocation {invocation_id} does not exist",
+            code="invocation_not_found",
+            invocation_id=invocation_id,
+        )
+    return row
+
+
+def fence(conn: Connection, invocation_id: str, token: int, *, running: bool = False) -> Any:
+    """Lock the invocation; raise StaleWriter unless ``token`` is current.
+
+    With ``running=True`` also raise ``invocation_finished`` if it is terminal.
+    """
+    row = lock_invocation(conn, invocation_id)
+    if row.token != token:
+        raise StaleWriter(
+            f"invocation {invocation_id}: token {token} is not the current token "
+            f"{row.token} (another owner has claimed it); nothing was written",
+            invocation_id=invocation_id,
+            token=token,
+            current_token=row.token,
+        )
+    if running and row.status in TERMINAL_INVOCATION_STATUSES:
+        raise StoreError(
+            f"invocation {invocation_id} is {row.status}; it cannot be changed",
+            code="invocation_finished",
+            invocation_id=invocation_id,
+            status=row.status,
+        )
+    return row
+
+
+def _task_error(task_id: str, code: str, message: str, **details: Any) -> StoreError:
+    return StoreError(f"task {task_id}: {message}", code=code, task_id=task_id, **details)
+
+
+class TaskWrites:
+    """Task-record writes; mixed into SqlTaskStore (which provides ``_db``, ``clock``)."""
+
+    _db: EngineHolder
+    clock: Callable[[], float]
+
+    def _task_write(
+        self,
+        task_id: str,
+        token: int,
+        apply: Callable[[Connection, Any], Any],
+        *,
+        invocation_id: str | None = None,
+        running: bool = False,
+    ) -> Any:
+        """Lock the task's invocation, fence, then ``apply(conn, task_row)``."""
+
+        def write(conn: Connection) -> Any:
+            iid = invocation_id
+            if iid is None:
+                found = conn.execute(
+                    sa.select(tk.c.invocation_id).where(tk.c.task_id == task_id)
+                ).first()
+                if found is None:
+                    raise _task_error(task_id, "task_not_found", "no such task")
+                iid = found.invocation_id
+            fence(conn, iid, token, running=running)
+            row = conn.execute(
+                sa.select(tk).where(tk.c.task_id == task_id).with_for_update()
+            ).first()
+            return apply(conn, row)
+
+        return self._db.run(write, write=True)
+
+    def _update(self, conn: Connection, task_id: str, **values: Any) -> None:
+        conn.execute(tk.update().where(tk.c.task_id == task_id).values(**values))
+
+    def schedule_tasks(self, tasks: Sequence[TaskRecord], *, token: int) -> None:
+        if not tasks:
+            return
+        iids = {t.invocation_id for t in tasks}
+        if len(iids) != 1:
+            raise StoreError(
+                f"schedule_tasks got tasks of several invocations: {sorted(iids)}",
+                code="invalid_argument",
+            )
+        (iid,) = iids
+        rows = [
+            task_values(t)
+            | {"status": "scheduled", "attempt": 0, "started_at": None, "finished_at": None}
+            for t in tasks
+        ]
+
+        def write(conn: Connection) -> None:
+            fence(conn, iid, token, running=True)
+            dialect = sqlite if self._db.is_sqlite else postgresql
+            stmt = dialect.insert(tk).on_conflict_do_nothing(index_elements=["task_id"])
+            conn.execute(stmt, rows)
+
+        self._db.run(write, write=True)
+
+    def mark_started(
+        self,
+        task_id: str,
+        *,
+        token: int,
+        system_instance: str | None,
+        attempt: int,
+        task: TaskRecord | None = None,
+    ) -> TaskRecord:
+        if attempt < 1:
+            raise _task_error(task_id, "invalid_argument", f"attempt must be >= 1, got {attempt}")
+        if task is not None and task.task_id != task_id:
+            raise _task_error(task_id, "invalid_argument", f"task record is {task.task_id}")
+        new_row = None if task is None else task_values(task)
+
+        def apply(conn: Connection, row: Any) -> TaskRecord:
+            started = {
+                "status": "started",
+                "attempt": attempt,
+                "system_instance": system_instance,
+                "started_at": self.clock(),
+                "finished_at": None,
+            }
+            if row is None:
+                if new_row is None:
+                    raise _task_error(task_id, "task_not_found", "no such task")
+                conn.execute(tk.insert().values(new_row | started | {"resolved": False}))
+            elif row.status in ("completed", "failed"):
+                raise _task_error(task_id, "task_finished", f"already {row.status}")
+            elif row.status == "started" and attempt <= row.attempt:
+                if attempt == row.attempt and system_instance == row.system_instance:
+                    return task_from_row(row)
+                raise _task_error(
+                    task_id,
+                    "attempt_not_increasing",
+                    f"attempt {attempt} does not follow started attempt {row.attempt}",
+                    attempt=attempt,
+                    stored_attempt=row.attempt,
+                )
+            else:
+                self._update(conn, task_id, **started)
+            stored = conn.execute(sa.select(tk).where(tk.c.task_id == task_id)).one()
+            return task_from_row(stored)
+
+        iid = None if task is None else task.invocation_id
+        result: TaskRecord = self._task_write(
+            task_id, token, apply, invocation_id=iid, running=True
+        )
+        return result
+
+    def _finish(self, task_id: str, token: int, status: str, column: str, value: Any) -> None:
+        data = encode(value, key=column)
+        where = f"task {task_id}"
+
+        def apply(conn: Connection, row: Any) -> None:
+            if row is None:
+                raise _task_error(task_id, "task_not_found", "no such task")
+            if row.status in ("completed", "failed"):
+                same = (
+                    row.status == status
+                    and not row.resolved
+                    and decode(getattr(row, column), record=where, column=column) == value
+                )
+                if same:
+                    return
+                raise _task_error(task_id, "task_finished", f"already {row.status}")
+            if status == "completed" and row.status != "started":
+                raise _task_error(task_id, "task_not_started", f"is {row.status}, not started")
+            self._update(conn, task_id, status=status, finished_at=self.clock(), **{column: data})
+
+        self._task_write(task_id, token, apply)
+
+    def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
+        self._finish(task_id, token, "completed", "result", result)
+
+    def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
+        self._finish(task_id, token, "failed", "error", error)
+
+    def resolve_task(self, task_id: str, *, result: Any, token: int) -> None:
+        data = encode(result, key="result")
+        where = f"task {task_id}"
+
+        def apply(conn: Connection, row: Any) -> None:
+            if row is None:
+                raise _task_error(task_id, "task_not_found", "no such task")
+            if (
+                row.status == "completed"
+                and row.resolved
+                and decode(row.result, record=where, column="result") == result
+            ):
+                return
+            if row.status != "started":
+                raise _task_error(
+                    task_id,
+                    "task_not_uncertain",
+                    f"is {row.status}; only a started (uncertain) task can be resolved",
+                    status=row.status,
+                )
+            self._update(
+                conn,
+                task_id,
+                status="completed",
+                result=data,
+                resolved=True,
+                finished_at=self.clock(),
+            )
+
+        self._task_write(task_id, token, apply)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the task store schema (applied by ``open_store``)."""
