@@ -95,7 +95,10 @@ class RunRejected(HayataError):
 
 
 class RecoveryRejected(HayataError):
-    """A recovery request was refused (``nothing_to_recover``, ``task_execution_uncertain``, ...)."""
+    """A recovery request was refused.
+
+    Codes: ``nothing_to_recover``, ``task_execution_uncertain``, ...
+    """
 
     code = "recovery_rejected"
 

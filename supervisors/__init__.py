@@ -9,6 +9,7 @@ from supervisors._errors import InvalidSpec, StartFailed, SupervisorError
 from supervisors._intensity import add_restart
 from supervisors._messages import (
     ChildCounts,
+    ChildEvent,
     ChildInfo,
     CountChildren,
     DeleteChild,
@@ -28,6 +29,7 @@ from supervisors._spec import (
     Kind,
     Restart,
     Shutdown,
+    Sibling,
     Start,
     Strategy,
     SupervisorFlags,
@@ -39,6 +41,7 @@ __all__ = [
     "BRUTAL_KILL",
     "INFINITY",
     "ChildCounts",
+    "ChildEvent",
     "ChildInfo",
     "ChildSpec",
     "CountChildren",
@@ -51,6 +54,7 @@ __all__ = [
     "RestartChild",
     "Shutdown",
     "ShutdownSupervisor",
+    "Sibling",
     "Start",
     "StartChild",
     "StartFailed",

@@ -90,7 +90,7 @@ class SupervisedActor(Actor):  # type: ignore[misc]
     def receiveMessage(self, message: Any, sender: Any) -> None:
         try:
             self._dispatch(message, sender)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001
             self._fail(describe_exception(exc))
 
     def _dispatch(self, message: Any, sender: Any) -> None:
@@ -122,7 +122,7 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         which answers only once its own children have started)."""
         try:
             self.on_start(*init.args, **init.kwargs)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001
             self._failed = True
             reason = describe_exception(exc)
             self.log.warning("start_failed", reason=reason)
@@ -153,7 +153,7 @@ class SupervisedActor(Actor):  # type: ignore[misc]
             return
         try:
             self.on_stop()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001
             self.log.warning("on_stop_failed", reason=describe_exception(exc))
 
     def _fail(self, reason: str) -> None:

@@ -40,6 +40,19 @@ class ChildCounts:
 
 
 @dataclass(frozen=True)
+class ChildEvent:
+    """What :meth:`Supervisor.on_child_event` sees: ``kind`` is ``started`` or
+    ``exited``; for exits, ``reason`` and whether the exit was ``normal``."""
+
+    kind: str
+    child_id: str
+    address: Any
+    pid: int | None
+    reason: str | None = None
+    normal: bool = False
+
+
+@dataclass(frozen=True)
 class Reply:
     """Answer to a control request: ``ok`` with ``value``, or ``error`` (a SupervisorError)."""
 

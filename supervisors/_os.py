@@ -6,6 +6,7 @@ import ctypes
 import os
 import signal
 import sys
+import time
 
 import psutil
 
@@ -29,6 +30,29 @@ def die_with_parent() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if parent == 1 or os.getppid() != parent:
         os._exit(70)
+
+
+def wait_child_exit(pid: int | None, timeout: float) -> bool:
+    """Wait until child ``pid`` has exited (zombie or reaped); SIGKILL it at ``timeout``.
+
+    A child that said goodbye exits within milliseconds; waiting here (without
+    reaping, which Thespian does) lets "stopped" mean "no process left".
+    Returns whether the process exited by itself.
+    """
+    if pid is None:
+        return True
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            proc = psutil.Process(pid)
+            if proc.ppid() != os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            kill_child_process(pid)
+            return False
+        time.sleep(0.001)
 
 
 def kill_child_process(pid: int | None) -> bool:

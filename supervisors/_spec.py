@@ -66,6 +66,19 @@ DEFAULT_WORKER_SHUTDOWN = 5.0
 
 
 @dataclass(frozen=True)
+class Sibling:
+    """A start argument that the supervisor replaces with the *current* address
+    of the sibling child ``id`` (started earlier in the same supervisor).
+
+    Addresses change when a child restarts; with ``rest_for_one`` a child that
+    holds a sibling's address is restarted after that sibling, so it always
+    receives the fresh one.
+    """
+
+    id: str
+
+
+@dataclass(frozen=True)
 class Start:
     """How to start a child: an actor class (object or ``"pkg.module.Class"``)
     and the arguments passed to its ``on_start`` hook.

@@ -25,6 +25,7 @@ from supervisors._errors import InvalidSpec, StartFailed, SupervisorError
 from supervisors._intensity import add_restart
 from supervisors._messages import (
     ChildCounts,
+    ChildEvent,
     ChildInfo,
     CountChildren,
     DeleteChild,
@@ -42,12 +43,13 @@ from supervisors._messages import (
     _StartFailed,
     _StopTimeout,
 )
-from supervisors._os import kill_child_process
+from supervisors._os import kill_child_process, wait_child_exit
 from supervisors._spec import (
     ChildSpec,
     Kind,
     Restart,
     Shutdown,
+    Sibling,
     Strategy,
     SupervisorFlags,
     validate_children,
@@ -121,7 +123,7 @@ class Supervisor(SupervisedActor):
             self.flags = flags
             self.template: ChildSpec | None = None
             specs_t = validate_children(flags, specs)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001
             self._failed = True
             self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(),
                                            describe_exception(exc)))
@@ -236,6 +238,34 @@ class Supervisor(SupervisedActor):
         """Hook for messages that are not supervision requests (default: log and drop)."""
         self.log.warning("unexpected_message", message_type=type(message).__name__)
 
+    def on_child_event(self, event: ChildEvent) -> None:
+        """Hook called when a child has started or exited (for any reason).
+
+        Thespian tells only the parent that a child died; override this to
+        tell whoever else must know (a watcher, a registry)."""
+
+    def _emit(self, event: ChildEvent) -> None:
+        try:
+            self.on_child_event(event)
+        except Exception as exc:  # noqa: BLE001 - a hook must not break supervision
+            self.log.error("child_event_hook_failed", reason=describe_exception(exc))
+
+    def child_address(self, child_id: str) -> Any:
+        """The current address of child ``child_id`` (None if it is not running)."""
+        for child in self._children:
+            if child.spec.id == child_id:
+                return child.address
+        return None
+
+    def _resolve(self, value: Any) -> Any:
+        if isinstance(value, Sibling):
+            address = self.child_address(value.id)
+            if address is None:
+                raise SupervisorError(f"sibling {value.id!r} is not running", code="not_found",
+                                      child_id=value.id)
+            return address
+        return value
+
     def _on_shutdown_request(self, sender: Any) -> None:
         # From our own supervisor: stop children in order, then exit.
         self._exiting = True
@@ -270,7 +300,7 @@ class Supervisor(SupervisedActor):
                     self._advance(message)
                 elif isinstance(message, _ChildFailed):
                     self._on_child_failed(message, sender)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001
                 self._fail(describe_exception(exc))
             return
         super().receiveMessage(message, sender)
@@ -285,7 +315,7 @@ class Supervisor(SupervisedActor):
         child.reason, child.normal_exit = None, False
         try:
             address = self.createActor(start.actor_path)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             child.status = "terminated"
             return describe_exception(exc)
         child.status = "starting"
@@ -297,6 +327,7 @@ class Supervisor(SupervisedActor):
             child.address, child.pid, child.status = self._last_sender, reply.pid, "running"
             self.log.info("child_started", supervisor_id=self.sup_id, child=spec.id,
                           child_pid=reply.pid)
+            self._emit(ChildEvent("started", spec.id, child.address, reply.pid))
             return None
         if isinstance(reply, _StartFailed):
             child.pid = reply.pid
@@ -327,6 +358,7 @@ class Supervisor(SupervisedActor):
                 isinstance(m, ChildActorExited) and m.childAddress == address
             ) or (isinstance(m, WakeupMessage) and m.payload == _StopTimeout(token))
             if isinstance(message, ChildActorExited):
+                wait_child_exit(pid, timeout=2.0)
                 break
             self.log.warning("child_shutdown_timeout", supervisor_id=self.sup_id,
                              child=child.spec.id, child_pid=pid)
@@ -334,13 +366,16 @@ class Supervisor(SupervisedActor):
         self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
                       child_pid=pid)
         child.address, child.pid, child.status = None, None, "terminated"
+        self._emit(ChildEvent("exited", child.spec.id, address, pid, "shutdown", True))
 
     def _op_child_exited(self, child: _Child) -> Op:
         normal = child.normal_exit
         reason = "normal" if normal else (child.reason or "killed")
         self.log.info("child_exited", supervisor_id=self.sup_id, child=child.spec.id,
                       child_pid=child.pid, reason=reason, normal=normal)
+        event = ChildEvent("exited", child.spec.id, child.address, child.pid, reason, normal)
         child.address, child.pid, child.status = None, None, "terminated"
+        self._emit(event)
         if not _should_restart(child.spec.restart, normal):
             if child.spec.restart is Restart.TEMPORARY or self.template is not None:
                 self._children.remove(child)

@@ -152,6 +152,7 @@ class System:
         *,
         actor: type | str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        global_name: str | None = None,
     ) -> SupervisorRef:
         """Start a top-level supervisor and its children (in order).
 
@@ -162,19 +163,24 @@ class System:
 
         validate_children(flags, children)
         start = Start(actor or Supervisor, (flags, list(children)))
-        address, pid = self.start_actor(supervisor_id, start, timeout=timeout)
+        address, pid = self.start_actor(supervisor_id, start, timeout=timeout,
+                                        global_name=global_name)
         ref = SupervisorRef(self, address, supervisor_id, pid)
         self._top.append(ref)
         return ref
 
     def start_actor(
-        self, actor_id: str, start: Start, *, timeout: float = DEFAULT_TIMEOUT
+        self, actor_id: str, start: Start, *, timeout: float = DEFAULT_TIMEOUT,
+        global_name: str | None = None,
     ) -> tuple[Any, int]:
-        """Start an unsupervised top-level SupervisedActor; returns (address, pid)."""
+        """Start an unsupervised top-level SupervisedActor; returns (address, pid).
+
+        With ``global_name`` the actor can be found again by name from another
+        process attached to the same system (:meth:`lookup`)."""
         self._tokens += 1
         token = self._tokens
         with self._lock:
-            address = self._asys.createActor(start.actor_path)
+            address = self._asys.createActor(start.actor_path, globalName=global_name)
             init = _Init(actor_id, None, token, start.args, dict(start.kwargs), supervised=False)
             reply = self._asys.ask(address, init, timeout)
         if isinstance(reply, _Started):
@@ -182,6 +188,38 @@ class System:
         reason = reply.reason if isinstance(reply, _StartFailed) else f"no answer ({reply!r})"
         raise StartFailed(f"{actor_id!r} failed to start: {reason}", child_id=actor_id,
                           reason=reason)
+
+    def lookup(self, actor: type | str, global_name: str) -> Any:
+        """The address of the actor registered under ``global_name``.
+
+        Thespian creates the actor if no such name exists; it then receives no
+        start arguments, so callers must check it answers as expected."""
+        path = actor if isinstance(actor, str) else Start(actor).actor_path
+        with self._lock:
+            return self._asys.createActor(path, globalName=global_name)
+
+    @classmethod
+    def connect(cls, admin_port: int) -> System:
+        """Attach to a running system (started by another process) on ``admin_port``.
+
+        :meth:`shutdown` on an attached handle only detaches; it stops nothing."""
+        pid = _listener_pid(admin_port)
+        if pid is None:
+            raise SupervisorError(f"no actor system listens on port {admin_port}",
+                                  code="no_admin", admin_port=admin_port)
+        self = cls.__new__(cls)
+        prepare_environment(os.environ.get("SUPERVISORS_BIND", "127.0.0.1"))
+        self.admin_port = admin_port
+        self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
+                                 logDefs=log_defs(None), transientUnique=True)
+        self._lock = threading.Lock()
+        self._owner = False
+        self._top = []
+        self._tokens = 0
+        self.admin_pid = pid
+        self.session_id = os.getsid(pid)
+        self.log = _log.get_logger(admin_port=admin_port, admin_pid=pid)
+        return self
 
     # -- processes -------------------------------------------------------------
 
