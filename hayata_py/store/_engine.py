@@ -24,16 +24,16 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection, Engine
 
 from hayata_py._errors import SchemaTooNew, StoreError
+from hayata_py.store._schema import HEAD_REVISION
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = ["EngineHolder", "migrate", "normalize_url"]
 
@@ -157,6 +157,8 @@ class EngineHolder:
 
 
 def _config(conn: Connection) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     cfg.attributes["connection"] = conn
@@ -170,10 +172,24 @@ def migrate(holder: EngineHolder) -> None:
     transaction: read ``alembic_version``; if it names a revision unknown to
     this code raise :class:`SchemaTooNew` and roll back (nothing changed);
     otherwise apply missing revisions. Concurrent first opens serialize on the
-    lock, so the later one finds the schema current.
+    lock, so the later one finds the schema current. A database already at
+    :data:`HEAD_REVISION` is recognised with one read, without importing Alembic.
     """
 
+    def current_is_head(conn: Connection) -> bool:
+        if not sa.inspect(conn).has_table("alembic_version"):
+            return False
+        rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
+        return [tuple(r) for r in rows] == [(HEAD_REVISION,)]
+
+    if holder.run(current_is_head, write=False):
+        return
+
     def step(conn: Connection) -> None:
+        from alembic import command
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
         if not holder.is_sqlite:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
         cfg = _config(conn)

@@ -1,0 +1,107 @@
+"""Store fixtures: every store test runs once on SQLite and once on PostgreSQL.
+
+PostgreSQL is real: the session creates a uniquely named database on
+127.0.0.1:5432 (user ``postgres``, else ``root``) and drops it at the end;
+each test gets its own schema in it. If the server is unreachable the
+PostgreSQL cases fail - they are never skipped.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from hayata_py.store import SqlTaskStore
+
+PG_HOST = "127.0.0.1"
+PG_PORT = 5432
+PG_USERS = ("postgres", "root")
+
+
+class FakeClock:
+    """A settable clock for lease and timestamp tests (no sleeping)."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _admin_connect() -> tuple[psycopg.Connection[Any], str]:
+    errors = []
+    for user in PG_USERS:
+        try:
+            conn = psycopg.connect(
+                host=PG_HOST,
+                port=PG_PORT,
+                user=user,
+                dbname="test",
+                autocommit=True,
+                connect_timeout=10,
+            )
+        except psycopg.OperationalError as exc:
+            errors.append(f"{user}: {exc}")
+            continue
+        return conn, user
+    raise RuntimeError(f"PostgreSQL at {PG_HOST}:{PG_PORT} is unreachable: {errors}")
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session; yields its base URL."""
+    admin, user = _admin_connect()
+    name = f"hayata_t_{secrets.token_hex(6)}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'hayata.db'}"
+    base: str = request.getfixturevalue("pg_database")
+    schema = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(base.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    return f"{base}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The store's clock; advance it instead of sleeping."""
+    return FakeClock()
+
+
+@pytest.fixture
+def store(store_url: str, clock: FakeClock) -> Iterator[SqlTaskStore]:
+    """An open store on ``store_url`` using ``clock``; closed after the test."""
+    opened = SqlTaskStore(store_url, clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes() -> Iterator[None]:
+    """Store tests start no actor processes; skip the machine-wide actor-leak scan.
+
+    The scan in ``tests/conftest.py`` looks at every Thespian process on the
+    machine, so it would blame these tests for actor tests running
+    concurrently elsewhere. Child processes started here are waited for.
+    """
+    yield
