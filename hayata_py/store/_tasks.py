@@ -19,14 +19,20 @@ from hayata_py.store._schema import tasks as tk
 
 __all__ = ["TaskWrites", "fence", "lock_invocation"]
 
+# Statements built once: SQLAlchemy then reuses their cache keys and compiled form.
+_LOCK_INVOCATION = (
+    sa.select(inv.c.token, inv.c.status, inv.c.owner, inv.c.lease_expires_at)
+    .where(inv.c.invocation_id == sa.bindparam("iid"))
+    .with_for_update()
+)
+_TASK_ROW = sa.select(tk).where(tk.c.task_id == sa.bindparam("tid"))
+_TASK_ROW_LOCKED = _TASK_ROW.with_for_update()
+_TASK_UPDATE = tk.update().where(tk.c.task_id == sa.bindparam("b_task_id"))
+
 
 def lock_invocation(conn: Connection, invocation_id: str) -> Any:
     """Lock the invocation row for this transaction and return its control columns."""
-    row = conn.execute(
-        sa.select(inv.c.token, inv.c.status, inv.c.owner, inv.c.lease_expires_at)
-        .where(inv.c.invocation_id == invocation_id)
-        .with_for_update()
-    ).first()
+    row = conn.execute(_LOCK_INVOCATION, {"iid": invocation_id}).first()
     if row is None:
         raise StoreError(
             f"invocation {invocation_id} does not exist",
@@ -82,24 +88,25 @@ class TaskWrites:
         """Lock the task's invocation, fence, then ``apply(conn, task_row)``."""
 
         def write(conn: Connection) -> Any:
+            # SQLite: BEGIN IMMEDIATE already holds the write lock, so the first
+            # read stays valid. PostgreSQL: re-read after locking the invocation,
+            # since task rows only change under that lock.
+            params = {"tid": task_id}
+            row = conn.execute(_TASK_ROW, params).first()
             iid = invocation_id
             if iid is None:
-                found = conn.execute(
-                    sa.select(tk.c.invocation_id).where(tk.c.task_id == task_id)
-                ).first()
-                if found is None:
+                if row is None:
                     raise _task_error(task_id, "task_not_found", "no such task")
-                iid = found.invocation_id
+                iid = row.invocation_id
             fence(conn, iid, token, running=running)
-            row = conn.execute(
-                sa.select(tk).where(tk.c.task_id == task_id).with_for_update()
-            ).first()
+            if not self._db.is_sqlite:
+                row = conn.execute(_TASK_ROW_LOCKED, params).first()
             return apply(conn, row)
 
         return self._db.run(write, write=True)
 
     def _update(self, conn: Connection, task_id: str, **values: Any) -> None:
-        conn.execute(tk.update().where(tk.c.task_id == task_id).values(**values))
+        conn.execute(_TASK_UPDATE, {"b_task_id": task_id, **values})
 
     def schedule_tasks(self, tasks: Sequence[TaskRecord], *, token: int) -> None:
         if not tasks:
@@ -151,7 +158,7 @@ class TaskWrites:
             if row is None:
                 if new_row is None:
                     raise _task_error(task_id, "task_not_found", "no such task")
-                conn.execute(tk.insert().values(new_row | started | {"resolved": False}))
+                conn.execute(tk.insert(), new_row | started | {"resolved": False})
             elif row.status in ("completed", "failed"):
                 raise _task_error(task_id, "task_finished", f"already {row.status}")
             elif row.status == "started" and attempt <= row.attempt:
@@ -166,8 +173,7 @@ class TaskWrites:
                 )
             else:
                 self._update(conn, task_id, **started)
-            stored = conn.execute(sa.select(tk).where(tk.c.task_id == task_id)).one()
-            return task_from_row(stored)
+            return task_from_row(conn.execute(_TASK_ROW, {"tid": task_id}).one())
 
         iid = None if task is None else task.invocation_id
         result: TaskRecord = self._task_write(
