@@ -1,0 +1,1 @@
+"""Benchmarks (run each module with ``python -m benchmarks.<name>``)."""
