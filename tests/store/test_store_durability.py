@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -185,3 +186,20 @@ def test_concurrent_first_open(store_url: str) -> None:
         assert proc.returncode == 0, err
         assert out.strip() == "None"
     assert raw_execute(store_url, "SELECT version_num FROM alembic_version") == [(HEAD_REVISION,)]
+
+
+def test_concurrent_threads_share_a_store(store: SqlTaskStore) -> None:
+    """Four threads writing through one store object all succeed."""
+
+    def worker(n: int) -> int:
+        iid = f"inv-t{n}"
+        tok = store.create_invocation(invocation(iid, agent_id=iid), owner="o")
+        for i in range(10):
+            t = task("x", invocation_id=iid, step=i)
+            store.mark_started(t.task_id, token=tok, system_instance="s", attempt=1, task=t)
+            store.mark_completed(t.task_id, token=tok, result=i)
+        return len(store.get_tasks(iid))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        counts = [f.result(timeout=60) for f in [pool.submit(worker, n) for n in range(4)]]
+    assert counts == [10] * 4
