@@ -52,10 +52,10 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         die_with_parent()
         self.child_id: str | None = None
         self.supervisor: Any = None
-        self._supervised = False
-        self._started = False
-        self._failed = False
-        self._exiting = False
+        self._sa_supervised = False
+        self._sa_started = False
+        self._sa_failed = False
+        self._sa_exiting = False
         self.log: Any = _log.get_logger(pid=os.getpid())
 
     # -- hooks ---------------------------------------------------------------
@@ -76,33 +76,33 @@ class SupervisedActor(Actor):  # type: ignore[misc]
 
     def stop_normally(self) -> None:
         """End this actor with a normal exit (a transient child is not restarted)."""
-        if self._supervised and self.supervisor is not None:
+        if self._sa_supervised and self.supervisor is not None:
             self.send(self.supervisor, _ChildExiting(self.child_id or "", os.getpid()))
         else:
-            self._exit_now()
+            self._sa_exit_now()
 
     def crash(self, reason: str) -> None:
         """End this actor with an abnormal exit and ``reason`` (as if a handler raised)."""
-        self._fail(reason)
+        self._sa_fail(reason)
 
     # -- Thespian entry point -------------------------------------------------
 
     def receiveMessage(self, message: Any, sender: Any) -> None:
         try:
-            self._dispatch(message, sender)
+            self._sa_dispatch(message, sender)
         except BaseException as exc:  # noqa: BLE001
-            self._fail(describe_exception(exc))
+            self._sa_fail(describe_exception(exc))
 
-    def _dispatch(self, message: Any, sender: Any) -> None:
+    def _sa_dispatch(self, message: Any, sender: Any) -> None:
         if isinstance(message, ActorExitRequest):
-            self._on_exit_request()
+            self._sa_on_exit_request()
             return
-        if self._failed or self._exiting:
+        if self._sa_failed or self._sa_exiting:
             return
         if isinstance(message, _Init):
-            self._on_init(message, sender)
+            self._sa_on_init(message, sender)
         elif isinstance(message, _Shutdown):
-            self._on_shutdown_request(sender)
+            self._sa_on_shutdown_request(sender)
         elif isinstance(message, StopNormally):
             self.stop_normally()
         elif isinstance(message, GetPid):
@@ -110,62 +110,62 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         else:
             self.on_receive(message, sender)
 
-    def _on_init(self, init: _Init, sender: Any) -> None:
+    def _sa_on_init(self, init: _Init, sender: Any) -> None:
         self.child_id = init.child_id
-        self._supervised = init.supervised
+        self._sa_supervised = init.supervised
         self.supervisor = sender if init.supervised else None
         self.log = self.log.bind(child_id=init.child_id, supervisor_id=init.supervisor_id)
-        self._begin(init, sender)
+        self._sa_begin(init, sender)
 
-    def _begin(self, init: _Init, sender: Any) -> None:
+    def _sa_begin(self, init: _Init, sender: Any) -> None:
         """Run ``on_start`` and answer the supervisor (overridden by Supervisor,
         which answers only once its own children have started)."""
         try:
             self.on_start(*init.args, **init.kwargs)
         except BaseException as exc:  # noqa: BLE001
-            self._failed = True
+            self._sa_failed = True
             reason = describe_exception(exc)
             self.log.warning("start_failed", reason=reason)
             self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason))
             if not init.supervised:
-                self._exit_now()
+                self._sa_exit_now()
             return
-        self._started = True
+        self._sa_started = True
         self.send(sender, _Started(init.child_id, init.token, os.getpid()))
 
-    def _on_shutdown_request(self, sender: Any) -> None:
-        self._exiting = True
-        self._run_on_stop()
-        self._exit_now()
+    def _sa_on_shutdown_request(self, sender: Any) -> None:
+        self._sa_exiting = True
+        self._sa_run_on_stop()
+        self._sa_exit_now()
 
-    def _on_exit_request(self) -> None:
+    def _sa_on_exit_request(self) -> None:
         # Thespian exits the actor after this returns, whatever we do. Tell the
         # supervisor first that this is a requested (normal) exit.
-        if self._exiting or self._failed:
+        if self._sa_exiting or self._sa_failed:
             return
-        self._exiting = True
-        self._run_on_stop()
-        if self._supervised and self.supervisor is not None:
+        self._sa_exiting = True
+        self._sa_run_on_stop()
+        if self._sa_supervised and self.supervisor is not None:
             self.send(self.supervisor, _ChildExiting(self.child_id or "", os.getpid()))
 
-    def _run_on_stop(self) -> None:
-        if not self._started:
+    def _sa_run_on_stop(self) -> None:
+        if not self._sa_started:
             return
         try:
             self.on_stop()
         except BaseException as exc:  # noqa: BLE001
             self.log.warning("on_stop_failed", reason=describe_exception(exc))
 
-    def _fail(self, reason: str) -> None:
-        if self._failed:
+    def _sa_fail(self, reason: str) -> None:
+        if self._sa_failed:
             return
-        self._failed = True
+        self._sa_failed = True
         self.log.warning("actor_crashed", reason=reason)
-        if self._supervised and self.supervisor is not None:
+        if self._sa_supervised and self.supervisor is not None:
             self.send(self.supervisor, _ChildFailed(self.child_id or "", os.getpid(), reason))
         else:
-            self._exit_now()
+            self._sa_exit_now()
 
-    def _exit_now(self) -> None:
-        self._exiting = True
+    def _sa_exit_now(self) -> None:
+        self._sa_exiting = True
         self.send(self.myAddress, ActorExitRequest())

@@ -108,7 +108,7 @@ class Supervisor(SupervisedActor):
 
     # -- start ----------------------------------------------------------------
 
-    def _begin(self, init: _Init, sender: Any) -> None:
+    def _sa_begin(self, init: _Init, sender: Any) -> None:
         self.sup_id = init.child_id
         self._tokens = itertools.count(1)
         self._children: list[_Child] = []
@@ -124,11 +124,11 @@ class Supervisor(SupervisedActor):
             self.template: ChildSpec | None = None
             specs_t = validate_children(flags, specs)
         except BaseException as exc:  # noqa: BLE001
-            self._failed = True
+            self._sa_failed = True
             self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(),
                                            describe_exception(exc)))
             if not init.supervised:
-                self._exit_now()
+                self._sa_exit_now()
             return
         if flags.strategy is Strategy.SIMPLE_ONE_FOR_ONE:
             self.template = specs_t[0]
@@ -144,14 +144,14 @@ class Supervisor(SupervisedActor):
                 self.log.warning("start_failed", failed_child=child.spec.id, reason=error)
                 for done in reversed(started):
                     yield from self._stop_child(done)
-                self._failed = True
+                self._sa_failed = True
                 reason = f"child {child.spec.id!r} failed to start: {error}"
                 self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason))
                 if not init.supervised:
-                    self._exit_now()
+                    self._sa_exit_now()
                 return
             started.append(child)
-        self._started = True
+        self._sa_started = True
         self.send(sender, _Started(init.child_id, init.token, os.getpid()))
 
     # -- operation machinery ----------------------------------------------------
@@ -169,7 +169,7 @@ class Supervisor(SupervisedActor):
             self._drain()
 
     def _drain(self) -> None:
-        while self._op is None and self._queue and not (self._exiting or self._failed):
+        while self._op is None and self._queue and not (self._sa_exiting or self._sa_failed):
             message, sender = self._queue.pop(0)
             self._handle(message, sender)
 
@@ -266,9 +266,9 @@ class Supervisor(SupervisedActor):
             return address
         return value
 
-    def _on_shutdown_request(self, sender: Any) -> None:
+    def _sa_on_shutdown_request(self, sender: Any) -> None:
         # From our own supervisor: stop children in order, then exit.
-        self._exiting = True
+        self._sa_exiting = True
         self._queue.clear()
         self._run(self._op_stop_all_then_exit())
 
@@ -279,7 +279,7 @@ class Supervisor(SupervisedActor):
         self.send(self.myAddress, ActorExitRequest())
 
     def _op_shutdown(self, sender: Any) -> Op:
-        self._exiting = True
+        self._sa_exiting = True
         for child in reversed(list(self._children)):
             yield from self._stop_child(child)
         self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
@@ -290,7 +290,7 @@ class Supervisor(SupervisedActor):
         # A supervisor's operations must keep seeing messages while it stops
         # its children, so only ActorExitRequest short-circuits.
         if (
-            self._exiting
+            self._sa_exiting
             and not isinstance(message, ActorExitRequest)
             and getattr(self, "_op", None) is not None
         ):
@@ -301,7 +301,7 @@ class Supervisor(SupervisedActor):
                 elif isinstance(message, _ChildFailed):
                     self._on_child_failed(message, sender)
             except BaseException as exc:  # noqa: BLE001
-                self._fail(describe_exception(exc))
+                self._sa_fail(describe_exception(exc))
             return
         super().receiveMessage(message, sender)
 
@@ -314,12 +314,14 @@ class Supervisor(SupervisedActor):
         token = next(self._tokens)
         child.reason, child.normal_exit = None, False
         try:
+            args = tuple(self._resolve(a) for a in start.args)
+            kwargs = {k: self._resolve(v) for k, v in start.kwargs.items()}
             address = self.createActor(start.actor_path)
         except Exception as exc:  # noqa: BLE001
             child.status = "terminated"
             return describe_exception(exc)
         child.status = "starting"
-        self.send(address, _Init(spec.id, self.sup_id, token, start.args, dict(start.kwargs)))
+        self.send(address, _Init(spec.id, self.sup_id, token, args, kwargs))
         reply = yield lambda m: (
             isinstance(m, (_Started, _StartFailed)) and m.token == token
         ) or (isinstance(m, ChildActorExited) and m.childAddress == address)
@@ -422,11 +424,11 @@ class Supervisor(SupervisedActor):
         self.log.error("restart_intensity_exceeded", supervisor_id=self.sup_id,
                        child=child.spec.id, reason=reason, intensity=self.flags.intensity,
                        period=self.flags.period)
-        self._exiting = True
+        self._sa_exiting = True
         for other in reversed(list(self._children)):
             yield from self._stop_child(other)
-        self._exiting = False
-        self._fail("shutdown: reached_max_restart_intensity")
+        self._sa_exiting = False
+        self._sa_fail("shutdown: reached_max_restart_intensity")
 
     # -- control requests ---------------------------------------------------------
 

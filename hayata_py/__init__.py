@@ -1,0 +1,73 @@
+"""hayata_py: an actor-model runtime for AI-agent graphs, on Thespian.
+
+Start an :class:`AgentSystem`, start agents from :class:`AgentConfig`, run
+invocations with :meth:`AgentRef.run`. See README.md for the whole API.
+"""
+
+from hayata_py._api import AgentRef, AgentSystem
+from hayata_py._config import AgentConfig
+from hayata_py._errors import (
+    AgentAlreadyStarted,
+    AgentNotFound,
+    ConfigError,
+    CorruptRecord,
+    EncodingError,
+    ErrorInfo,
+    HayataError,
+    InvalidPartialResult,
+    InvocationBusy,
+    RecoveryRejected,
+    RunRejected,
+    SchemaTooNew,
+    StaleExecution,
+    StaleWriter,
+    StoreError,
+)
+from hayata_py._policy import Finish, Next, NodeContext, PolicyContext
+from hayata_py.messages import (
+    CALLER,
+    AgentEvent,
+    AgentResult,
+    AgentStatus,
+    GetResult,
+    GetStatus,
+    ResultReply,
+    Run,
+    RunAccepted,
+    WaitResult,
+)
+
+__all__ = [
+    "CALLER",
+    "AgentAlreadyStarted",
+    "AgentConfig",
+    "AgentEvent",
+    "AgentNotFound",
+    "AgentRef",
+    "AgentResult",
+    "AgentStatus",
+    "AgentSystem",
+    "ConfigError",
+    "CorruptRecord",
+    "EncodingError",
+    "ErrorInfo",
+    "Finish",
+    "GetResult",
+    "GetStatus",
+    "HayataError",
+    "InvalidPartialResult",
+    "InvocationBusy",
+    "Next",
+    "NodeContext",
+    "PolicyContext",
+    "RecoveryRejected",
+    "ResultReply",
+    "Run",
+    "RunAccepted",
+    "RunRejected",
+    "SchemaTooNew",
+    "StaleExecution",
+    "StaleWriter",
+    "StoreError",
+    "WaitResult",
+]

@@ -1,0 +1,1 @@
+"""The actors of an agent: supervisors, agent, node, edge, reducer, edge watcher."""

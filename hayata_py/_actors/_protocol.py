@@ -1,0 +1,177 @@
+"""Messages between the actors of one agent (internal; may change freely)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hayata_py._errors import ErrorInfo
+
+
+@dataclass(frozen=True)
+class Execute:
+    """Agent -> node: run the node function once for this task."""
+
+    execution_id: str
+    task_id: str
+    invocation_id: str
+    node_id: str
+    input: Any
+    state: dict[str, Any]
+    agent: Any
+    stream: bool
+    timeout: float
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Agent -> node: the execution is over; kill its edges if still running."""
+
+    execution_id: str
+
+
+@dataclass(frozen=True)
+class EdgeInit:
+    node_id: str
+    edge_id: str
+    function: str
+    watcher: Any
+
+
+@dataclass(frozen=True)
+class EdgeReady:
+    edge_id: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class RunEdge:
+    """Node -> edge: run the node function (one edge task)."""
+
+    execute: Execute
+    edge_id: str
+    reducer: Any
+
+
+@dataclass(frozen=True)
+class EdgeResult:
+    """Edge -> reducer: terminal result of one edge task."""
+
+    execution_id: str
+    node_id: str
+    edge_id: str
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+    partials: int = 0
+
+
+@dataclass(frozen=True)
+class Expect:
+    """Node -> reducer: collect these edges of an execution, within ``timeout``."""
+
+    execution_id: str
+    node_id: str
+    edge_ids: tuple[str, ...]
+    timeout: float
+    agent: Any
+
+
+@dataclass(frozen=True)
+class Forget:
+    """Node -> reducer: an execution was cancelled; drop what is collected."""
+
+    execution_id: str
+
+
+@dataclass(frozen=True)
+class ReducerDone:
+    """Reducer -> node: the execution is consolidated; ``pending`` edges timed out."""
+
+    execution_id: str
+    pending: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Reducer (or watcher) -> agent: one node's consolidated result for an execution."""
+
+    execution_id: str
+    node_id: str
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+    partials: int = 0
+
+
+@dataclass(frozen=True)
+class Partial:
+    """Edge -> agent: a streamed partial result (``index`` counts from 1 per edge task)."""
+
+    execution_id: str
+    node_id: str
+    edge_id: str
+    index: int
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WatchNodes:
+    """Agent -> node supervisor (-> watcher): send me node addresses and exits."""
+
+    subscriber: Any = None
+    nodes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeTable:
+    nodes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NodeUp:
+    node_id: str
+    address: Any
+    pid: int | None
+
+
+@dataclass(frozen=True)
+class NodeDown:
+    node_id: str
+    pid: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """Node supervisor -> watcher: a node started or exited."""
+
+    node_id: str
+    up: bool
+    address: Any
+    pid: int | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class EdgeStarted:
+    node_id: str
+    edge_id: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class EdgeStopped:
+    node_id: str
+    edge_id: str
+
+
+@dataclass(frozen=True)
+class Describe:
+    """Ask a node for its own children (edges, reducer)."""
+
+
+@dataclass(frozen=True)
+class Description:
+    children: list[dict[str, Any]]

@@ -1,0 +1,346 @@
+"""The agent: runs one invocation at a time, calling the decision policy
+between transitions and dispatching nodes.
+
+Every transition has an ``execution_id`` (``<invocation>:<step>``) and every
+node in it a ``task_id`` (``<invocation>:<step>:<node>``); both are stable,
+so a checkpoint taken at a step boundary identifies the work exactly.
+Stale messages (an outcome of a finished or cancelled execution, a partial
+from a replaced edge) are recognised by these ids and dropped; they never
+change a terminal state or cause a second notification.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any
+
+from thespian.actors import ActorAddress, WakeupMessage
+
+from hayata_py._actors._protocol import (
+    Cancel,
+    Execute,
+    NodeDown,
+    NodeTable,
+    NodeUp,
+    Outcome,
+    Partial,
+    WatchNodes,
+)
+from hayata_py._callables import resolve_callable
+from hayata_py._codec import check_encodable
+from hayata_py._config import AgentSpec
+from hayata_py._errors import EncodingError, ErrorInfo, RunRejected
+from hayata_py._policy import PolicyContext, validate_decision
+from hayata_py.messages import (
+    AgentEvent,
+    AgentResult,
+    AgentStatus,
+    Caller,
+    GetResult,
+    GetStatus,
+    ResultReply,
+    Run,
+    RunAccepted,
+    WaitResult,
+)
+from supervisors import SupervisedActor
+
+RESULTS_KEPT = 1000
+DEADLINE_MARGIN = 5.0
+
+
+@dataclass
+class _Execution:
+    id: str
+    nodes: tuple[str, ...]
+    input: Any
+    parallel: bool
+    pending: set[str]
+    results: dict[str, Any] = field(default_factory=dict)
+    partials: dict[str, int] = field(default_factory=dict)
+    held: dict[str, Outcome] = field(default_factory=dict)
+
+
+@dataclass
+class _Invocation:
+    id: str
+    input: Any
+    subscriber: Any
+    stream: bool
+    state: dict[str, Any]
+    step: int = 0
+    last_result: Any = None
+    parallel_results: list[Any] | None = None
+    sequence: int = 0
+    execution: _Execution | None = None
+
+
+def validate_run(run: Any) -> RunRejected | None:
+    """The boundary check of a :class:`Run` message (pure)."""
+    if not isinstance(run, Run):
+        return RunRejected(f"expected hy.Run, got {type(run).__name__}", code="invalid_option",
+                           field="run")
+    stream: Any = run.stream
+    if not isinstance(stream, bool):
+        return RunRejected(f"stream must be True or False, got {stream!r}",
+                           code="invalid_option", field="stream")
+    if run.subscriber is not None and not isinstance(run.subscriber, (Caller, ActorAddress)):
+        return RunRejected(
+            f"subscriber must be an actor address or hy.CALLER, got "
+            f"{type(run.subscriber).__name__}", code="invalid_option", field="subscriber")
+    if run.stream and run.subscriber is None:
+        return RunRejected("stream=True needs a subscriber (an actor address or hy.CALLER)",
+                           code="invalid_option", field="subscriber")
+    try:
+        check_encodable(run.input, "input")
+    except EncodingError as exc:
+        return RunRejected(f"input cannot be stored durably: {exc}", code="invalid_input",
+                           field="input", key=exc.details.get("key"))
+    return None
+
+
+class AgentActor(SupervisedActor):
+    """Coordinates invocations of one agent (child of its agent supervisor)."""
+
+    def on_start(self, spec: AgentSpec, nodes_supervisor: Any) -> None:
+        self.spec = spec
+        self.nodes_supervisor = nodes_supervisor
+        self.node_addresses: dict[str, Any] = {}
+        self.outbox: dict[str, list[Any]] = {}
+        self.inv: _Invocation | None = None
+        self.results: OrderedDict[str, AgentResult] = OrderedDict()
+        self.waiters: dict[str, list[Any]] = {}
+        self.log = self.log.bind(agent_id=spec.id)
+        self.send(nodes_supervisor, WatchNodes(self.myAddress))
+
+    # -- dispatch --------------------------------------------------------------------
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, Outcome):
+            self._on_outcome(message)
+        elif isinstance(message, Partial):
+            self._on_partial(message)
+        elif isinstance(message, Run):
+            self._on_run(message, sender)
+        elif isinstance(message, WakeupMessage):
+            self._on_deadline(message.payload)
+        elif isinstance(message, NodeTable):
+            self.node_addresses = dict(message.nodes)
+            for node_id in list(self.outbox):
+                self._flush(node_id)
+        elif isinstance(message, NodeUp):
+            self.node_addresses[message.node_id] = message.address
+            self._flush(message.node_id)
+        elif isinstance(message, NodeDown):
+            self._on_node_down(message)
+        elif isinstance(message, GetStatus):
+            self.send(sender, AgentStatus(self.spec.id, "running" if self.inv else "idle",
+                                          self.inv.id if self.inv else None))
+        elif isinstance(message, GetResult):
+            self.send(sender, self._result_reply(message.invocation_id))
+        elif isinstance(message, WaitResult):
+            reply = self._result_reply(message.invocation_id)
+            if reply.result is None and reply.known:
+                self.waiters.setdefault(message.invocation_id, []).append(sender)
+            else:
+                self.send(sender, reply)
+
+    def _result_reply(self, invocation_id: str) -> ResultReply:
+        result = self.results.get(invocation_id)
+        running = self.inv is not None and self.inv.id == invocation_id
+        return ResultReply(invocation_id, result, known=result is not None or running)
+
+    # -- invocation lifecycle -----------------------------------------------------------
+
+    def _on_run(self, run: Run, sender: Any) -> None:
+        rejected = validate_run(run)
+        if rejected is None and self.inv is not None:
+            rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
+                                   f"{self.inv.id}", code="agent_busy",
+                                   invocation_id=self.inv.id)
+        if rejected is not None:
+            self.send(sender, rejected)
+            return
+        subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
+        inv = _Invocation(uuid.uuid4().hex, run.input, subscriber, run.stream,
+                          dict(self.spec.state))
+        self.inv = inv
+        self.send(sender, RunAccepted(inv.id))
+        self.log.info("invocation_started", invocation_id=inv.id)
+        self._emit("invocation_started", {"input": run.input})
+        self._decide()
+
+    def _decide(self) -> None:
+        inv = self.inv
+        assert inv is not None
+        ctx = PolicyContext(inv.step, MappingProxyType(dict(inv.state)), inv.input,
+                            inv.last_result, inv.parallel_results, inv.id)
+        try:
+            answer = resolve_callable(self.spec.policy)(ctx)
+        except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
+            self._fail_invocation(ErrorInfo("policy_failed", f"{type(exc).__name__}: {exc}",
+                                 {"type": type(exc).__name__, "step": inv.step}))
+            return
+        decision = validate_decision(answer, self.spec.nodes)
+        if isinstance(decision, ErrorInfo):
+            self._fail_invocation(decision)
+            return
+        if decision.finish:
+            try:
+                check_encodable(decision.result, "result")
+            except EncodingError as exc:
+                self._fail_invocation(ErrorInfo("invalid_policy_result",
+                                     f"Finish result cannot be stored: {exc}", exc.details))
+                return
+            self._emit("invocation_completed", {"result": decision.result})
+            self._end(AgentResult(inv.id, True, decision.result))
+            return
+        if inv.step >= self.spec.max_steps:
+            self._fail_invocation(ErrorInfo("max_steps_exceeded",
+                                 f"the policy asked for step {inv.step + 1} but max_steps is "
+                                 f"{self.spec.max_steps}", {"max_steps": self.spec.max_steps}))
+            return
+        try:
+            check_encodable(decision.input, "input")
+        except EncodingError as exc:
+            self._fail_invocation(ErrorInfo("invalid_policy_result",
+                                 f"Next input cannot be stored: {exc}", exc.details))
+            return
+        self._start_transition(decision.nodes, decision.input, decision.parallel)
+
+    def _start_transition(self, nodes: tuple[str, ...], node_input: Any, parallel: bool) -> None:
+        inv = self.inv
+        assert inv is not None
+        execution = _Execution(f"{inv.id}:{inv.step}", nodes, node_input, parallel, set(nodes))
+        inv.execution = execution
+        inv.parallel_results = None
+        state = dict(inv.state)
+        for node_id in nodes:
+            task_id = f"{execution.id}:{node_id}"
+            self._emit("node_started", {"node_id": node_id, "execution_id": execution.id})
+            self._to_node(node_id, Execute(
+                execution.id, task_id, inv.id, node_id, node_input, state, self.myAddress,
+                inv.stream, self.spec.execution_timeout, idempotency_key=task_id))
+        # A last-resort deadline in case a node never receives its work.
+        self.wakeupAfter(timedelta(seconds=self.spec.execution_timeout + DEADLINE_MARGIN),
+                         execution.id)
+
+    def _active(self, execution_id: str, node_id: str) -> _Execution | None:
+        execution = self.inv.execution if self.inv else None
+        if execution is None or execution.id != execution_id or node_id not in execution.pending:
+            return None
+        return execution
+
+    def _on_outcome(self, outcome: Outcome) -> None:
+        execution = self._active(outcome.execution_id, outcome.node_id)
+        if execution is None:
+            return
+        if outcome.ok and execution.partials.get(outcome.node_id, 0) < outcome.partials:
+            execution.held[outcome.node_id] = outcome  # its partial events are still on the way
+            return
+        self._node_done(execution, outcome)
+
+    def _on_partial(self, partial: Partial) -> None:
+        execution = self._active(partial.execution_id, partial.node_id)
+        if execution is None:
+            return
+        seen = execution.partials.get(partial.node_id, 0) + 1
+        execution.partials[partial.node_id] = seen
+        self._emit("node_partial_result", {
+            "node_id": partial.node_id, "execution_id": partial.execution_id,
+            "edge_id": partial.edge_id, "result": partial.result})
+        held = execution.held.get(partial.node_id)
+        if held is not None and seen >= held.partials:
+            del execution.held[partial.node_id]
+            self._node_done(execution, held)
+
+    def _node_done(self, execution: _Execution, outcome: Outcome) -> None:
+        inv = self.inv
+        assert inv is not None
+        execution.pending.discard(outcome.node_id)
+        if not outcome.ok:
+            assert outcome.error is not None
+            self._fail_invocation(outcome.error)
+            return
+        execution.results[outcome.node_id] = outcome.result
+        self._emit("node_completed", {"node_id": outcome.node_id,
+                                      "execution_id": execution.id})
+        if execution.pending:
+            return
+        inv.execution = None
+        if execution.parallel:
+            inv.parallel_results = [execution.results[n] for n in execution.nodes]
+        else:
+            inv.state.update(outcome.result)
+            inv.last_result = outcome.result
+        inv.step += 1
+        self._decide()
+
+    def _on_node_down(self, down: NodeDown) -> None:
+        self.node_addresses.pop(down.node_id, None)
+        execution = self.inv.execution if self.inv else None
+        if execution is not None and down.node_id in execution.pending:
+            execution.pending.discard(down.node_id)
+            self._fail_invocation(ErrorInfo("node_crashed",
+                                 f"node {down.node_id!r} (pid {down.pid}) died during execution "
+                                 f"{execution.id}: {down.reason}",
+                                 {"node_id": down.node_id, "pid": down.pid,
+                                  "reason": down.reason}))
+
+    def _on_deadline(self, execution_id: Any) -> None:
+        execution = self.inv.execution if self.inv else None
+        if execution is not None and execution.id == execution_id:
+            self._fail_invocation(ErrorInfo("execution_timeout",
+                                 f"execution {execution_id} got no outcome from "
+                                 f"{sorted(execution.pending)}",
+                                 {"pending_nodes": sorted(execution.pending)}))
+
+    def _fail_invocation(self, error: ErrorInfo) -> None:
+        inv = self.inv
+        assert inv is not None
+        execution = inv.execution
+        if execution is not None:
+            for node_id in execution.pending:
+                self._to_node(node_id, Cancel(execution.id))
+            self.outbox = {k: [m for m in v if not isinstance(m, Execute)]
+                           for k, v in self.outbox.items()}
+        self.log.info("invocation_failed", invocation_id=inv.id, code=error.code)
+        self._emit("invocation_failed", {"reason": error.code, "message": error.message,
+                                         "details": dict(error.details)})
+        self._end(AgentResult(inv.id, False, None, error))
+
+    def _end(self, result: AgentResult) -> None:
+        inv = self.inv
+        assert inv is not None
+        self.inv = None
+        self.results[result.invocation_id] = result
+        while len(self.results) > RESULTS_KEPT:
+            self.results.popitem(last=False)
+        if inv.subscriber is not None:
+            self.send(inv.subscriber, result)
+        for waiter in self.waiters.pop(result.invocation_id, []):
+            self.send(waiter, ResultReply(result.invocation_id, result))
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+        inv = self.inv
+        if inv is None or not inv.stream or inv.subscriber is None:
+            return
+        inv.sequence += 1
+        self.send(inv.subscriber, AgentEvent(inv.id, event_type, inv.sequence, data))
+
+    def _to_node(self, node_id: str, message: Any) -> None:
+        self.outbox.setdefault(node_id, []).append(message)
+        self._flush(node_id)
+
+    def _flush(self, node_id: str) -> None:
+        address = self.node_addresses.get(node_id)
+        if address is None:
+            return
+        for message in self.outbox.pop(node_id, []):
+            self.send(address, message)

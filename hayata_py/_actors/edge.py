@@ -1,0 +1,111 @@
+"""The edge: runs one node function call (an edge task) at a time, in its own process.
+
+User code runs only here. Nothing it raises reaches Thespian (which would run
+it a second time): every outcome becomes an :class:`EdgeResult` for the
+reducer. An edge is reused for the next task of its node; cancelling a task
+means killing the edge process (the only way to stop arbitrary Python code).
+"""
+
+from __future__ import annotations
+
+import os
+from types import MappingProxyType
+from typing import Any
+
+from hayata_py._actors._protocol import (
+    EdgeInit,
+    EdgeReady,
+    EdgeResult,
+    EdgeStarted,
+    Partial,
+    RunEdge,
+)
+from hayata_py._callables import resolve_callable
+from hayata_py._codec import check_encodable
+from hayata_py._errors import (
+    EncodingError,
+    ErrorInfo,
+    InvalidPartialResult,
+    StaleExecution,
+)
+from hayata_py._policy import NodeContext
+from supervisors import SupervisedActor
+
+
+class _Streamer:
+    """``ctx.streamer``: publishes a partial result while its task is the edge's current one."""
+
+    def __init__(self, edge: EdgeActor, run: RunEdge) -> None:
+        self._edge = edge
+        self._run = run
+        self.count = 0
+
+    def __call__(self, partial: dict[str, Any]) -> None:
+        execute = self._run.execute
+        if self._edge.current is not self._run:
+            raise StaleExecution(
+                f"execution {execute.execution_id} of node {execute.node_id!r} has ended; "
+                "its streamer can no longer publish",
+                execution_id=execute.execution_id)
+        if not isinstance(partial, dict):
+            raise InvalidPartialResult(
+                f"streamer takes a dict, got {type(partial).__name__}")
+        check_encodable(partial, "partial")
+        self.count += 1
+        self._edge.send(execute.agent, Partial(execute.execution_id, execute.node_id,
+                                               self._run.edge_id, self.count, dict(partial)))
+
+
+class EdgeActor(SupervisedActor):
+    """Runs edge tasks for one node; started by the node, dies with it."""
+
+    current: RunEdge | None = None
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, RunEdge):
+            self._run(message)
+        elif isinstance(message, EdgeInit):
+            self.node_id, self.edge_id, self.function = (
+                message.node_id, message.edge_id, message.function)
+            self.send(sender, EdgeReady(message.edge_id, os.getpid()))
+            if message.watcher is not None:
+                self.send(message.watcher,
+                          EdgeStarted(message.node_id, message.edge_id, os.getpid()))
+
+    def _run(self, run: RunEdge) -> None:
+        execute = run.execute
+        streamer = _Streamer(self, run) if execute.stream else None
+        ctx = NodeContext(
+            input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
+            invocation_id=execute.invocation_id, execution_id=execute.execution_id,
+            task_id=execute.task_id, idempotency_key=execute.idempotency_key,
+            streamer=streamer)
+        self.current = run
+        try:
+            result, error = self._call(ctx)
+        finally:
+            self.current = None
+        self.send(run.reducer, EdgeResult(
+            execute.execution_id, execute.node_id, run.edge_id, error is None, result, error,
+            streamer.count if streamer else 0))
+
+    def _call(self, ctx: NodeContext) -> tuple[Any, ErrorInfo | None]:
+        try:
+            fn = resolve_callable(self.function)
+            result = fn(ctx)
+        except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
+            return None, ErrorInfo("node_failed", f"{type(exc).__name__}: {exc}",
+                                   {"node_id": ctx.node_id, "type": type(exc).__name__})
+        if not isinstance(result, dict):
+            return None, ErrorInfo(
+                "invalid_node_result",
+                f"node {ctx.node_id!r} returned {type(result).__name__}; "
+                "a node must return a dict",
+                {"node_id": ctx.node_id, "returned": type(result).__name__})
+        try:
+            check_encodable(result, "result")
+        except EncodingError as exc:
+            return None, ErrorInfo("invalid_node_result",
+                                   f"node {ctx.node_id!r} returned a value that cannot be "
+                                   f"stored: {exc}", {"node_id": ctx.node_id, **exc.details})
+        return result, None

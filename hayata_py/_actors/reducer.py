@@ -1,0 +1,97 @@
+"""The reducer: collects the edge results of an execution into one outcome.
+
+One reducer per node, reused across executions. It owns the execution's
+deadline (one timer per execution): if edges are still pending when it
+fires, the outcome is ``execution_timeout`` naming them. Results that arrive
+before the node's :class:`Expect` (message order between different actors
+is not guaranteed) wait in a buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from thespian.actors import WakeupMessage
+
+from hayata_py._actors._protocol import EdgeResult, Expect, Forget, Outcome, ReducerDone
+from hayata_py._errors import ErrorInfo
+from supervisors import SupervisedActor
+
+_MAX_EARLY = 64
+
+
+@dataclass
+class _Pending:
+    expect: Expect
+    node: Any
+    results: dict[str, EdgeResult] = field(default_factory=dict)
+
+
+class ReducerActor(SupervisedActor):
+    """Consolidates edge results for one node."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending: dict[str, _Pending] = {}
+        self.early: dict[str, list[EdgeResult]] = {}
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, EdgeResult):
+            self._on_result(message)
+        elif isinstance(message, Expect):
+            entry = _Pending(message, sender)
+            self.pending[message.execution_id] = entry
+            self.wakeupAfter(timedelta(seconds=message.timeout), message.execution_id)
+            for result in self.early.pop(message.execution_id, []):
+                self._on_result(result)
+        elif isinstance(message, Forget):
+            self.pending.pop(message.execution_id, None)
+            self.early.pop(message.execution_id, None)
+        elif isinstance(message, WakeupMessage):
+            self._on_deadline(message.payload)
+
+    def _on_result(self, result: EdgeResult) -> None:
+        entry = self.pending.get(result.execution_id)
+        if entry is None:
+            if len(self.early) >= _MAX_EARLY:
+                self.early.pop(next(iter(self.early)))
+            self.early.setdefault(result.execution_id, []).append(result)
+            return
+        if result.edge_id not in entry.expect.edge_ids:
+            return
+        entry.results[result.edge_id] = result
+        failed = next((r for r in entry.results.values() if not r.ok), None)
+        if failed is None and len(entry.results) < len(entry.expect.edge_ids):
+            return
+        del self.pending[result.execution_id]
+        expect = entry.expect
+        partials = sum(r.partials for r in entry.results.values())
+        if failed is not None:
+            outcome = Outcome(expect.execution_id, expect.node_id, False, error=failed.error,
+                              partials=partials)
+        else:
+            ordered = [entry.results[e].result for e in expect.edge_ids]
+            value = ordered[0] if len(ordered) == 1 else ordered
+            outcome = Outcome(expect.execution_id, expect.node_id, True, value,
+                              partials=partials)
+        # The node first, so its edge is free before the agent schedules more work.
+        pending = tuple(e for e in expect.edge_ids if e not in entry.results)
+        self.send(entry.node, ReducerDone(expect.execution_id, pending))
+        self.send(expect.agent, outcome)
+
+    def _on_deadline(self, execution_id: Any) -> None:
+        entry = self.pending.pop(execution_id, None)
+        if entry is None:
+            return
+        expect = entry.expect
+        pending = tuple(e for e in expect.edge_ids if e not in entry.results)
+        error = ErrorInfo(
+            "execution_timeout",
+            f"node {expect.node_id!r} did not finish within {expect.timeout}s "
+            f"(pending edges: {', '.join(pending)})",
+            {"node_id": expect.node_id, "pending_edges": list(pending),
+             "timeout": expect.timeout})
+        self.send(entry.node, ReducerDone(expect.execution_id, pending))
+        self.send(expect.agent, Outcome(expect.execution_id, expect.node_id, False, error=error))

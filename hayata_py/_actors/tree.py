@@ -1,0 +1,96 @@
+"""The supervisors of hayata_py: top, per-agent, and per-agent nodes.
+
+::
+
+    hayata (Supervisor, one_for_one)          one child per agent, added at start_agent
+    └── agent:<id> (AgentSupervisor, rest_for_one)
+        ├── nodes (NodeSupervisor, one_for_one)
+        │   ├── edge_watcher (EdgeWatcher)
+        │   └── node:<node_id> (NodeActor) ... -> edges, reducer (its child processes)
+        └── agent (AgentActor)                 gets the node supervisor's address
+
+rest_for_one: if the node supervisor gives up, the agent restarts after it
+(with the fresh address); if the agent crashes, the nodes keep running.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hayata_py._actors._protocol import NodeEvent, WatchNodes
+from hayata_py._config import AgentSpec
+from supervisors import (
+    ChildEvent,
+    ChildSpec,
+    Kind,
+    Sibling,
+    Start,
+    Strategy,
+    Supervisor,
+    SupervisorFlags,
+)
+
+TOP_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=100, period=10.0)
+AGENT_FLAGS = SupervisorFlags(Strategy.REST_FOR_ONE, intensity=10, period=10.0)
+NODE_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=20, period=10.0)
+
+NODE_PREFIX = "node:"
+AGENT_PREFIX = "agent:"
+
+
+class AgentSupervisor(Supervisor):
+    """Supervises one agent: its node supervisor, then the agent actor."""
+
+    def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
+        from hayata_py._actors.agent import AgentActor
+
+        (spec,) = args
+        return AGENT_FLAGS, [
+            ChildSpec("nodes", Start(NodeSupervisor, (spec,)), kind=Kind.SUPERVISOR),
+            ChildSpec("agent", Start(AgentActor, (spec, Sibling("nodes")))),
+        ]
+
+
+class NodeSupervisor(Supervisor):
+    """Supervises the edge watcher and one node actor per node id; tells the
+    watcher about every node start and exit."""
+
+    def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
+        from hayata_py._actors.node import NodeActor
+        from hayata_py._actors.watcher import EdgeWatcher
+
+        spec: AgentSpec = args[0]
+        self.subscriber: Any = None
+        children = [ChildSpec("edge_watcher", Start(EdgeWatcher, (spec.id,)))]
+        for node_id, function in spec.nodes.items():
+            children.append(ChildSpec(
+                NODE_PREFIX + node_id,
+                Start(NodeActor, (node_id, function, Sibling("edge_watcher"), spec.id)),
+                shutdown=2.0))
+        return NODE_FLAGS, children
+
+    def _nodes(self) -> dict[str, Any]:
+        return {
+            info.id[len(NODE_PREFIX):]: info.address
+            for info in (c.info() for c in self._children)
+            if info.id.startswith(NODE_PREFIX) and info.address is not None
+        }
+
+    def on_child_event(self, event: ChildEvent) -> None:
+        watcher = self.child_address("edge_watcher")
+        if event.child_id.startswith(NODE_PREFIX) and watcher is not None:
+            self.send(watcher, NodeEvent(event.child_id[len(NODE_PREFIX):],
+                                         event.kind == "started", event.address, event.pid,
+                                         event.reason))
+        elif event.child_id == "edge_watcher" and event.kind == "started" \
+                and self.subscriber is not None:
+            self.send(event.address, WatchNodes(self.subscriber, self._nodes()))
+
+    def on_message(self, message: Any, sender: Any) -> None:
+        if isinstance(message, WatchNodes):
+            self.subscriber = message.subscriber or sender
+            watcher = self.child_address("edge_watcher")
+            if watcher is not None:
+                self.send(watcher, WatchNodes(self.subscriber, self._nodes()))
+            return
+        super().on_message(message, sender)

@@ -1,0 +1,85 @@
+"""The edge watcher: no edge outlives a dead node, and the agent hears of it.
+
+Thespian tells only a node's parent (the node supervisor) that the node
+died. The node supervisor forwards every node start and exit here. On an
+exit the watcher kills whatever edge process of that node is still alive
+(they normally die with the node through PDEATHSIG; the watcher checks by
+pid and start time, so a reused pid is never hit), then tells the agent
+(``NodeDown``), which fails the running execution with ``node_crashed`` at
+once instead of waiting for its timeout. Node restarts are announced as
+``NodeUp`` with the new address.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import psutil
+
+from hayata_py._actors._protocol import (
+    EdgeStarted,
+    EdgeStopped,
+    NodeDown,
+    NodeEvent,
+    NodeTable,
+    NodeUp,
+    WatchNodes,
+)
+from supervisors import SupervisedActor
+
+
+class EdgeWatcher(SupervisedActor):
+    """One per agent, child of the node supervisor."""
+
+    def on_start(self, agent_id: str) -> None:
+        self.agent_id = agent_id
+        self.subscriber: Any = None
+        self.nodes: dict[str, Any] = {}
+        self.edges: dict[str, dict[str, tuple[int, float]]] = {}
+        self.log = self.log.bind(agent_id=agent_id)
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, NodeEvent):
+            self._on_node_event(message)
+        elif isinstance(message, EdgeStarted):
+            try:
+                created = psutil.Process(message.pid).create_time()
+            except psutil.NoSuchProcess:
+                return
+            self.edges.setdefault(message.node_id, {})[message.edge_id] = (message.pid, created)
+        elif isinstance(message, EdgeStopped):
+            self.edges.get(message.node_id, {}).pop(message.edge_id, None)
+        elif isinstance(message, WatchNodes):
+            self.subscriber = message.subscriber
+            self.nodes.update(message.nodes)
+            self.send(self.subscriber, NodeTable(dict(self.nodes)))
+
+    def _on_node_event(self, event: NodeEvent) -> None:
+        if event.up:
+            self.nodes[event.node_id] = event.address
+            if self.subscriber is not None:
+                self.send(self.subscriber, NodeUp(event.node_id, event.address, event.pid))
+            return
+        self.nodes.pop(event.node_id, None)
+        killed = self._kill_edges(event.node_id)
+        self.log.info("node_down", node_id=event.node_id, node_pid=event.pid,
+                      reason=event.reason, edges_killed=killed)
+        if self.subscriber is not None:
+            self.send(self.subscriber, NodeDown(event.node_id, event.pid, event.reason or ""))
+
+    def _kill_edges(self, node_id: str) -> list[int]:
+        killed = []
+        procs = []
+        for pid, created in self.edges.pop(node_id, {}).values():
+            try:
+                proc = psutil.Process(pid)
+                if proc.create_time() != created:
+                    continue
+                proc.send_signal(signal.SIGKILL)
+                procs.append(proc)
+                killed.append(pid)
+            except psutil.NoSuchProcess:
+                continue
+        psutil.wait_procs(procs, timeout=2.0)
+        return killed

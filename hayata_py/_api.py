@@ -1,0 +1,376 @@
+"""The Python API: :class:`AgentSystem` and :class:`AgentRef`.
+
+Calls are blocking and meant for one thread per ``AgentSystem`` (the
+underlying Thespian handle is not safe to share between threads).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorAddress, PoisonMessage
+
+from hayata_py._actors._protocol import Describe, Description
+from hayata_py._actors.agent import validate_run
+from hayata_py._actors.tree import AGENT_PREFIX, NODE_PREFIX, TOP_FLAGS, AgentSupervisor
+from hayata_py._config import AgentConfig, validate_config
+from hayata_py._errors import (
+    AgentAlreadyStarted,
+    AgentNotFound,
+    ConfigError,
+    HayataError,
+    RunRejected,
+    TimeoutError_,
+)
+from hayata_py.messages import (
+    CALLER,
+    AgentEvent,
+    AgentResult,
+    AgentStatus,
+    Caller,
+    GetResult,
+    GetStatus,
+    ResultReply,
+    Run,
+    RunAccepted,
+    WaitResult,
+)
+from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
+
+TOP_NAME = "hayata"
+TERMINAL_EVENTS = ("invocation_completed", "invocation_failed")
+ASK_TIMEOUT = 30.0
+
+
+class _Inbox:
+    """The calling process's own endpoint for ``subscriber=hy.CALLER``.
+
+    One Thespian external context whose messages are sorted by invocation:
+    events are released in sequence order and the result after the terminal
+    event, whatever order the network delivered them in.
+    """
+
+    def __init__(self, system: System) -> None:
+        from thespian.actors import ExternalContext
+
+        self._ctx = ExternalContext(system.thespian._systemBase.external_clone())
+        self._events: dict[str, dict[int, AgentEvent]] = {}
+        self._results: dict[str, AgentResult] = {}
+        self._next: dict[str, int] = {}
+        self.streamed: dict[str, bool] = {}
+        self._terminal: set[str] = set()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._ctx.exit_clone()
+
+    def run(self, address: Any, run: Run, timeout: float) -> Any:
+        self._ctx.tell(address, run)
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self._ctx.listen(max(0.0, deadline - time.monotonic()))
+            if message is None:
+                raise TimeoutError_(f"no answer to Run within {timeout}s")
+            if isinstance(message, (RunAccepted, RunRejected, PoisonMessage)):
+                return message
+            self._file(message)
+
+    def _file(self, message: Any) -> None:
+        if isinstance(message, AgentEvent):
+            self._events.setdefault(message.invocation_id, {})[message.sequence] = message
+        elif isinstance(message, AgentResult):
+            self._results[message.invocation_id] = message
+
+    def messages(self, invocation_id: str, timeout: float) -> Iterator[AgentEvent | AgentResult]:
+        self._next.setdefault(invocation_id, 1)
+        while True:
+            pending = self._events.get(invocation_id, {})
+            expected = self._next[invocation_id]
+            if expected in pending:
+                event = pending.pop(expected)
+                self._next[invocation_id] = expected + 1
+                if event.type in TERMINAL_EVENTS:
+                    self._terminal.add(invocation_id)
+                yield event
+                continue
+            result = self._results.get(invocation_id)
+            ready = not self.streamed.get(invocation_id, False) or invocation_id in self._terminal
+            if result is not None and ready:
+                del self._results[invocation_id]
+                self._events.pop(invocation_id, None)
+                self._next.pop(invocation_id, None)
+                self.streamed.pop(invocation_id, None)
+                self._terminal.discard(invocation_id)
+                yield result
+                return
+            message = self._ctx.listen(timeout)
+            if message is None:
+                raise TimeoutError_(f"no message for invocation {invocation_id} within "
+                                    f"{timeout}s", invocation_id=invocation_id)
+            self._file(message)
+
+
+
+class AgentSystem:
+    """A running hayata_py system: a Thespian actor system and its top supervisor.
+
+    ``data_dir`` holds the logs (and the default store). ``admin_port``:
+    the Thespian admin port (default: a free one). ``base`` must be
+    ``"multiprocTCPBase"``, the only Thespian base whose parents hear of
+    killed children. Use as a context manager; :meth:`shutdown` leaves no
+    process behind.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] = "hayata-data",
+        *,
+        store_url: str | None = None,
+        base: str = "multiprocTCPBase",
+        admin_port: int | None = None,
+    ) -> None:
+        if base != "multiprocTCPBase":
+            raise ConfigError("base", f"{base!r} is not supported; use 'multiprocTCPBase' "
+                                      "(other bases cannot detect killed actors)")
+        if admin_port is not None and (isinstance(admin_port, bool)
+                                       or not isinstance(admin_port, int)
+                                       or not 0 < admin_port < 65536):
+            raise ConfigError("admin_port", f"must be a TCP port number, got {admin_port!r}")
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store_url = store_url
+        self._system = System(admin_port=admin_port, log_file=self.data_dir / "hayata.log.jsonl")
+        try:
+            self._top = self._system.start_supervisor(TOP_NAME, TOP_FLAGS, [],
+                                                      global_name=TOP_NAME)
+        except BaseException:
+            self._system.shutdown()
+            raise
+        self._inbox: _Inbox | None = None
+        self._closed = False
+
+    @classmethod
+    def connect(cls, admin_port: int) -> AgentSystem:
+        """Attach to a system started by another process; :meth:`shutdown` only detaches."""
+        self = cls.__new__(cls)
+        try:
+            self._system = System.connect(admin_port)
+        except SupervisorError as exc:
+            raise HayataError(str(exc), code="no_system", admin_port=admin_port) from exc
+        address = self._system.lookup("supervisors.Supervisor", TOP_NAME)
+        self._top = SupervisorRef(self._system, address, TOP_NAME, 0)
+        self.data_dir = Path(".").resolve()
+        self.store_url = None
+        self._inbox = None
+        self._closed = False
+        return self
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def __enter__(self) -> AgentSystem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop every agent and process this system started (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._inbox is not None:
+            self._inbox.close()
+        self._system.shutdown()
+
+    @property
+    def admin_port(self) -> int:
+        return self._system.admin_port
+
+    def processes(self) -> list[Any]:
+        """Every live OS process of the system (psutil.Process objects)."""
+        return self._system.processes()
+
+    # -- agents --------------------------------------------------------------------
+
+    def start_agent(self, config: AgentConfig) -> AgentRef:
+        """Validate ``config`` and start the agent with its nodes.
+
+        Raises :class:`ConfigError` naming the bad field, or
+        :class:`AgentAlreadyStarted`.
+        """
+        spec = validate_config(config)
+        child = ChildSpec(AGENT_PREFIX + spec.id, Start(AgentSupervisor, (spec,)),
+                          kind=Kind.SUPERVISOR)
+        try:
+            self._top.start_child(child)
+        except SupervisorError as exc:
+            if exc.code in ("running", "already_present"):
+                raise AgentAlreadyStarted(f"agent {spec.id!r} is already started",
+                                          agent_id=spec.id) from exc
+            raise HayataError(f"agent {spec.id!r} failed to start: {exc}",
+                              code="agent_start_failed", agent_id=spec.id) from exc
+        return AgentRef(self, spec.id)
+
+    def stop_agent(self, agent_id: str) -> None:
+        """Stop the agent (running edges are killed) and forget it."""
+        child_id = AGENT_PREFIX + agent_id
+        try:
+            self._top.terminate_child(child_id)
+            self._top.delete_child(child_id)
+        except SupervisorError as exc:
+            if exc.code == "not_found":
+                raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id) from exc
+            raise
+
+    def agents(self) -> list[str]:
+        """Ids of the started agents, in start order."""
+        return [c.id[len(AGENT_PREFIX):] for c in self._top.which_children()
+                if c.id.startswith(AGENT_PREFIX)]
+
+    def agent(self, agent_id: str) -> AgentRef:
+        if agent_id not in self.agents():
+            raise AgentNotFound(f"no agent {agent_id!r} (started: {self.agents()})",
+                                agent_id=agent_id)
+        return AgentRef(self, agent_id)
+
+    def tree(self) -> dict[str, Any]:
+        """The live actor tree: role, id, pid, restarts, status, children (nested dicts)."""
+        return {"role": "supervisor", "id": TOP_NAME, "pid": self._top.pid or None,
+                "restarts": 0, "status": "running",
+                "children": self._subtree(self._top.address, depth=0)}
+
+    def _subtree(self, address: Any, depth: int) -> list[dict[str, Any]]:
+        ref = SupervisorRef(self._system, address, "", 0)
+        rows = []
+        for info in ref.which_children():
+            role = _role(info.id, info.kind.value)
+            row: dict[str, Any] = {
+                "role": role, "id": info.id, "pid": info.pid, "restarts": info.restarts,
+                "status": info.status, "children": []}
+            if info.address is not None and role == "supervisor":
+                row["children"] = self._subtree(info.address, depth + 1)
+            elif info.address is not None and role == "node":
+                reply = self._system.ask(info.address, Describe(), ASK_TIMEOUT)
+                if isinstance(reply, Description):
+                    row["children"] = reply.children
+            rows.append(row)
+        return rows
+
+    # -- internals -------------------------------------------------------------------
+
+    def _inbox_for_caller(self) -> _Inbox:
+        if self._inbox is None:
+            self._inbox = _Inbox(self._system)
+        return self._inbox
+
+    def _agent_address(self, agent_id: str) -> Any:
+        try:
+            sup = self._top.child(AGENT_PREFIX + agent_id)
+        except SupervisorError as exc:
+            raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id) from exc
+        if sup.address is None:
+            raise AgentNotFound(f"agent {agent_id!r} is not running", agent_id=agent_id)
+        agent = SupervisorRef(self._system, sup.address, sup.id, sup.pid or 0).child("agent")
+        if agent.address is None:
+            raise AgentNotFound(f"agent {agent_id!r} is restarting", agent_id=agent_id)
+        return agent.address
+
+
+def _role(child_id: str, kind: str) -> str:
+    if child_id.startswith(NODE_PREFIX):
+        return "node"
+    if child_id in ("agent", "edge_watcher"):
+        return child_id
+    return "supervisor" if kind == "supervisor" else "worker"
+
+
+class AgentRef:
+    """A handle on one agent: run it, read its results and status.
+
+    The agent's address is looked up through its supervisor (it changes when
+    the agent restarts) and cached until a call finds it stale.
+    """
+
+    def __init__(self, system: AgentSystem, agent_id: str) -> None:
+        self.system = system
+        self.id = agent_id
+        self._address: Any = None
+
+    def _ask(self, message: Any, timeout: float = ASK_TIMEOUT) -> Any:
+        for attempt in range(2):
+            if self._address is None:
+                self._address = self.system._agent_address(self.id)
+            reply = self.system._system.ask(self._address, message, timeout)
+            if reply is not None and not isinstance(reply, PoisonMessage):
+                return reply
+            self._address = None
+            if attempt == 1:
+                raise TimeoutError_(f"agent {self.id!r} did not answer "
+                                    f"{type(message).__name__} within {timeout}s")
+        raise AssertionError("unreachable")
+
+    def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False) -> str:
+        """Start an invocation; return its id once the agent accepted it.
+
+        ``subscriber``: an actor address, ``hy.CALLER`` (read with
+        :meth:`messages`), or None. ``stream=True`` sends events too (needs a
+        subscriber). Raises :class:`RunRejected` (``agent_busy``,
+        ``recovery_required``, ``invalid_option``, ``invalid_input``).
+        """
+        run = Run(input, subscriber, stream)
+        rejected = validate_run(run)
+        if rejected is not None:
+            raise rejected
+        if isinstance(subscriber, Caller):
+            inbox = self.system._inbox_for_caller()
+            if self._address is None:
+                self._address = self.system._agent_address(self.id)
+            reply = inbox.run(self._address, run, ASK_TIMEOUT)
+        else:
+            reply = self._ask(run)
+        if isinstance(reply, RunRejected):
+            raise reply
+        if not isinstance(reply, RunAccepted):
+            raise HayataError(f"unexpected answer to Run: {reply!r}", code="protocol_error")
+        if isinstance(subscriber, Caller):
+            inbox.streamed[reply.invocation_id] = stream
+        return reply.invocation_id
+
+    def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
+                 ) -> Iterator[AgentEvent | AgentResult]:
+        """The events (in sequence order) then the result of an invocation run with
+        ``subscriber=hy.CALLER``. Raises TimeoutError if nothing arrives in ``timeout`` s."""
+        yield from self.system._inbox_for_caller().messages(invocation_id, timeout)
+
+    def get_result(self, invocation_id: str) -> AgentResult | None:
+        """The result, or None while the invocation runs."""
+        reply = self._ask(GetResult(invocation_id))
+        assert isinstance(reply, ResultReply)
+        if not reply.known:
+            raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
+                              invocation_id=invocation_id)
+        return reply.result
+
+    def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Block until the invocation ends (raises TimeoutError after ``timeout`` s)."""
+        reply = self._ask(WaitResult(invocation_id), timeout)
+        assert isinstance(reply, ResultReply)
+        if not reply.known:
+            raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
+                              invocation_id=invocation_id)
+        assert reply.result is not None
+        return reply.result
+
+    def status(self) -> str:
+        """``idle``, ``running`` or ``recovery_required``."""
+        reply = self._ask(GetStatus())
+        assert isinstance(reply, AgentStatus)
+        return reply.status
+
+
+__all__ = ["CALLER", "ActorAddress", "AgentRef", "AgentSystem"]

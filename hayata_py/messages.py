@@ -1,0 +1,113 @@
+"""The public message protocol of an agent (picklable dataclasses).
+
+A program drives an agent through :class:`hayata_py.AgentRef`; another actor
+can drive it with plain ``send``: :class:`Run` is answered with
+:class:`RunAccepted` or a :class:`~hayata_py.RunRejected` (an exception that
+is also a message); the subscriber then receives :class:`AgentEvent` (only
+with ``stream=True``) and exactly one :class:`AgentResult`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hayata_py._errors import ErrorInfo
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Subscriber meaning "the process that sent the Run" (see ``hy.CALLER``)."""
+
+
+CALLER = Caller()
+
+
+@dataclass(frozen=True)
+class Run:
+    """Start an invocation with ``input``.
+
+    ``subscriber``: an actor address, :data:`CALLER` (the sender), or None (no
+    notifications; fetch the result with :class:`GetResult`). ``stream``:
+    send :class:`AgentEvent` messages too (needs a subscriber).
+    """
+
+    input: Any = None
+    subscriber: Any = None
+    stream: bool = False
+
+
+@dataclass(frozen=True)
+class RunAccepted:
+    """The agent accepted a :class:`Run`; the invocation runs asynchronously."""
+
+    invocation_id: str
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """The end of an invocation: exactly one per accepted invocation.
+
+    ``ok`` with ``result``, or not ``ok`` with ``error`` (stable ``error.code``:
+    ``node_failed``, ``invalid_node_result``, ``execution_timeout``,
+    ``node_crashed``, ``policy_failed``, ``invalid_policy_result``,
+    ``unknown_node``, ``duplicate_node``, ``max_steps_exceeded``, ...).
+    """
+
+    invocation_id: str
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """A streamed event; ``sequence`` starts at 1 per invocation and increases by 1.
+
+    Types and ``data`` keys: ``invocation_started`` (input), ``node_started``
+    (node_id, execution_id), ``node_partial_result`` (node_id, execution_id,
+    edge_id, result), ``node_completed`` (node_id, execution_id),
+    ``invocation_completed`` (result), ``invocation_failed`` (reason).
+    """
+
+    invocation_id: str
+    type: str
+    sequence: int
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GetResult:
+    """Ask for an invocation's result: answered with :class:`ResultReply`."""
+
+    invocation_id: str
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """Like :class:`GetResult`, but answered only once the invocation has ended."""
+
+    invocation_id: str
+
+
+@dataclass(frozen=True)
+class ResultReply:
+    """``result`` is None while the invocation runs (or if it is unknown: ``known`` False)."""
+
+    invocation_id: str
+    result: AgentResult | None
+    known: bool = True
+
+
+@dataclass(frozen=True)
+class GetStatus:
+    """Ask for the agent's status: answered with :class:`AgentStatus`."""
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    """``status``: ``idle``, ``running`` or ``recovery_required``."""
+
+    agent_id: str
+    status: str
+    invocation_id: str | None
