@@ -164,6 +164,7 @@ class AgentSystem:
             raise HayataError(str(exc), code="no_system", admin_port=admin_port) from exc
         address = self._system.lookup("supervisors.Supervisor", TOP_NAME)
         self._top = SupervisorRef(self._system, address, TOP_NAME, 0)
+        self._system.adopt(self._top)
         self.data_dir = Path(".").resolve()
         self.store_url = None
         self._inbox = None
@@ -187,9 +188,32 @@ class AgentSystem:
             self._inbox.close()
         self._system.shutdown()
 
+    def stop(self) -> None:
+        """Stop the whole system, also from a handle attached with :meth:`connect`."""
+        if self._inbox is not None:
+            self._inbox.close()
+            self._inbox = None
+        self._closed = True
+        self._system.stop()
+
+    def kill(self) -> list[int]:
+        """SIGKILL every process of the system at once (the drills' "VM crash");
+        returns the pids killed."""
+        self._closed = True
+        return self._system.kill()
+
     @property
     def admin_port(self) -> int:
         return self._system.admin_port
+
+    @property
+    def admin_pid(self) -> int:
+        return self._system.admin_pid
+
+    @property
+    def session_id(self) -> int:
+        """The OS session of every process of the system (``os.killpg``-able group)."""
+        return self._system.session_id
 
     def processes(self) -> list[Any]:
         """Every live OS process of the system (psutil.Process objects)."""

@@ -248,6 +248,16 @@ class System:
             wait_gone(leftover, timeout=5.0)
         self.log.info("system_stopped")
 
+    def stop(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Stop the whole system, even from a handle attached with :meth:`connect`."""
+        self._owner = True
+        self.shutdown(timeout)
+
+    def adopt(self, ref: SupervisorRef) -> None:
+        """Have :meth:`shutdown`/:meth:`stop` stop ``ref`` (e.g. found with :meth:`lookup`)."""
+        if all(r.address != ref.address for r in self._top):
+            self._top.append(ref)
+
     def kill(self) -> list[int]:
         """SIGKILL every process of the system at once (a "VM crash")."""
         procs = self.processes()
