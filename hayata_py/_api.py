@@ -40,6 +40,7 @@ from hayata_py.messages import (
     RunAccepted,
     WaitResult,
 )
+import psutil
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
 TOP_NAME = "hayata"
@@ -292,7 +293,7 @@ class AgentSystem:
             self._inbox = _Inbox(self._system)
         return self._inbox
 
-    def _agent_address(self, agent_id: str) -> Any:
+    def _agent_address(self, agent_id: str) -> tuple[Any, int | None]:
         try:
             sup = self._top.child(AGENT_PREFIX + agent_id)
         except SupervisorError as exc:
@@ -302,7 +303,7 @@ class AgentSystem:
         agent = SupervisorRef(self._system, sup.address, sup.id, sup.pid or 0).child("agent")
         if agent.address is None:
             raise AgentNotFound(f"agent {agent_id!r} is restarting", agent_id=agent_id)
-        return agent.address
+        return agent.address, agent.pid
 
 
 def _role(child_id: str, kind: str) -> str:
@@ -324,12 +325,19 @@ class AgentRef:
         self.system = system
         self.id = agent_id
         self._address: Any = None
+        self._pid: int | None = None
+
+    def _current_address(self) -> Any:
+        """The agent's address, looked up again if the cached process is gone
+        (an ask to a dead actor can take the whole timeout to fail)."""
+        if self._address is None or self._pid is None or not psutil.pid_exists(self._pid):
+            self._address, self._pid = self.system._agent_address(self.id)
+        return self._address
 
     def _ask(self, message: Any, timeout: float = ASK_TIMEOUT) -> Any:
         for attempt in range(2):
-            if self._address is None:
-                self._address = self.system._agent_address(self.id)
-            reply = self.system._system.ask(self._address, message, timeout)
+            address = self._current_address()
+            reply = self.system._system.ask(address, message, timeout)
             if reply is not None and not isinstance(reply, PoisonMessage):
                 return reply
             self._address = None
@@ -352,9 +360,7 @@ class AgentRef:
             raise rejected
         if isinstance(subscriber, Caller):
             inbox = self.system._inbox_for_caller()
-            if self._address is None:
-                self._address = self.system._agent_address(self.id)
-            reply = inbox.run(self._address, run, ASK_TIMEOUT)
+            reply = inbox.run(self._current_address(), run, ASK_TIMEOUT)
         else:
             reply = self._ask(run)
         if isinstance(reply, RunRejected):

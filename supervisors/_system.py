@@ -40,6 +40,9 @@ from supervisors._thespian import SYSTEM_BASE, free_port, log_defs, prepare_envi
 
 DEFAULT_TIMEOUT = 30.0
 
+STARTED_SESSIONS: list[int] = []
+"""Session ids of every system this process started (leak checks use it)."""
+
 
 def _listener_pid(port: int) -> int | None:
     """The admin's pid: the process listening on ``port`` whose parent does not
@@ -111,6 +114,7 @@ class System:
                                   code="no_admin")
         self.admin_pid: int = pid
         self.session_id: int = os.getsid(pid)
+        STARTED_SESSIONS.append(self.session_id)
         self.log = _log.get_logger(admin_port=self.admin_port, admin_pid=pid)
         self.log.info("system_started", session_id=self.session_id)
 

@@ -10,25 +10,34 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import actor_processes, alive
+from supervisors._system import STARTED_SESSIONS, session_processes
 
 
 @pytest.fixture(autouse=True)
 def no_leaked_processes() -> Iterator[None]:
-    """Fail a test that leaves a Thespian process running (and kill it)."""
-    before = actor_processes()
-    yield
-    import time
+    """Fail a test that leaves a process of an actor system it started running.
 
-    deadline = time.monotonic() + 10.0
-    leaked = actor_processes() - before
-    while leaked and time.monotonic() < deadline:
-        time.sleep(0.01)
-        leaked = {pid for pid in actor_processes() - before if alive(pid)}
-    for pid in leaked:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    assert not leaked, f"test leaked actor processes: {sorted(leaked)}"
+    Every System records its session id; all its processes (admin, logger,
+    actors) live in that session, so this sees exactly this test's processes,
+    whatever else runs on the machine.
+    """
+    known = len(STARTED_SESSIONS)
+    yield
+    from tests.helpers import eventually
+
+    sessions = STARTED_SESSIONS[known:]
+
+    def leftovers() -> list[int]:
+        return [p.pid for sid in sessions for p in session_processes(sid)]
+
+    try:
+        eventually(lambda: not leftovers(), timeout=10.0, message="no leftover processes")
+    except AssertionError:
+        leaked = leftovers()
+        for pid in leaked:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"test leaked actor processes: {sorted(leaked)}")
 
 
 @pytest.fixture
@@ -42,3 +51,12 @@ def system(log_file: Path) -> Iterator[object]:
 
     with System(log_file=log_file) as sysm:
         yield sysm
+
+
+@pytest.fixture
+def agents(tmp_path: Path) -> Iterator[object]:
+    """A fresh AgentSystem with its data dir under tmp_path."""
+    import hayata_py as hy
+
+    with hy.AgentSystem(tmp_path / "data") as system:
+        yield system

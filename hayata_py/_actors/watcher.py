@@ -27,6 +27,7 @@ from hayata_py._actors._protocol import (
     WatchNodes,
 )
 from supervisors import SupervisedActor
+from supervisors._system import wait_gone
 
 
 class EdgeWatcher(SupervisedActor):
@@ -74,12 +75,12 @@ class EdgeWatcher(SupervisedActor):
         for pid, created in self.edges.pop(node_id, {}).values():
             try:
                 proc = psutil.Process(pid)
-                if proc.create_time() != created:
+                if proc.create_time() != created or proc.status() == psutil.STATUS_ZOMBIE:
                     continue
                 proc.send_signal(signal.SIGKILL)
                 procs.append(proc)
                 killed.append(pid)
             except psutil.NoSuchProcess:
                 continue
-        psutil.wait_procs(procs, timeout=2.0)
+        wait_gone(procs, timeout=2.0)
         return killed

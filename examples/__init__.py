@@ -1,0 +1,1 @@
+"""Runnable examples (a package so actor processes can import their node functions)."""
