@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 from thespian.actors import ActorAddress, PoisonMessage
 
 from hayata_py._actors._protocol import Describe, Description
@@ -40,7 +41,6 @@ from hayata_py.messages import (
     RunAccepted,
     WaitResult,
 )
-import psutil
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
 TOP_NAME = "hayata"

@@ -1,0 +1,108 @@
+"""Start a system that outlives the command.
+
+The system is started by a forked *launcher* whose standard streams point at
+``<data-dir>/system.out`` and which closes every other descriptor: Thespian's
+admin (and every actor) is forked from it and inherits its descriptors, so a
+system started from the command itself would hold the caller's terminal or
+pipes open for its whole life (``hayata system start | cat`` would never end).
+The launcher writes ``system.json`` and exits; the command waits for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from hayata_py.cli import _state
+
+OUTPUT_NAME = "system.out"
+ERROR_NAME = "system.start-error"
+
+
+def launch(data_dir: Path, admin_port: int | None, timeout: float = 60.0) -> str | None:
+    """Start the system; None on success, else the one-line reason it failed."""
+    error_file = data_dir / ERROR_NAME
+    error_file.unlink(missing_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the launcher never returns
+        code = 1
+        try:
+            _detach(data_dir / OUTPUT_NAME)
+            code = _start(data_dir, admin_port, error_file)
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return f"the system did not start within {timeout}s (see {data_dir / OUTPUT_NAME})"
+        time.sleep(0.01)
+    if os.waitstatus_to_exitcode(status) == 0:
+        return None
+    try:
+        return error_file.read_text(encoding="utf-8").strip() or "unknown error"
+    except OSError:
+        return f"the launcher exited with status {status} (see {data_dir / OUTPUT_NAME})"
+
+
+def _detach(output: Path) -> None:
+    """Point stdin at /dev/null, stdout and stderr at ``output``; close the rest."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
+        if int(name) > 2:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+
+
+def _start(data_dir: Path, admin_port: int | None, error_file: Path) -> int:
+    from hayata_py._api import AgentSystem
+
+    try:
+        system = AgentSystem(data_dir, admin_port=admin_port)
+    except Exception as exc:  # noqa: BLE001 - reported to the command as one line
+        error_file.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
+        return 1
+    try:
+        admin_pid = _admin_pid(system.session_id, system.admin_pid)
+        record = _state.SystemRecord(
+            data_dir=str(data_dir), admin_port=system.admin_port, admin_pid=admin_pid,
+            admin_started=psutil.Process(admin_pid).create_time(),
+            session_id=system.session_id, store_url=system.store_url,
+            log_file=str(data_dir / "hayata.log.jsonl"), output_file=str(data_dir / OUTPUT_NAME),
+            cwd=os.getcwd(), started_at=time.time())
+        _state.save(data_dir, record)
+    except Exception as exc:  # noqa: BLE001
+        system.kill()
+        error_file.write_text(f"cannot record the system: {exc}\n", encoding="utf-8")
+        return 1
+    return 0
+
+
+def _admin_pid(session_id: int, reported: int) -> int:
+    """The admin: the one live process of the session whose parent is outside it.
+
+    The pid found by listening port may be the admin's logger, which shares
+    the listening socket (psutil attributes a shared socket to one process).
+    """
+    procs = {p.pid: p for p in psutil.process_iter(["ppid", "status"])
+             if _state.session_of(p.pid) == session_id
+             and p.info["status"] != psutil.STATUS_ZOMBIE}
+    roots = [pid for pid, p in procs.items() if p.info["ppid"] not in procs]
+    return roots[0] if len(roots) == 1 else reported

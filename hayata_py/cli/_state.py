@@ -1,0 +1,125 @@
+"""``<data-dir>/system.json``: how to reach a system started by ``hayata system start``.
+
+The record outlives the system on purpose: after a crash (``hayata system
+kill``) it is what the next ``system start`` uses to find and clean up what the
+dead system left. A system is *alive* when its admin process (same pid, same
+start time, same session) still runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+RECORD_NAME = "system.json"
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SystemRecord:
+    """What ``system start`` recorded about the system it started."""
+
+    data_dir: str
+    admin_port: int
+    admin_pid: int
+    admin_started: float
+    session_id: int
+    store_url: str | None
+    log_file: str
+    output_file: str
+    cwd: str
+    started_at: float
+    version: int = RECORD_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def record_path(data_dir: Path) -> Path:
+    return data_dir / RECORD_NAME
+
+
+def load(data_dir: Path) -> SystemRecord | None:
+    """The record under ``data_dir``, or None. An unreadable record counts as none."""
+    try:
+        data = json.loads(record_path(data_dir).read_text(encoding="utf-8"))
+        return SystemRecord(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def save(data_dir: Path, record: SystemRecord) -> None:
+    """Write the record atomically (a reader never sees half of it)."""
+    tmp = record_path(data_dir).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record.to_json(), indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, record_path(data_dir))
+
+
+def remove(data_dir: Path) -> bool:
+    try:
+        record_path(data_dir).unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def alive(record: SystemRecord) -> bool:
+    """True while the recorded admin process runs (not a reused pid)."""
+    try:
+        proc = psutil.Process(record.admin_pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        same = abs(proc.create_time() - record.admin_started) < 0.5
+    except psutil.Error:
+        return False
+    return same and session_of(record.admin_pid) == record.session_id
+
+
+def processes(record: SystemRecord) -> list[psutil.Process]:
+    """Live processes of the recorded system: its session, created since its admin."""
+    found = []
+    for proc in psutil.process_iter():
+        if session_of(proc.pid) != record.session_id:
+            continue
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE \
+                    and proc.create_time() >= record.admin_started - 0.5:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def kill(record: SystemRecord, timeout: float = 10.0) -> list[int]:
+    """SIGKILL every process of the recorded system until none remains; the pids killed.
+
+    Scans again after each round: a supervisor may fork a replacement child
+    between two signals. Callers check :func:`processes` for survivors.
+    """
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        procs = processes(record)
+        if not procs:
+            return killed
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGKILL)
+                killed.append(proc.pid)
+        psutil.wait_procs(procs, timeout=max(0.0, min(2.0, deadline - time.monotonic())))
+    return killed

@@ -1,0 +1,129 @@
+"""``hayata agent start|stop|list``."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hayata_py._api import AgentRef
+from hayata_py._config import AgentConfig
+from hayata_py._errors import ConfigError, HayataError
+from hayata_py.cli._common import (
+    EXIT_USAGE,
+    CliError,
+    connect,
+    data_dir_option,
+    json_option,
+)
+from hayata_py.messages import AgentStatus, GetStatus
+
+
+@click.group("agent")
+def agent_group() -> None:
+    """Start, stop and list agents of the running system."""
+
+
+def load_config(target: str) -> AgentConfig:
+    """Import ``MODULE:ATTR`` (from the current directory too) and return its AgentConfig.
+
+    ``ATTR`` is an :class:`AgentConfig` or a function of no arguments returning one.
+    """
+    module_name, sep, attr = target.partition(":")
+    if not (module_name and sep and attr):
+        raise CliError(f"{target!r} is not MODULE:ATTR (e.g. examples.hello:config)", EXIT_USAGE)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import module {module_name!r} ({exc}); run from the "
+                       "directory that contains it, as `hayata system start` was", EXIT_USAGE
+                       ) from exc
+    except Exception as exc:
+        raise CliError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}",
+                       EXIT_USAGE) from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"{module_name!r} has no attribute {attr!r}", EXIT_USAGE)
+        obj = getattr(obj, part)
+    if not isinstance(obj, AgentConfig) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise CliError(f"{target}() raised {type(exc).__name__}: {exc}", EXIT_USAGE
+                           ) from exc
+    if not isinstance(obj, AgentConfig):
+        raise CliError(f"{target} is a {type(obj).__name__}, not a hayata_py.AgentConfig or a "
+                       "function returning one", EXIT_USAGE)
+    return obj
+
+
+@agent_group.command("start")
+@click.argument("target", metavar="MODULE:ATTR")
+@data_dir_option
+def start(target: str, data_dir: Path) -> None:
+    """Start the agent configured by MODULE:ATTR (an AgentConfig or a function
+    returning one). The module must be importable from the directory the
+    system was started in."""
+    config = load_config(target)
+    system, _record = connect(data_dir)
+    try:
+        ref = system.start_agent(config)
+    except ConfigError as exc:
+        raise CliError(f"invalid agent config in {target}: {exc.message}", EXIT_USAGE) from exc
+    click.echo(f"started agent {ref.id}")
+
+
+@agent_group.command("stop")
+@click.argument("agent_id", metavar="ID")
+@data_dir_option
+def stop(agent_id: str, data_dir: Path) -> None:
+    """Stop the agent ID (running edges are killed) and forget it."""
+    system, _record = connect(data_dir)
+    system.stop_agent(agent_id)
+    click.echo(f"stopped agent {agent_id}")
+
+
+def agent_status(ref: AgentRef) -> AgentStatus:
+    """The agent's status with its current invocation.
+
+    ``AgentRef.status()`` returns the status string only; the invocation id
+    comes with the same ``GetStatus`` reply.
+    """
+    reply = ref._ask(GetStatus())
+    if not isinstance(reply, AgentStatus):
+        raise HayataError(f"unexpected answer to GetStatus: {reply!r}", code="protocol_error")
+    return reply
+
+
+@agent_group.command("list")
+@data_dir_option
+@json_option
+def list_agents(data_dir: Path, as_json: bool) -> None:
+    """List agents: id, status, current invocation."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    system, _record = connect(data_dir)
+    rows = []
+    for agent_id in system.agents():
+        try:
+            status = agent_status(system.agent(agent_id))
+            rows.append((agent_id, status.status, status.invocation_id))
+        except HayataError as exc:
+            rows.append((agent_id, f"unreachable ({exc.code})", None))
+    if as_json:
+        for agent_id, state, invocation in rows:
+            click.echo(json.dumps({"id": agent_id, "status": state, "invocation": invocation}))
+        return
+    table = Table("AGENT", "STATUS", "INVOCATION", box=None, pad_edge=False)
+    for agent_id, state, invocation in rows:
+        table.add_row(Text(agent_id), Text(state), Text(invocation or "-"))
+    Console(highlight=False, soft_wrap=True).print(table)

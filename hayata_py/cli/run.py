@@ -1,0 +1,115 @@
+"""``hayata run`` and ``hayata result``: start an invocation, watch it, fetch its result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hayata_py._api import AgentRef
+from hayata_py.cli._common import (
+    EXIT_DETACHED,
+    EXIT_FAILED,
+    EXIT_RUNNING,
+    cli_hint,
+    connect,
+    data_dir_option,
+    dumps,
+    json_option,
+    parse_json,
+)
+from hayata_py.messages import CALLER, AgentEvent, AgentResult
+
+FOREVER = 7 * 24 * 3600.0  # select() refuses timeouts beyond ~24 days
+
+
+def event_json(event: AgentEvent) -> dict[str, Any]:
+    return {"kind": "event", "invocation_id": event.invocation_id, "type": event.type,
+            "sequence": event.sequence, "data": event.data}
+
+
+def result_json(result: AgentResult) -> dict[str, Any]:
+    return {"kind": "result", "invocation_id": result.invocation_id, "ok": result.ok,
+            "result": result.result,
+            "error": result.error.to_dict() if result.error is not None else None}
+
+
+def print_event(event: AgentEvent, as_json: bool) -> None:
+    if as_json:
+        click.echo(dumps(event_json(event)))
+    else:
+        click.echo(f"{event.sequence:>4}  {event.type:<22} {dumps(event.data)}")
+
+
+def print_result(result: AgentResult, as_json: bool) -> int:
+    """Print the result (failures to stderr in text mode); return the exit status."""
+    if as_json:
+        click.echo(dumps(result_json(result)))
+    elif result.ok:
+        click.echo(f"completed {result.invocation_id}: {dumps(result.result)}")
+    else:
+        assert result.error is not None
+        click.echo(f"failed {result.invocation_id}: {result.error.code}: "
+                   f"{result.error.message}", err=True)
+    return 0 if result.ok else EXIT_FAILED
+
+
+def _detached(agent_id: str, invocation_id: str, data_dir: Path) -> int:
+    click.echo(f"detached; invocation {invocation_id} keeps running. Fetch its result with: "
+               f"hayata result {agent_id} {invocation_id}{cli_hint(data_dir)}", err=True)
+    return EXIT_DETACHED
+
+
+@click.command("run")
+@click.argument("agent_id", metavar="AGENT")
+@click.option("--input", "input_json", default="null", show_default=True,
+              help="The invocation's input, as JSON.")
+@click.option("--stream", is_flag=True, help="Print the invocation's events as they arrive.")
+@json_option
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Give up waiting after this many seconds without a message "
+                   "(the invocation keeps running). Default: wait.")
+@data_dir_option
+def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: float | None,
+        data_dir: Path) -> None:
+    """Run AGENT with --input, print its events (with --stream) and then its result.
+
+    Exit status 0 on success, 1 on failure (the error code is printed). Ctrl-C
+    detaches without stopping the invocation and prints how to fetch its result.
+    """
+    value = parse_json(input_json, "--input")
+    system, _record = connect(data_dir)
+    ref: AgentRef = system.agent(agent_id)
+    invocation_id = ref.run(value, subscriber=CALLER, stream=stream)
+    try:
+        for message in ref.messages(invocation_id, timeout or FOREVER):
+            if isinstance(message, AgentEvent):
+                print_event(message, as_json)
+            else:
+                sys.exit(print_result(message, as_json))
+    except KeyboardInterrupt:
+        sys.exit(_detached(agent_id, invocation_id, data_dir))
+    except TimeoutError:
+        click.echo(f"no message for {timeout}s", err=True)
+        sys.exit(_detached(agent_id, invocation_id, data_dir))
+
+
+@click.command("result")
+@click.argument("agent_id", metavar="AGENT")
+@click.argument("invocation_id", metavar="INVOCATION")
+@click.option("--wait", is_flag=True, help="Wait for the invocation to end.")
+@json_option
+@data_dir_option
+def result(agent_id: str, invocation_id: str, wait: bool, as_json: bool,
+           data_dir: Path) -> None:
+    """Print the result of INVOCATION of AGENT (exit 5 while it still runs)."""
+    system, _record = connect(data_dir)
+    ref = system.agent(agent_id)
+    outcome = ref.wait(invocation_id, FOREVER) if wait else ref.get_result(invocation_id)
+    if outcome is None:
+        click.echo(f"invocation {invocation_id} is still running; try again, or add --wait",
+                   err=True)
+        sys.exit(EXIT_RUNNING)
+    sys.exit(print_result(outcome, as_json))

@@ -1,0 +1,46 @@
+"""Agent configs for the CLI tests (``hayata agent start tests.cli_fixtures:...``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import hayata_py as hy
+
+
+def echo_node(ctx: hy.NodeContext) -> dict[str, Any]:
+    return {"answer": f"echo:{ctx.input}"}
+
+
+def slow_node(ctx: hy.NodeContext) -> dict[str, Any]:
+    time.sleep(float(ctx.input or 0))
+    return {"slept": ctx.input}
+
+
+def failing_node(ctx: hy.NodeContext) -> dict[str, Any]:
+    raise ValueError("boom")
+
+
+def echo_policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    return hy.Next("echo", ctx.input) if ctx.step == 0 else hy.Finish(ctx.last_result)
+
+
+def slow_policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    return hy.Next("slow", ctx.input) if ctx.step == 0 else hy.Finish(ctx.last_result)
+
+
+def failing_policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    return hy.Next("fail", ctx.input) if ctx.step == 0 else hy.Finish(ctx.last_result)
+
+
+config = hy.AgentConfig(id="hello", nodes={"echo": echo_node}, decision_policy=echo_policy)
+
+
+def slow() -> hy.AgentConfig:
+    """A factory (zero-argument function) returning a config."""
+    return hy.AgentConfig(id="slow", nodes={"slow": slow_node}, decision_policy=slow_policy)
+
+
+failing = hy.AgentConfig(id="failing", nodes={"fail": failing_node},
+                         decision_policy=failing_policy)
+not_a_config = 42
