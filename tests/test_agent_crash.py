@@ -1,0 +1,103 @@
+"""Killing nodes and agents with SIGKILL: prompt failure, no orphan edges, restart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import hayata_py as hy
+from tests.helpers import alive, eventually
+
+
+def find(tree: dict[str, Any], role: str, ident: str | None = None) -> dict[str, Any] | None:
+    if tree["role"] == role and (ident is None or tree["id"] == ident):
+        return tree
+    for child in tree["children"]:
+        found = find(child, role, ident)
+        if found is not None:
+            return found
+    return None
+
+
+def test_killing_a_node_mid_execution_fails_fast_and_the_node_comes_back(
+    agents: hy.AgentSystem, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "edge.pid"
+    agent = agents.start_agent(hy.AgentConfig(
+        "crashy", {"w": "tests.graph_nodes:touch_and_wait", "ok": "tests.graph_nodes:worker"},
+        "tests.graph_nodes:scripted", execution_timeout=60.0))
+    inv = agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "sleep": 60}]]},
+                    subscriber=hy.CALLER, stream=True)
+    edge_pid = int(eventually(lambda: pid_file.exists() and pid_file.read_text()))
+    node = find(agents.tree(), "node", "node:w")
+    assert node is not None and node["restarts"] == 0
+    assert edge_pid in [e["pid"] for e in node["children"] if e["role"] == "edge"]
+
+    killed_at = time.monotonic()
+    os.kill(node["pid"], signal.SIGKILL)
+    messages = list(agent.messages(inv, timeout=30))
+    took = time.monotonic() - killed_at
+    result = messages[-1]
+    assert isinstance(result, hy.AgentResult)
+    assert result.error is not None and result.error.code == "node_crashed"
+    assert result.error.details["node_id"] == "w"
+    assert took < 30, "node_crashed must not wait for the execution timeout"
+    assert [m.type for m in messages[:-1]][-1] == "invocation_failed"
+    eventually(lambda: not alive(edge_pid), message="the dead node's edge is gone")
+
+    def restarted() -> dict[str, Any] | None:
+        again = find(agents.tree(), "node", "node:w")
+        ok = again and again["status"] == "running" and again["pid"] != node["pid"]
+        return again if ok else None
+
+    again = eventually(restarted, message="node restarted")
+    assert again["restarts"] == 1
+    assert agent.status() == "idle"
+    rerun = agent.run({"steps": [["next", "ok", {}], ["finish", "fine"]]})
+    assert agent.wait(rerun, 30).result == "fine"
+
+
+def test_killing_the_idle_agent_restarts_it(agents: hy.AgentSystem) -> None:
+    agent = agents.start_agent(hy.AgentConfig(
+        "phoenix", {"ok": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted"))
+    assert agent.wait(agent.run({"steps": [["finish", 1]]}), 30).ok
+    before = find(agents.tree(), "agent")
+    assert before is not None
+    os.kill(before["pid"], signal.SIGKILL)
+
+    def restarted() -> dict[str, Any] | None:
+        now = find(agents.tree(), "agent")
+        return now if now and now["status"] == "running" and now["pid"] != before["pid"] \
+            else None
+
+    now = eventually(restarted, message="agent restarted")
+    assert now["restarts"] == 1
+    nodes = find(agents.tree(), "node", "node:ok")
+    assert nodes is not None and nodes["restarts"] == 0  # nodes survive an agent crash
+    rerun = agent.run({"steps": [["next", "ok", {}], ["finish", "again"]]})
+    assert agent.wait(rerun, 30).result == "again"
+
+
+def test_an_edge_that_dies_by_itself_fails_the_task(agents: hy.AgentSystem) -> None:
+    agent = agents.start_agent(hy.AgentConfig(
+        "exiter", {"x": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted"))
+    result = agent.wait(agent.run({"steps": [["next", "x", {"exit": True}]]}), 30)
+    assert result.error is not None and result.error.code == "node_failed"
+    assert "died" in result.error.message
+    rerun = agent.run({"steps": [["next", "x", {}], ["finish", 2]]})
+    assert agent.wait(rerun, 30).result == 2
+
+
+def test_no_process_survives_the_system_even_after_failures(tmp_path: Path) -> None:
+    pid_file = tmp_path / "edge.pid"
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(hy.AgentConfig(
+            "busy", {"w": "tests.graph_nodes:touch_and_wait"}, "tests.graph_nodes:scripted"))
+        agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "sleep": 60}]]})
+        eventually(lambda: pid_file.exists(), message="edge running")
+        pids = [p.pid for p in system.processes()]
+        assert int(pid_file.read_text()) in pids
+    assert not [pid for pid in pids if alive(pid)]

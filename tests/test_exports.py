@@ -1,0 +1,46 @@
+"""The public surface of both packages is pinned: changing it is a decision."""
+
+from __future__ import annotations
+
+import hayata_py
+import supervisors
+
+
+def isort_style(names: list[str]) -> list[str]:
+    """Constants first, then the rest in code-point order (ruff's RUF022 order)."""
+    return sorted(names, key=lambda n: (not n.isupper(), n))
+
+
+def test_hayata_exports() -> None:
+    assert hayata_py.__all__ == isort_style(hayata_py.__all__)
+    assert set(hayata_py.__all__) == {
+        "CALLER", "AgentAlreadyStarted", "AgentConfig", "AgentEvent", "AgentNotFound",
+        "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "ConfigError",
+        "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
+        "HayataError", "InvalidPartialResult", "InvocationBusy", "Next", "NodeContext",
+        "PolicyContext", "RecoveryRejected", "ResultReply", "Run", "RunAccepted",
+        "RunRejected", "SchemaTooNew", "StaleExecution", "StaleWriter", "StoreError",
+        "WaitResult",
+    }
+    for name in hayata_py.__all__:
+        assert getattr(hayata_py, name) is not None
+
+
+def test_supervisors_exports() -> None:
+    assert supervisors.__all__ == isort_style(supervisors.__all__)
+    assert set(supervisors.__all__) == {
+        "BRUTAL_KILL", "INFINITY", "ChildCounts", "ChildEvent", "ChildInfo", "ChildSpec",
+        "CountChildren", "DeleteChild", "GetPid", "InvalidSpec", "Kind", "Reply", "Restart",
+        "RestartChild", "Shutdown", "ShutdownSupervisor", "Sibling", "Start", "StartChild",
+        "StartFailed", "StopNormally", "Strategy", "SupervisedActor", "Supervisor",
+        "SupervisorError", "SupervisorFlags", "SupervisorRef", "System", "TerminateChild",
+        "WhichChildren", "add_restart",
+    }
+
+
+def test_supervisors_does_not_import_hayata() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, supervisors; assert 'hayata_py' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
