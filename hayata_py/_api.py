@@ -7,8 +7,10 @@ underlying Thespian handle is not safe to share between threads).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,16 +32,28 @@ from hayata_py._errors import (
 )
 from hayata_py.messages import (
     CALLER,
+    Abandon,
+    Ack,
     AgentEvent,
     AgentResult,
     AgentStatus,
     Caller,
     GetResult,
     GetStatus,
+    Recover,
+    ResolveTask,
     ResultReply,
     Run,
     RunAccepted,
     WaitResult,
+)
+from hayata_py.store import (
+    TaskClass,
+    TaskRecord,
+    TaskStore,
+    classify_task,
+    default_store_url,
+    open_store,
 )
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
@@ -70,14 +84,14 @@ class _Inbox:
         with contextlib.suppress(Exception):
             self._ctx.exit_clone()
 
-    def run(self, address: Any, run: Run, timeout: float) -> Any:
+    def run(self, address: Any, run: Run | Recover, timeout: float) -> Any:
         self._ctx.tell(address, run)
         deadline = time.monotonic() + timeout
         while True:
             message = self._ctx.listen(max(0.0, deadline - time.monotonic()))
             if message is None:
                 raise TimeoutError_(f"no answer to Run within {timeout}s")
-            if isinstance(message, (RunAccepted, RunRejected, PoisonMessage)):
+            if isinstance(message, (RunAccepted, HayataError, PoisonMessage)):
                 return message
             self._file(message)
 
@@ -144,7 +158,10 @@ class AgentSystem:
             raise ConfigError("admin_port", f"must be a TCP port number, got {admin_port!r}")
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store_url = store_url
+        self.store_url = store_url or default_store_url(self.data_dir)
+        # Opening applies migrations and refuses a newer schema, before any actor starts.
+        self.store: TaskStore = open_store(self.store_url)
+        self.instance = uuid.uuid4().hex
         self._system = System(admin_port=admin_port, log_file=self.data_dir / "hayata.log.jsonl")
         try:
             self._top = self._system.start_supervisor(TOP_NAME, TOP_FLAGS, [],
@@ -156,7 +173,7 @@ class AgentSystem:
         self._closed = False
 
     @classmethod
-    def connect(cls, admin_port: int) -> AgentSystem:
+    def connect(cls, admin_port: int, *, store_url: str | None = None) -> AgentSystem:
         """Attach to a system started by another process; :meth:`shutdown` only detaches."""
         self = cls.__new__(cls)
         try:
@@ -167,7 +184,9 @@ class AgentSystem:
         self._top = SupervisorRef(self._system, address, TOP_NAME, 0)
         self._system.adopt(self._top)
         self.data_dir = Path(".").resolve()
-        self.store_url = None
+        self.store_url = store_url or ""
+        self.store = open_store(store_url) if store_url else None  # type: ignore[assignment]
+        self.instance = ""
         self._inbox = None
         self._closed = False
         return self
@@ -188,6 +207,8 @@ class AgentSystem:
         if self._inbox is not None:
             self._inbox.close()
         self._system.shutdown()
+        if self.store is not None:
+            self.store.close()
 
     def stop(self) -> None:
         """Stop the whole system, also from a handle attached with :meth:`connect`."""
@@ -228,7 +249,8 @@ class AgentSystem:
         Raises :class:`ConfigError` naming the bad field, or
         :class:`AgentAlreadyStarted`.
         """
-        spec = validate_config(config)
+        spec = dataclasses.replace(validate_config(config), store_url=self.store_url,
+                                   instance=self.instance)
         child = ChildSpec(AGENT_PREFIX + spec.id, Start(AgentSupervisor, (spec,)),
                           kind=Kind.SUPERVISOR)
         try:
@@ -398,9 +420,69 @@ class AgentRef:
 
     def status(self) -> str:
         """``idle``, ``running`` or ``recovery_required``."""
+        return self.status_info().status
+
+    def status_info(self) -> AgentStatus:
+        """Status with the current (or unfinished) invocation id."""
         reply = self._ask(GetStatus())
         assert isinstance(reply, AgentStatus)
-        return reply.status
+        return reply
+
+    def recover(self, *, subscriber: Any = None, stream: bool = False) -> str:
+        """Continue the unfinished invocation found at start; return its id.
+
+        Completed tasks of the interrupted step are reused, not-started ones
+        run, idempotent uncertain ones re-run. Raises :class:`RecoveryRejected`:
+        ``nothing_to_recover``, ``task_execution_uncertain`` (``details`` name
+        ``task_ids`` and ``node_ids``; nothing was run), ``invocation_busy``.
+        """
+        message = Recover(subscriber, stream)
+        rejected = validate_run(Run(None, subscriber, stream))
+        if rejected is not None:
+            raise rejected
+        if isinstance(subscriber, Caller):
+            inbox = self.system._inbox_for_caller()
+            reply = inbox.run(self._current_address(), message, ASK_TIMEOUT)
+        else:
+            reply = self._ask(message)
+        if isinstance(reply, HayataError):
+            raise reply
+        if not isinstance(reply, RunAccepted):
+            raise HayataError(f"unexpected answer to Recover: {reply!r}", code="protocol_error")
+        if isinstance(subscriber, Caller):
+            inbox.streamed[reply.invocation_id] = stream
+        return reply.invocation_id
+
+    def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
+        """Record ``result`` for an uncertain task (established by checking the
+        external system); a later :meth:`recover` reuses it."""
+        self._expect_ack(self._ask(ResolveTask(task_id, result)))
+
+    def abandon(self, invocation_id: str) -> None:
+        """End the unfinished invocation as failed (``abandoned``) and free the agent."""
+        self._expect_ack(self._ask(Abandon(invocation_id)))
+
+    @staticmethod
+    def _expect_ack(reply: Any) -> None:
+        if isinstance(reply, HayataError):
+            raise reply
+        if not isinstance(reply, Ack):
+            raise HayataError(f"unexpected answer: {reply!r}", code="protocol_error")
+
+    def tasks(self, invocation_id: str | None = None) -> list[tuple[TaskRecord, TaskClass]]:
+        """The durable task records of an invocation (default: the current or
+        unfinished one) with their recovery classification."""
+        store = self.system.store
+        if store is None:
+            raise HayataError("no store is known to this handle", code="no_store")
+        if invocation_id is None:
+            invocation_id = self.status_info().invocation_id
+            if invocation_id is None:
+                records = store.list_invocations(self.id, limit=1)
+                if not records:
+                    return []
+                invocation_id = records[0].invocation_id
+        return [(t, classify_task(t, idempotent=False)) for t in store.get_tasks(invocation_id)]
 
 
 __all__ = ["CALLER", "ActorAddress", "AgentRef", "AgentSystem"]

@@ -46,6 +46,10 @@ class AgentSpec:
     max_steps: int
     execution_timeout: float
     idempotent_nodes: frozenset[str]
+    store_url: str = ""
+    """Set by the AgentSystem: where the agent and its edges record their work."""
+    instance: str = ""
+    """Set by the AgentSystem: the id of this system start (the store's owner name)."""
 
 
 def validate_config(config: Any) -> AgentSpec:

@@ -111,3 +111,40 @@ class AgentStatus:
     agent_id: str
     status: str
     invocation_id: str | None
+
+
+@dataclass(frozen=True)
+class Recover:
+    """Continue the agent's unfinished invocation (status ``recovery_required``).
+
+    Answered with :class:`RunAccepted` (the invocation id) or a
+    :class:`~hayata_py.RecoveryRejected` (``nothing_to_recover``,
+    ``task_execution_uncertain`` naming the task and node ids,
+    ``invocation_busy``). ``subscriber``/``stream`` as for :class:`Run`.
+    """
+
+    subscriber: Any = None
+    stream: bool = False
+
+
+@dataclass(frozen=True)
+class ResolveTask:
+    """Record ``result`` for an uncertain task of the unfinished invocation (a
+    result the user established by checking the external system)."""
+
+    task_id: str
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Abandon:
+    """End the unfinished invocation as failed (``abandoned``) and free the agent."""
+
+    invocation_id: str
+
+
+@dataclass(frozen=True)
+class Ack:
+    """Positive answer to :class:`ResolveTask` and :class:`Abandon`."""
+
+    value: Any = None

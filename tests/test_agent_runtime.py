@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
+from hayata_py.store import task_id_for
 from tests.helpers import alive, eventually
 
 NODES = {name: "tests.graph_nodes:worker" for name in ("a", "b", "c", "slow", "fast", "worker")}
@@ -62,7 +63,7 @@ def test_sequential_results_merge_into_state(agents: hy.AgentSystem) -> None:
     assert ctx["last_result"]["b"] == "done"
     # The node saw the state after step 0 as a snapshot.
     assert ctx["last_result"]["context"]["state"]["a"] == 1
-    assert ctx["last_result"]["context"]["task_id"] == f"{inv}:1:b"
+    assert ctx["last_result"]["context"]["task_id"] == task_id_for(inv, 1, "b")
 
 
 def test_parallel_results_keep_requested_order_and_run_concurrently(
@@ -159,7 +160,7 @@ def test_node_function_runs_once_when_it_raises(agents: hy.AgentSystem, tmp_path
         "once", {"n": "tests.graph_nodes:counted_raise"}, "tests.graph_nodes:scripted"))
     result = agent.wait(agent.run({"steps": [["next", "n", {"count_file": str(count)}]]}), 30)
     assert result.error is not None and result.error.code == "node_failed"
-    assert count.read_text().splitlines() == [f"{result.invocation_id}:0:n"]
+    assert count.read_text().splitlines() == [task_id_for(result.invocation_id, 0, "n")]
 
 
 def test_failed_branch_cancels_its_sibling(agents: hy.AgentSystem, tmp_path: Path) -> None:

@@ -22,6 +22,12 @@ class Execute:
     stream: bool
     timeout: float
     idempotency_key: str
+    step: int = 0
+    branch_index: int = 0
+    token: int = 0
+    attempt: int = 1
+    store_url: str = ""
+    instance: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,22 +30,42 @@ from hayata_py._actors._protocol import (
     Partial,
     WatchNodes,
 )
+from hayata_py._actors.durable import store_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._config import AgentSpec
-from hayata_py._errors import EncodingError, ErrorInfo, RunRejected
+from hayata_py._errors import (
+    EncodingError,
+    ErrorInfo,
+    InvocationBusy,
+    RecoveryRejected,
+    RunRejected,
+    StoreError,
+)
 from hayata_py._policy import PolicyContext, validate_decision
 from hayata_py.messages import (
+    Abandon,
+    Ack,
     AgentEvent,
     AgentResult,
     AgentStatus,
     Caller,
     GetResult,
     GetStatus,
+    Recover,
+    ResolveTask,
     ResultReply,
     Run,
     RunAccepted,
     WaitResult,
+)
+from hayata_py.store import (
+    ActiveExecution,
+    InvocationRecord,
+    TaskClass,
+    TaskStore,
+    classify_execution,
+    task_id_for,
 )
 from supervisors import SupervisedActor
 
@@ -77,6 +97,7 @@ class _Invocation:
     parallel_results: list[Any] | None = None
     sequence: int = 0
     execution: _Execution | None = None
+    token: int = 0
 
 
 def validate_run(run: Any) -> RunRejected | None:
@@ -115,6 +136,13 @@ class AgentActor(SupervisedActor):
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[Any]] = {}
         self.log = self.log.bind(agent_id=spec.id)
+        self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
+        # An unfinished invocation in the store: this agent (or system) died
+        # while running it. It waits for recover(), resolve or abandon.
+        self.recovering: InvocationRecord | None = (
+            self.store.unfinished_invocation(spec.id) if self.store else None)
+        if self.recovering is not None:
+            self.log.warning("recovery_required", invocation_id=self.recovering.invocation_id)
         self.send(nodes_supervisor, WatchNodes(self.myAddress))
 
     # -- dispatch --------------------------------------------------------------------
@@ -138,8 +166,13 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, NodeDown):
             self._on_node_down(message)
         elif isinstance(message, GetStatus):
-            self.send(sender, AgentStatus(self.spec.id, "running" if self.inv else "idle",
-                                          self.inv.id if self.inv else None))
+            self.send(sender, self._status())
+        elif isinstance(message, Recover):
+            self._reply(sender, self._on_recover(message, sender))
+        elif isinstance(message, ResolveTask):
+            self._reply(sender, self._on_resolve(message))
+        elif isinstance(message, Abandon):
+            self._reply(sender, self._on_abandon(message))
         elif isinstance(message, GetResult):
             self.send(sender, self._result_reply(message.invocation_id))
         elif isinstance(message, WaitResult):
@@ -149,15 +182,41 @@ class AgentActor(SupervisedActor):
             else:
                 self.send(sender, reply)
 
+    def _status(self) -> AgentStatus:
+        if self.recovering is not None:
+            return AgentStatus(self.spec.id, "recovery_required",
+                               self.recovering.invocation_id)
+        return AgentStatus(self.spec.id, "running" if self.inv else "idle",
+                           self.inv.id if self.inv else None)
+
+    def _reply(self, sender: Any, answer: Any) -> None:
+        if answer is not None:
+            self.send(sender, answer)
+
     def _result_reply(self, invocation_id: str) -> ResultReply:
         result = self.results.get(invocation_id)
-        running = self.inv is not None and self.inv.id == invocation_id
+        running = (self.inv is not None and self.inv.id == invocation_id) or (
+            self.recovering is not None and self.recovering.invocation_id == invocation_id)
+        if result is None and not running and self.store is not None:
+            record = self.store.get_invocation(invocation_id)
+            if record is not None and record.agent_id == self.spec.id:
+                if record.status == "running":
+                    return ResultReply(invocation_id, None, known=True)
+                error = ErrorInfo.from_dict(record.error) if record.error else None
+                result = AgentResult(invocation_id, record.status == "completed",
+                                     record.result, error)
         return ResultReply(invocation_id, result, known=result is not None or running)
 
     # -- invocation lifecycle -----------------------------------------------------------
 
     def _on_run(self, run: Run, sender: Any) -> None:
         rejected = validate_run(run)
+        if rejected is None and self.recovering is not None:
+            rejected = RunRejected(
+                f"agent {self.spec.id!r} has an unfinished invocation "
+                f"{self.recovering.invocation_id}; call recover(), resolve_task() or "
+                "abandon() first", code="recovery_required",
+                invocation_id=self.recovering.invocation_id)
         if rejected is None and self.inv is not None:
             rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
                                    f"{self.inv.id}", code="agent_busy",
@@ -168,6 +227,15 @@ class AgentActor(SupervisedActor):
         subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
         inv = _Invocation(uuid.uuid4().hex, run.input, subscriber, run.stream,
                           dict(self.spec.state))
+        if self.store is not None:
+            try:
+                inv.token = self.store.create_invocation(
+                    InvocationRecord(inv.id, self.spec.id, "running", 0, inv.state, inv.input),
+                    owner=self.spec.instance)
+            except StoreError as exc:
+                self.send(sender, RunRejected(f"could not record the invocation: {exc}",
+                                              code=exc.code))
+                return
         self.inv = inv
         self.send(sender, RunAccepted(inv.id))
         self.log.info("invocation_started", invocation_id=inv.id)
@@ -196,8 +264,10 @@ class AgentActor(SupervisedActor):
                 self._fail_invocation(ErrorInfo("invalid_policy_result",
                                      f"Finish result cannot be stored: {exc}", exc.details))
                 return
-            self._emit("invocation_completed", {"result": decision.result})
-            self._end(AgentResult(inv.id, True, decision.result))
+            result = AgentResult(inv.id, True, decision.result)
+            if self._finish(inv, result):
+                self._emit("invocation_completed", {"result": decision.result})
+                self._end(result)
             return
         if inv.step >= self.spec.max_steps:
             self._fail_invocation(ErrorInfo("max_steps_exceeded",
@@ -218,16 +288,41 @@ class AgentActor(SupervisedActor):
         execution = _Execution(f"{inv.id}:{inv.step}", nodes, node_input, parallel, set(nodes))
         inv.execution = execution
         inv.parallel_results = None
-        state = dict(inv.state)
+        # The checkpoint names the work before any of it starts.
+        if not self._checkpoint(inv):
+            return
         for node_id in nodes:
-            task_id = f"{execution.id}:{node_id}"
-            self._emit("node_started", {"node_id": node_id, "execution_id": execution.id})
-            self._to_node(node_id, Execute(
-                execution.id, task_id, inv.id, node_id, node_input, state, self.myAddress,
-                inv.stream, self.spec.execution_timeout, idempotency_key=task_id))
+            self._send_execute(inv, execution, node_id, attempt=1)
+
+    def _send_execute(self, inv: _Invocation, execution: _Execution, node_id: str,
+                      attempt: int) -> None:
+        task_id = task_id_for(inv.id, inv.step, node_id)
+        self._emit("node_started", {"node_id": node_id, "execution_id": execution.id})
+        self._to_node(node_id, Execute(
+            execution.id, task_id, inv.id, node_id, execution.input, dict(inv.state),
+            self.myAddress, inv.stream, self.spec.execution_timeout, idempotency_key=task_id,
+            step=inv.step, branch_index=execution.nodes.index(node_id), token=inv.token,
+            attempt=attempt, store_url=self.spec.store_url, instance=self.spec.instance))
         # A last-resort deadline in case a node never receives its work.
         self.wakeupAfter(timedelta(seconds=self.spec.execution_timeout + DEADLINE_MARGIN),
                          execution.id)
+
+    def _checkpoint(self, inv: _Invocation) -> bool:
+        """Save the invocation's checkpoint; on refusal fail it (without writing)."""
+        if self.store is None:
+            return True
+        execution = inv.execution
+        active = None if execution is None else ActiveExecution(
+            execution.id, inv.step, execution.nodes, execution.input, execution.parallel)
+        record = InvocationRecord(inv.id, self.spec.id, "running", inv.step, inv.state,
+                                  inv.input, active, inv.parallel_results, inv.last_result)
+        try:
+            self.store.save_checkpoint(record, token=inv.token)
+        except StoreError as exc:
+            self._fail_invocation(ErrorInfo(exc.code, f"checkpoint refused: {exc}",
+                                            dict(exc.details)), durable=False)
+            return False
+        return True
 
     def _active(self, execution_id: str, node_id: str) -> _Execution | None:
         execution = self.inv.execution if self.inv else None
@@ -259,8 +354,6 @@ class AgentActor(SupervisedActor):
             self._node_done(execution, held)
 
     def _node_done(self, execution: _Execution, outcome: Outcome) -> None:
-        inv = self.inv
-        assert inv is not None
         execution.pending.discard(outcome.node_id)
         if not outcome.ok:
             assert outcome.error is not None
@@ -269,14 +362,19 @@ class AgentActor(SupervisedActor):
         execution.results[outcome.node_id] = outcome.result
         self._emit("node_completed", {"node_id": outcome.node_id,
                                       "execution_id": execution.id})
-        if execution.pending:
-            return
+        if not execution.pending:
+            self._transition_done(execution)
+
+    def _transition_done(self, execution: _Execution) -> None:
+        inv = self.inv
+        assert inv is not None
         inv.execution = None
         if execution.parallel:
             inv.parallel_results = [execution.results[n] for n in execution.nodes]
         else:
-            inv.state.update(outcome.result)
-            inv.last_result = outcome.result
+            result = execution.results[execution.nodes[0]]
+            inv.state.update(result)
+            inv.last_result = result
         inv.step += 1
         self._decide()
 
@@ -299,7 +397,7 @@ class AgentActor(SupervisedActor):
                                  f"{sorted(execution.pending)}",
                                  {"pending_nodes": sorted(execution.pending)}))
 
-    def _fail_invocation(self, error: ErrorInfo) -> None:
+    def _fail_invocation(self, error: ErrorInfo, *, durable: bool = True) -> None:
         inv = self.inv
         assert inv is not None
         execution = inv.execution
@@ -309,9 +407,31 @@ class AgentActor(SupervisedActor):
             self.outbox = {k: [m for m in v if not isinstance(m, Execute)]
                            for k, v in self.outbox.items()}
         self.log.info("invocation_failed", invocation_id=inv.id, code=error.code)
+        result = AgentResult(inv.id, False, None, error)
+        if durable and not self._finish(inv, result):
+            return
         self._emit("invocation_failed", {"reason": error.code, "message": error.message,
                                          "details": dict(error.details)})
-        self._end(AgentResult(inv.id, False, None, error))
+        self._end(result)
+
+    def _finish(self, inv: _Invocation, result: AgentResult) -> bool:
+        """Commit the terminal result before anyone is told (False: refused, and handled)."""
+        if self.store is None:
+            return True
+        try:
+            self.store.finish_invocation(
+                inv.id, token=inv.token, status="completed" if result.ok else "failed",
+                result=result.result, error=result.error.to_dict() if result.error else None,
+                state=inv.state)
+        except StoreError as exc:
+            self.log.error("finish_refused", invocation_id=inv.id, code=exc.code)
+            error = ErrorInfo(exc.code, f"the terminal result could not be recorded: {exc}",
+                              dict(exc.details))
+            self._emit("invocation_failed", {"reason": error.code, "message": error.message,
+                                             "details": dict(error.details)})
+            self._end(AgentResult(inv.id, False, None, error))
+            return False
+        return True
 
     def _end(self, result: AgentResult) -> None:
         inv = self.inv
@@ -324,6 +444,123 @@ class AgentActor(SupervisedActor):
             self.send(inv.subscriber, result)
         for waiter in self.waiters.pop(result.invocation_id, []):
             self.send(waiter, ResultReply(result.invocation_id, result))
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def _claim(self, record: InvocationRecord) -> int:
+        assert self.store is not None
+        return self.store.claim_invocation(record.invocation_id, owner=self.spec.instance)
+
+    def _nothing(self) -> RecoveryRejected:
+        return RecoveryRejected(f"agent {self.spec.id!r} has no unfinished invocation",
+                                code="nothing_to_recover")
+
+    def _on_recover(self, message: Recover, sender: Any) -> Any:
+        record = self.recovering
+        if record is None or self.store is None:
+            return self._nothing()
+        rejected = validate_run(Run(None, message.subscriber, message.stream))
+        if rejected is not None:
+            return rejected
+        try:
+            # Claim first: from here on no older writer (an orphan edge of a dead
+            # system) can record anything, so the classification below is final.
+            token = self._claim(record)
+        except (InvocationBusy, StoreError) as exc:
+            return RecoveryRejected(str(exc), code=exc.code,
+                                    invocation_id=record.invocation_id)
+        active = record.active_execution
+        classes = None
+        if active is not None:
+            tasks = self.store.get_tasks(record.invocation_id, execution_id=active.execution_id)
+            classes = classify_execution(active.node_ids, tasks, self.spec.idempotent_nodes)
+            if classes.has_uncertain:
+                return RecoveryRejected(
+                    f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
+                    f"{list(classes.uncertain_node_ids)} started but recorded no result; "
+                    "check the external system, then resolve_task(), abandon(), or declare "
+                    "the node idempotent", code="task_execution_uncertain",
+                    invocation_id=record.invocation_id,
+                    task_ids=list(classes.uncertain_task_ids),
+                    node_ids=list(classes.uncertain_node_ids))
+        subscriber = sender if isinstance(message.subscriber, Caller) else message.subscriber
+        inv = _Invocation(record.invocation_id, record.input, subscriber, message.stream,
+                          dict(record.state), record.step, record.last_result,
+                          record.parallel_results, token=token)
+        self.recovering = None
+        self.inv = inv
+        self.send(sender, RunAccepted(inv.id))
+        self.log.info("invocation_recovered", invocation_id=inv.id, step=inv.step)
+        self._emit("invocation_started", {"input": inv.input, "recovered": True,
+                                          "step": inv.step})
+        if active is None or classes is None:
+            self._decide()
+            return None
+        if classes.failed_node_ids:
+            failed = next(t for t in self.store.get_tasks(
+                inv.id, execution_id=active.execution_id)
+                if t.node_id == classes.failed_node_ids[0])
+            self._fail_invocation(ErrorInfo.from_dict(failed.error or {
+                "code": "node_failed", "message": "recorded as failed"}))
+            return None
+        execution = _Execution(active.execution_id, active.node_ids, active.input,
+                               active.parallel, set(classes.to_run), dict(classes.reuse))
+        inv.execution = execution
+        if not classes.to_run:
+            self._transition_done(execution)
+            return None
+        attempts = {t.node_id: t.attempt for t in self.store.get_tasks(
+            inv.id, execution_id=active.execution_id)}
+        for node_id in classes.to_run:
+            rerun = classes.classes[node_id] is TaskClass.RERUN
+            self._send_execute(inv, execution, node_id,
+                               attempt=attempts.get(node_id, 0) + 1 if rerun else 1)
+        return None
+
+    def _on_resolve(self, message: ResolveTask) -> Any:
+        record = self.recovering
+        if record is None or self.store is None:
+            return self._nothing()
+        task = self.store.get_task(message.task_id)
+        active = record.active_execution
+        if task is None or active is None or task.execution_id != active.execution_id:
+            return RecoveryRejected(
+                f"task {message.task_id!r} is not a task of the unfinished invocation's "
+                "current step", code="task_not_found", task_id=message.task_id)
+        result: Any = message.result
+        if not isinstance(result, dict):
+            return RecoveryRejected("a task result must be a dict (as a node returns)",
+                                    code="invalid_result", task_id=message.task_id)
+        try:
+            token = self._claim(record)
+            self.store.resolve_task(message.task_id, result=message.result, token=token)
+        except (StoreError, EncodingError) as exc:
+            return RecoveryRejected(str(exc), code=exc.code, task_id=message.task_id)
+        self.log.info("task_resolved", task_id=message.task_id)
+        return Ack(message.task_id)
+
+    def _on_abandon(self, message: Abandon) -> Any:
+        record = self.recovering
+        if record is None or self.store is None:
+            return self._nothing()
+        if record.invocation_id != message.invocation_id:
+            return RecoveryRejected(
+                f"the unfinished invocation is {record.invocation_id}, not "
+                f"{message.invocation_id}", code="not_found")
+        error = ErrorInfo("abandoned", "the invocation was abandoned by the user", {})
+        try:
+            token = self._claim(record)
+            self.store.finish_invocation(record.invocation_id, token=token, status="failed",
+                                         error=error.to_dict())
+        except StoreError as exc:
+            return RecoveryRejected(str(exc), code=exc.code)
+        self.recovering = None
+        result = AgentResult(record.invocation_id, False, None, error)
+        self.results[record.invocation_id] = result
+        for waiter in self.waiters.pop(record.invocation_id, []):
+            self.send(waiter, ResultReply(record.invocation_id, result))
+        self.log.info("invocation_abandoned", invocation_id=record.invocation_id)
+        return Ack(record.invocation_id)
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -17,9 +17,11 @@ from hayata_py._actors._protocol import (
     EdgeReady,
     EdgeResult,
     EdgeStarted,
+    Execute,
     Partial,
     RunEdge,
 )
+from hayata_py._actors.durable import store_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
@@ -27,8 +29,10 @@ from hayata_py._errors import (
     ErrorInfo,
     InvalidPartialResult,
     StaleExecution,
+    StoreError,
 )
 from hayata_py._policy import NodeContext
+from hayata_py.store import TaskRecord
 from supervisors import SupervisedActor
 
 
@@ -80,14 +84,56 @@ class EdgeActor(SupervisedActor):
             invocation_id=execute.invocation_id, execution_id=execute.execution_id,
             task_id=execute.task_id, idempotency_key=execute.idempotency_key,
             streamer=streamer)
-        self.current = run
-        try:
-            result, error = self._call(ctx)
-        finally:
-            self.current = None
+        result: Any = None
+        error: ErrorInfo | None = self._record_start(execute)
+        if error is None:
+            self.current = run
+            try:
+                result, error = self._call(ctx)
+            finally:
+                self.current = None
+            error = self._record_end(execute, result, error) or error
         self.send(run.reducer, EdgeResult(
             execute.execution_id, execute.node_id, run.edge_id, error is None, result, error,
             streamer.count if streamer else 0))
+
+    def _record_start(self, execute: Execute) -> ErrorInfo | None:
+        """Record ``started`` durably before the node function runs.
+
+        A refusal (a newer owner fenced this writer out, the invocation is
+        over) means the function must not run at all."""
+        if not execute.store_url:
+            return None
+        task = TaskRecord(
+            task_id=execute.task_id, invocation_id=execute.invocation_id,
+            execution_id=execute.execution_id, step=execute.step, node_id=execute.node_id,
+            branch_index=execute.branch_index, input=execute.input)
+        try:
+            store_for(execute.store_url).mark_started(
+                execute.task_id, token=execute.token, system_instance=execute.instance,
+                attempt=execute.attempt, task=task)
+        except StoreError as exc:
+            self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)
+            return ErrorInfo(exc.code, f"task {execute.task_id} not started: {exc}",
+                             {"node_id": execute.node_id, "task_id": execute.task_id})
+        return None
+
+    def _record_end(self, execute: Execute, result: Any, error: ErrorInfo | None
+                    ) -> ErrorInfo | None:
+        """Record the outcome durably before anyone hears of it."""
+        if not execute.store_url:
+            return None
+        store = store_for(execute.store_url)
+        try:
+            if error is None:
+                store.mark_completed(execute.task_id, token=execute.token, result=result)
+            else:
+                store.mark_failed(execute.task_id, token=execute.token, error=error.to_dict())
+        except StoreError as exc:
+            self.log.warning("task_result_refused", task_id=execute.task_id, code=exc.code)
+            return ErrorInfo(exc.code, f"result of task {execute.task_id} not recorded: {exc}",
+                             {"node_id": execute.node_id, "task_id": execute.task_id})
+        return None
 
     def _call(self, ctx: NodeContext) -> tuple[Any, ErrorInfo | None]:
         try:

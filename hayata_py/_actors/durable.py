@@ -1,0 +1,24 @@
+"""The agent's and edges' access to the durable store (one store per process and URL)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hayata_py.store import TaskStore, open_store
+
+_STORES: dict[tuple[int, str], TaskStore] = {}
+
+
+def store_for(url: str) -> TaskStore:
+    """The store at ``url`` for this process (opened once; processes are forked,
+    so the cache is keyed by pid too)."""
+    key = (os.getpid(), url)
+    store = _STORES.get(key)
+    if store is None:
+        store = _STORES[key] = open_store(url)
+    return store
+
+
+def error_dict(code: str, message: str, **details: Any) -> dict[str, Any]:
+    return {"code": code, "message": message, "details": details}
