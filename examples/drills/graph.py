@@ -1,0 +1,73 @@
+"""The drill graph: fetch -> [left, right] in parallel -> report.
+
+Every node appends ``start <task_id> <attempt-pid>`` before its work and
+``end <task_id>`` after it to the side-effect file named in the input, so
+a drill can compare what really ran with what the store says. A node can be
+told to wait for a *gate* file (``{"gates": {"right": "/path"}}``): it blocks
+until the file exists, which is how a drill holds a task "in flight" while
+it kills things.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import hayata_py as hy
+
+NODES = ("fetch", "left", "right", "report")
+
+
+def _effect(ctx: hy.NodeContext, event: str) -> None:
+    with open(ctx.input["effects"], "a") as f:
+        f.write(f"{event} {ctx.task_id} {ctx.node_id} {os.getpid()}\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def work(ctx: hy.NodeContext) -> dict[str, Any]:
+    """The node function of every drill node."""
+    spec: dict[str, Any] = ctx.input
+    _effect(ctx, "start")
+    if ctx.node_id in spec.get("escape", ()):
+        _escape()
+    gate = spec.get("gates", {}).get(ctx.node_id)
+    while gate and not Path(gate).exists():
+        time.sleep(0.005)  # a user's long-running external call, until the drill opens the gate
+    delay = spec.get("delays", {}).get(ctx.node_id, 0.0)
+    if delay:
+        time.sleep(delay)
+    _effect(ctx, "end")
+    return {ctx.node_id: f"{ctx.node_id}-done", f"{ctx.node_id}_key": ctx.idempotency_key}
+
+
+def _escape() -> None:
+    """Make this edge process outlive its system, like an orphan Thespian leaves
+    behind when an admin dies: drop the parent-death signal, leave the session."""
+    libc = ctypes.CDLL(None)
+    libc.prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG = 0
+    os.setsid()
+
+
+def policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    """fetch, then left and right in parallel, then report, then finish."""
+    if ctx.step == 0:
+        return hy.Next("fetch", ctx.input)
+    if ctx.step == 1:
+        return hy.Next(["left", "right"], ctx.input)
+    if ctx.step == 2:
+        return hy.Next("report", {**ctx.input, "branches": ctx.parallel_results})
+    return hy.Finish({"state": dict(ctx.state), "steps": ctx.step})
+
+
+def config(agent_id: str = "drill", idempotent: frozenset[str] = frozenset()) -> hy.AgentConfig:
+    return hy.AgentConfig(
+        id=agent_id,
+        nodes={name: "examples.drills.graph:work" for name in NODES},
+        decision_policy="examples.drills.graph:policy",
+        execution_timeout=120.0,
+        idempotent_nodes=idempotent,
+    )
