@@ -11,13 +11,14 @@ import dataclasses
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import psutil
 from thespian.actors import ActorAddress, PoisonMessage
 
+from hayata_py import _telemetry as telemetry
 from hayata_py._actors._protocol import Describe, Description
 from hayata_py._actors.agent import validate_run
 from hayata_py._actors.tree import AGENT_PREFIX, NODE_PREFIX, TOP_FLAGS, AgentSupervisor
@@ -148,6 +149,8 @@ class AgentSystem:
         store_url: str | None = None,
         base: str = "multiprocTCPBase",
         admin_port: int | None = None,
+        telemetry_handlers: Mapping[str, tuple[str, Iterable[tuple[str, ...]]]] | None = None,
+        log_telemetry: bool = True,
     ) -> None:
         if base != "multiprocTCPBase":
             raise ConfigError("base", f"{base!r} is not supported; use 'multiprocTCPBase' "
@@ -156,6 +159,13 @@ class AgentSystem:
                                        or not isinstance(admin_port, int)
                                        or not 0 < admin_port < 65536):
             raise ConfigError("admin_port", f"must be a TCP port number, got {admin_port!r}")
+        handlers = dict(telemetry_handlers or {})
+        if log_telemetry:
+            handlers.setdefault("hayata.log", (
+                "hayata_py._telemetry:log_event", sorted(telemetry.EVENTS)))
+        # Handlers run in the actor processes: they travel by environment,
+        # inherited by every process the admin forks.
+        os.environ[telemetry.ENV_VAR] = telemetry.env_value(handlers)
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store_url = store_url or default_store_url(self.data_dir)
@@ -328,6 +338,14 @@ class AgentSystem:
         return agent.address, agent.pid
 
 
+def _is(*types: type) -> Callable[[Any], bool]:
+    return lambda reply: isinstance(reply, types)
+
+
+def _result_for(invocation_id: str) -> Callable[[Any], bool]:
+    return lambda reply: isinstance(reply, ResultReply) and reply.invocation_id == invocation_id
+
+
 def _role(child_id: str, kind: str) -> str:
     if child_id.startswith(NODE_PREFIX):
         return "node"
@@ -356,17 +374,23 @@ class AgentRef:
             self._address, self._pid = self.system._agent_address(self.id)
         return self._address
 
-    def _ask(self, message: Any, timeout: float = ASK_TIMEOUT) -> Any:
-        for attempt in range(2):
-            address = self._current_address()
-            reply = self.system._system.ask(address, message, timeout)
-            if reply is not None and not isinstance(reply, PoisonMessage):
-                return reply
+    def _ask(self, message: Any, timeout: float = ASK_TIMEOUT,
+             accept: Callable[[Any], bool] = lambda _reply: True) -> Any:
+        """Send ``message`` and return the first reply ``accept`` takes.
+
+        Replies that do not match (a late answer to an earlier call that timed
+        out) are dropped, so they can never be mistaken for this call's answer.
+        """
+        deadline = time.monotonic() + timeout
+        reply = self.system._system.ask(self._current_address(), message, timeout)
+        while reply is not None and not isinstance(reply, PoisonMessage) and not accept(reply):
+            remaining = deadline - time.monotonic()
+            reply = self.system._system.listen(remaining) if remaining > 0 else None
+        if reply is None or isinstance(reply, PoisonMessage):
             self._address = None
-            if attempt == 1:
-                raise TimeoutError_(f"agent {self.id!r} did not answer "
-                                    f"{type(message).__name__} within {timeout}s")
-        raise AssertionError("unreachable")
+            raise TimeoutError_(f"agent {self.id!r} did not answer "
+                                f"{type(message).__name__} within {timeout}s")
+        return reply
 
     def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False) -> str:
         """Start an invocation; return its id once the agent accepted it.
@@ -384,7 +408,7 @@ class AgentRef:
             inbox = self.system._inbox_for_caller()
             reply = inbox.run(self._current_address(), run, ASK_TIMEOUT)
         else:
-            reply = self._ask(run)
+            reply = self._ask(run, accept=_is(RunAccepted, HayataError))
         if isinstance(reply, RunRejected):
             raise reply
         if not isinstance(reply, RunAccepted):
@@ -401,7 +425,7 @@ class AgentRef:
 
     def get_result(self, invocation_id: str) -> AgentResult | None:
         """The result, or None while the invocation runs."""
-        reply = self._ask(GetResult(invocation_id))
+        reply = self._ask(GetResult(invocation_id), accept=_result_for(invocation_id))
         assert isinstance(reply, ResultReply)
         if not reply.known:
             raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
@@ -410,7 +434,7 @@ class AgentRef:
 
     def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
         """Block until the invocation ends (raises TimeoutError after ``timeout`` s)."""
-        reply = self._ask(WaitResult(invocation_id), timeout)
+        reply = self._ask(WaitResult(invocation_id), timeout, accept=_result_for(invocation_id))
         assert isinstance(reply, ResultReply)
         if not reply.known:
             raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
@@ -424,7 +448,7 @@ class AgentRef:
 
     def status_info(self) -> AgentStatus:
         """Status with the current (or unfinished) invocation id."""
-        reply = self._ask(GetStatus())
+        reply = self._ask(GetStatus(), accept=_is(AgentStatus))
         assert isinstance(reply, AgentStatus)
         return reply
 
@@ -444,7 +468,7 @@ class AgentRef:
             inbox = self.system._inbox_for_caller()
             reply = inbox.run(self._current_address(), message, ASK_TIMEOUT)
         else:
-            reply = self._ask(message)
+            reply = self._ask(message, accept=_is(RunAccepted, HayataError))
         if isinstance(reply, HayataError):
             raise reply
         if not isinstance(reply, RunAccepted):
@@ -456,11 +480,11 @@ class AgentRef:
     def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
         """Record ``result`` for an uncertain task (established by checking the
         external system); a later :meth:`recover` reuses it."""
-        self._expect_ack(self._ask(ResolveTask(task_id, result)))
+        self._expect_ack(self._ask(ResolveTask(task_id, result), accept=_is(Ack, HayataError)))
 
     def abandon(self, invocation_id: str) -> None:
         """End the unfinished invocation as failed (``abandoned``) and free the agent."""
-        self._expect_ack(self._ask(Abandon(invocation_id)))
+        self._expect_ack(self._ask(Abandon(invocation_id), accept=_is(Ack, HayataError)))
 
     @staticmethod
     def _expect_ack(reply: Any) -> None:

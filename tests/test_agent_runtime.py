@@ -241,3 +241,36 @@ def test_no_events_without_stream(agents: hy.AgentSystem) -> None:
                     subscriber=hy.CALLER)
     messages = list(agent.messages(inv, timeout=30))
     assert messages == [hy.AgentResult(inv, True, 3)]
+
+
+def test_wait_times_out_once_and_late_replies_are_not_mistaken(
+    agents: hy.AgentSystem, tmp_path: Path
+) -> None:
+    import time
+
+    agent = start(agents)
+    inv = agent.run({"steps": [["next", "a", {"sleep": 1.0}], ["finish", "late"]]})
+    began = time.monotonic()
+    with pytest.raises(TimeoutError):
+        agent.wait(inv, 0.3)
+    assert time.monotonic() - began < 1.0
+    assert agent.status() == "running"
+    assert agent.wait(inv, 30).result == "late"
+    # The late answer to the timed-out wait is dropped, not taken as these replies.
+    assert agent.status() == "idle"
+    assert agent.get_result(inv) == hy.AgentResult(inv, True, "late")
+
+
+def test_stopping_the_agent_mid_run_still_sends_one_result(
+    agents: hy.AgentSystem, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    agent = agents.start_agent(hy.AgentConfig(
+        "stopme", {"w": "tests.graph_nodes:touch_and_wait"}, "tests.graph_nodes:scripted"))
+    inv = agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "sleep": 60}]]},
+                    subscriber=hy.CALLER)
+    eventually(lambda: pid_file.exists(), message="running")
+    agents.stop_agent("stopme")
+    messages = list(agent.messages(inv, timeout=30))
+    assert len(messages) == 1 and isinstance(messages[0], hy.AgentResult)
+    assert messages[0].error is not None and messages[0].error.code == "agent_stopped"

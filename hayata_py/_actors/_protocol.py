@@ -28,6 +28,7 @@ class Execute:
     attempt: int = 1
     store_url: str = ""
     instance: str = ""
+    agent_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Expect:
     edge_ids: tuple[str, ...]
     timeout: float
     agent: Any
+    agent_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,15 @@ class Forget:
 
 @dataclass(frozen=True)
 class ReducerDone:
-    """Reducer -> node: the execution is consolidated; ``pending`` edges timed out."""
+    """Reducer -> node: the execution is consolidated; ``pending`` edges timed out.
+
+    ``status`` is the telemetry status (completed, failed, timed_out) and
+    ``error_class`` the exception class name when the node function raised."""
 
     execution_id: str
     pending: tuple[str, ...] = ()
+    status: str = "completed"
+    error_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,3 +188,10 @@ class Describe:
 @dataclass(frozen=True)
 class Description:
     children: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class UseWatcher:
+    """Node supervisor -> node: the edge watcher restarted at ``address``."""
+
+    address: Any

@@ -20,6 +20,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress, WakeupMessage
 
+from hayata_py import _telemetry as telemetry
 from hayata_py._actors._protocol import (
     Cancel,
     Execute,
@@ -98,6 +99,7 @@ class _Invocation:
     sequence: int = 0
     execution: _Execution | None = None
     token: int = 0
+    span: telemetry.Span | None = None
 
 
 def validate_run(run: Any) -> RunRejected | None:
@@ -144,6 +146,14 @@ class AgentActor(SupervisedActor):
         if self.recovering is not None:
             self.log.warning("recovery_required", invocation_id=self.recovering.invocation_id)
         self.send(nodes_supervisor, WatchNodes(self.myAddress))
+
+    def on_stop(self) -> None:
+        """Stopped on request (stop_agent, system shutdown): a running invocation
+        ends as failed (``agent_stopped``), recorded, and its subscriber is told."""
+        if self.inv is not None:
+            self._fail_invocation(ErrorInfo(
+                "agent_stopped", f"agent {self.spec.id!r} was stopped during the invocation",
+                {}))
 
     # -- dispatch --------------------------------------------------------------------
 
@@ -237,6 +247,8 @@ class AgentActor(SupervisedActor):
                                               code=exc.code))
                 return
         self.inv = inv
+        inv.span = telemetry.span_start(telemetry.AGENT_INVOCATION,
+                                        {"agent_id": self.spec.id, "invocation_id": inv.id})
         self.send(sender, RunAccepted(inv.id))
         self.log.info("invocation_started", invocation_id=inv.id)
         self._emit("invocation_started", {"input": run.input})
@@ -251,7 +263,7 @@ class AgentActor(SupervisedActor):
             answer = resolve_callable(self.spec.policy)(ctx)
         except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
             self._fail_invocation(ErrorInfo("policy_failed", f"{type(exc).__name__}: {exc}",
-                                 {"type": type(exc).__name__, "step": inv.step}))
+                                            {"type": type(exc).__name__, "step": inv.step}))
             return
         decision = validate_decision(answer, self.spec.nodes)
         if isinstance(decision, ErrorInfo):
@@ -302,7 +314,8 @@ class AgentActor(SupervisedActor):
             execution.id, task_id, inv.id, node_id, execution.input, dict(inv.state),
             self.myAddress, inv.stream, self.spec.execution_timeout, idempotency_key=task_id,
             step=inv.step, branch_index=execution.nodes.index(node_id), token=inv.token,
-            attempt=attempt, store_url=self.spec.store_url, instance=self.spec.instance))
+            attempt=attempt, store_url=self.spec.store_url, instance=self.spec.instance,
+            agent_id=self.spec.id))
         # A last-resort deadline in case a node never receives its work.
         self.wakeupAfter(timedelta(seconds=self.spec.execution_timeout + DEADLINE_MARGIN),
                          execution.id)
@@ -437,6 +450,18 @@ class AgentActor(SupervisedActor):
         inv = self.inv
         assert inv is not None
         self.inv = None
+        if inv.span is not None:
+            error = result.error
+            if error is not None and error.code in ("policy_failed", "node_failed") \
+                    and "type" in error.details:
+                telemetry.span_exception(inv.span, str(error.details["type"]),
+                                         metadata={"error_code": error.code})
+            else:
+                status = "completed" if result.ok else (
+                    "timed_out" if error is not None and error.code == "execution_timeout"
+                    else "failed")
+                telemetry.span_stop(inv.span, status,
+                                    metadata={"error_code": error.code} if error else None)
         self.results[result.invocation_id] = result
         while len(self.results) > RESULTS_KEPT:
             self.results.popitem(last=False)
@@ -489,6 +514,8 @@ class AgentActor(SupervisedActor):
                           record.parallel_results, token=token)
         self.recovering = None
         self.inv = inv
+        inv.span = telemetry.span_start(telemetry.AGENT_INVOCATION, {
+            "agent_id": self.spec.id, "invocation_id": inv.id, "recovered": True})
         self.send(sender, RunAccepted(inv.id))
         self.log.info("invocation_recovered", invocation_id=inv.id, step=inv.step)
         self._emit("invocation_started", {"input": inv.input, "recovered": True,

@@ -12,6 +12,7 @@ import os
 from types import MappingProxyType
 from typing import Any
 
+from hayata_py import _telemetry as telemetry
 from hayata_py._actors._protocol import (
     EdgeInit,
     EdgeReady,
@@ -84,6 +85,9 @@ class EdgeActor(SupervisedActor):
             invocation_id=execute.invocation_id, execution_id=execute.execution_id,
             task_id=execute.task_id, idempotency_key=execute.idempotency_key,
             streamer=streamer)
+        span = telemetry.span_start(telemetry.EDGE, {
+            "agent_id": execute.agent_id, "node_id": execute.node_id,
+            "execution_id": execute.execution_id, "edge_id": run.edge_id})
         result: Any = None
         error: ErrorInfo | None = self._record_start(execute)
         if error is None:
@@ -93,6 +97,12 @@ class EdgeActor(SupervisedActor):
             finally:
                 self.current = None
             error = self._record_end(execute, result, error) or error
+        if error is None:
+            telemetry.span_stop(span, "completed")
+        elif error.code == "node_failed" and "type" in error.details:
+            telemetry.span_exception(span, str(error.details["type"]))
+        else:
+            telemetry.span_stop(span, "failed", metadata={"error_code": error.code})
         self.send(run.reducer, EdgeResult(
             execute.execution_id, execute.node_id, run.edge_id, error is None, result, error,
             streamer.count if streamer else 0))

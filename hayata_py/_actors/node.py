@@ -15,6 +15,7 @@ from typing import Any
 
 from thespian.actors import ChildActorExited
 
+from hayata_py import _telemetry as telemetry
 from hayata_py._actors._protocol import (
     Cancel,
     Describe,
@@ -22,6 +23,7 @@ from hayata_py._actors._protocol import (
     EdgeInit,
     EdgeReady,
     EdgeResult,
+    EdgeStarted,
     EdgeStopped,
     Execute,
     Expect,
@@ -29,6 +31,7 @@ from hayata_py._actors._protocol import (
     Outcome,
     ReducerDone,
     RunEdge,
+    UseWatcher,
 )
 from hayata_py._errors import ErrorInfo
 from supervisors import GetPid, SupervisedActor
@@ -52,6 +55,7 @@ class NodeActor(SupervisedActor):
             node_id, function, watcher, agent_id)
         self.edges: list[_Edge] = []
         self.queue: list[Execute] = []
+        self.spans: dict[str, telemetry.Span] = {}
         self._ids = itertools.count(1)
         self.reducer: Any = None
         self.reducer_pid: int | None = None
@@ -105,6 +109,11 @@ class NodeActor(SupervisedActor):
             self.reducer_pid = message
         elif isinstance(message, ChildActorExited):
             self._on_child_exited(message.childAddress)
+        elif isinstance(message, UseWatcher):
+            self.watcher = message.address
+            for edge in self.edges:
+                if edge.pid is not None and not edge.killed:
+                    self.send(self.watcher, EdgeStarted(self.node_id, edge.edge_id, edge.pid))
         elif isinstance(message, Describe):
             self.send(sender, Description(self._describe()))
 
@@ -117,11 +126,25 @@ class NodeActor(SupervisedActor):
                 idle = self._new_edge()
             execute = self.queue.pop(0)
             idle.running = execute
+            self.spans[execute.execution_id] = telemetry.span_start(telemetry.NODE_EXECUTION, {
+                "agent_id": self.agent_id, "node_id": self.node_id,
+                "execution_id": execute.execution_id})
             self.send(self.reducer, Expect(execute.execution_id, self.node_id, (idle.edge_id,),
-                                           execute.timeout, execute.agent))
+                                           execute.timeout, execute.agent, self.agent_id))
             self.send(idle.address, RunEdge(execute, idle.edge_id, self.reducer))
 
+    def _end_span(self, execution_id: str, status: str, error_class: str | None = None
+                  ) -> None:
+        span = self.spans.pop(execution_id, None)
+        if span is None:
+            return
+        if error_class:
+            telemetry.span_exception(span, error_class, status)
+        else:
+            telemetry.span_stop(span, status)
+
     def _on_reducer_done(self, done: ReducerDone) -> None:
+        self._end_span(done.execution_id, done.status, done.error_class)
         for edge in self.edges:
             if edge.running is not None and edge.running.execution_id == done.execution_id:
                 if edge.edge_id in done.pending:
@@ -131,6 +154,7 @@ class NodeActor(SupervisedActor):
         self._serve()
 
     def _on_cancel(self, execution_id: str) -> None:
+        self._end_span(execution_id, "cancelled")
         self.queue = [e for e in self.queue if e.execution_id != execution_id]
         for edge in self.edges:
             if edge.running is not None and edge.running.execution_id == execution_id:
@@ -164,6 +188,7 @@ class NodeActor(SupervisedActor):
         for edge in self.edges:
             if edge.running is not None and not edge.killed:
                 execute = edge.running
+                self._end_span(execute.execution_id, "failed")
                 self._kill(edge)
                 self.send(execute.agent, Outcome(
                     execute.execution_id, self.node_id, False,

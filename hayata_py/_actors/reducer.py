@@ -15,6 +15,7 @@ from typing import Any
 
 from thespian.actors import WakeupMessage
 
+from hayata_py import _telemetry as telemetry
 from hayata_py._actors._protocol import EdgeResult, Expect, Forget, Outcome, ReducerDone
 from hayata_py._errors import ErrorInfo
 from supervisors import SupervisedActor
@@ -26,6 +27,7 @@ _MAX_EARLY = 64
 class _Pending:
     expect: Expect
     node: Any
+    span: telemetry.Span
     results: dict[str, EdgeResult] = field(default_factory=dict)
 
 
@@ -41,14 +43,21 @@ class ReducerActor(SupervisedActor):
         if isinstance(message, EdgeResult):
             self._on_result(message)
         elif isinstance(message, Expect):
-            entry = _Pending(message, sender)
+            span = telemetry.span_start(telemetry.REDUCER, {
+                "agent_id": message.agent_id, "node_id": message.node_id,
+                "execution_id": message.execution_id,
+                "expected_edges": list(message.edge_ids)})
+            entry = _Pending(message, sender, span)
             self.pending[message.execution_id] = entry
             self.wakeupAfter(timedelta(seconds=message.timeout), message.execution_id)
             for result in self.early.pop(message.execution_id, []):
                 self._on_result(result)
         elif isinstance(message, Forget):
-            self.pending.pop(message.execution_id, None)
+            forgotten = self.pending.pop(message.execution_id, None)
             self.early.pop(message.execution_id, None)
+            if forgotten is not None:
+                self._stop(forgotten, "cancelled", tuple(
+                    e for e in forgotten.expect.edge_ids if e not in forgotten.results))
         elif isinstance(message, WakeupMessage):
             self._on_deadline(message.payload)
 
@@ -78,8 +87,13 @@ class ReducerActor(SupervisedActor):
                               partials=partials)
         # The node first, so its edge is free before the agent schedules more work.
         pending = tuple(e for e in expect.edge_ids if e not in entry.results)
-        self.send(entry.node, ReducerDone(expect.execution_id, pending))
+        error_class = None
+        if failed is not None and failed.error is not None:
+            error_class = failed.error.details.get("type")
+        self.send(entry.node, ReducerDone(expect.execution_id, pending,
+                                          "failed" if failed else "completed", error_class))
         self.send(expect.agent, outcome)
+        self._stop(entry, "failed" if failed else "completed", pending)
 
     def _on_deadline(self, execution_id: Any) -> None:
         entry = self.pending.pop(execution_id, None)
@@ -93,5 +107,14 @@ class ReducerActor(SupervisedActor):
             f"(pending edges: {', '.join(pending)})",
             {"node_id": expect.node_id, "pending_edges": list(pending),
              "timeout": expect.timeout})
-        self.send(entry.node, ReducerDone(expect.execution_id, pending))
+        self.send(entry.node, ReducerDone(expect.execution_id, pending, "timed_out"))
         self.send(expect.agent, Outcome(expect.execution_id, expect.node_id, False, error=error))
+        self._stop(entry, "timed_out", pending)
+
+    @staticmethod
+    def _stop(entry: _Pending, status: str, pending: tuple[str, ...]) -> None:
+        results = list(entry.results.values())
+        telemetry.span_stop(entry.span, status, metadata={
+            "result_count": sum(1 for r in results if r.ok),
+            "error_count": sum(1 for r in results if not r.ok),
+            "pending_edges": list(pending)})

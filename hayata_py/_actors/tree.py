@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hayata_py._actors._protocol import NodeEvent, WatchNodes
+from hayata_py._actors._protocol import NodeEvent, UseWatcher, WatchNodes
 from hayata_py._config import AgentSpec
 from supervisors import (
     ChildEvent,
@@ -82,9 +82,13 @@ class NodeSupervisor(Supervisor):
             self.send(watcher, NodeEvent(event.child_id[len(NODE_PREFIX):],
                                          event.kind == "started", event.address, event.pid,
                                          event.reason))
-        elif event.child_id == "edge_watcher" and event.kind == "started" \
-                and self.subscriber is not None:
-            self.send(event.address, WatchNodes(self.subscriber, self._nodes()))
+        elif event.child_id == "edge_watcher" and event.kind == "started":
+            # A restarted watcher has a new address: tell the nodes (they register
+            # their edges with it again) and hand it the agent to notify.
+            for address in self._nodes().values():
+                self.send(address, UseWatcher(event.address))
+            if self.subscriber is not None:
+                self.send(event.address, WatchNodes(self.subscriber, self._nodes()))
 
     def on_message(self, message: Any, sender: Any) -> None:
         if isinstance(message, WatchNodes):

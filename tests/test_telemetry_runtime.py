@@ -1,0 +1,132 @@
+"""Telemetry from real actor processes: names, measurements and metadata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hayata_py as hy
+from hayata_py import _telemetry as telemetry
+from tests.helpers import eventually
+
+ALL = sorted(telemetry.EVENTS)
+
+
+@pytest.fixture
+def sink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "telemetry.jsonl"
+    monkeypatch.setenv("HAYATA_TEST_TELEMETRY", str(path))
+    return path
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def names(rows: list[dict[str, Any]]) -> list[str]:
+    return [".".join(r["event"][1:]) for r in rows]
+
+
+def run(tmp_path: Path, steps: list[Any], handlers: dict[str, Any], **config: Any
+        ) -> tuple[hy.AgentResult, Path]:
+    with hy.AgentSystem(tmp_path / "data", telemetry_handlers=handlers) as system:
+        agent = system.start_agent(hy.AgentConfig(
+            "t", {n: "tests.graph_nodes:worker" for n in ("a", "b")},
+            "tests.graph_nodes:scripted", **config))
+        result = agent.wait(agent.run({"steps": steps}), 30)
+    return result, tmp_path / "data"
+
+
+def test_sequential_run_events(tmp_path: Path, sink: Path) -> None:
+    result, _ = run(tmp_path, [["next", "a", {}], ["finish", 1]],
+                    {"sink": ("tests.telemetry_sink:record", ALL)})
+    assert result.ok
+    rows = eventually(lambda: (r := events(sink)) and len(r) >= 8 and r, message="events")
+    assert sorted(names(rows)) == sorted([
+        "agent.invocation.start", "node.execution.start", "reducer.start", "edge.start",
+        "edge.stop", "reducer.stop", "node.execution.stop", "agent.invocation.stop"])
+    by = {".".join(r["event"][1:]): r for r in rows}
+    for start in ("agent.invocation.start", "node.execution.start", "edge.start",
+                  "reducer.start"):
+        assert isinstance(by[start]["measurements"]["system_time"], int)
+    for stop in ("agent.invocation.stop", "node.execution.stop", "edge.stop", "reducer.stop"):
+        assert by[stop]["measurements"]["duration"] > 0
+        assert by[stop]["metadata"]["status"] == "completed"
+    inv = by["agent.invocation.start"]["metadata"]["invocation_id"]
+    assert by["agent.invocation.stop"]["metadata"] == {
+        "agent_id": "t", "invocation_id": inv, "status": "completed"}
+    execution = f"{inv}:0"
+    assert by["node.execution.stop"]["metadata"] == {
+        "agent_id": "t", "node_id": "a", "execution_id": execution, "status": "completed"}
+    edge = by["edge.stop"]["metadata"]
+    assert edge["node_id"] == "a" and edge["execution_id"] == execution
+    assert edge["edge_id"].startswith("a.edge-") and edge["agent_id"] == "t"
+    reducer = by["reducer.stop"]["metadata"]
+    assert reducer["expected_edges"] == [edge["edge_id"]]
+    assert (reducer["result_count"], reducer["error_count"], reducer["pending_edges"]) == (
+        1, 0, [])
+    # Events come from the processes where things happen.
+    assert len({r["pid"] for r in rows}) == 4  # agent, node, edge, reducer
+    for row in rows:  # never results, inputs or messages in metadata
+        assert not {"result", "input", "message", "traceback"} & set(row["metadata"])
+
+
+def test_parallel_run_events(tmp_path: Path, sink: Path) -> None:
+    result, _ = run(tmp_path, [["next", ["a", "b"], {}], ["finish", 1]],
+                    {"sink": ("tests.telemetry_sink:record", ALL)})
+    assert result.ok
+    rows = eventually(lambda: (r := events(sink)) and len(r) >= 14 and r, message="events")
+    counted = names(rows)
+    for name in ("node.execution.start", "node.execution.stop", "edge.start", "edge.stop",
+                 "reducer.start", "reducer.stop"):
+        assert counted.count(name) == 2, name
+    nodes = {r["metadata"]["node_id"] for r in rows if r["event"][1] == "node"}
+    assert nodes == {"a", "b"}
+
+
+def test_failing_node_emits_exceptions_with_the_class_only(tmp_path: Path, sink: Path) -> None:
+    result, _ = run(tmp_path, [["next", "a", {"raise": "secret detail"}]],
+                    {"sink": ("tests.telemetry_sink:record", ALL)})
+    assert result.error is not None and result.error.code == "node_failed"
+    rows = eventually(lambda: (r := events(sink)) and len(r) >= 8 and r, message="events")
+    by = {".".join(r["event"][1:]): r for r in rows}
+    for name in ("edge.exception", "node.execution.exception", "agent.invocation.exception"):
+        assert by[name]["metadata"]["class"] == "RuntimeError"
+        assert by[name]["metadata"]["status"] == "failed"
+        assert "secret detail" not in json.dumps(by[name])
+    assert by["reducer.stop"]["metadata"]["error_count"] == 1
+
+
+def test_timeout_is_reported_as_timed_out(tmp_path: Path, sink: Path) -> None:
+    result, _ = run(tmp_path, [["next", "a", {"sleep": 5}]],
+                    {"sink": ("tests.telemetry_sink:record", ALL)}, execution_timeout=0.3)
+    assert result.error is not None and result.error.code == "execution_timeout"
+    rows = eventually(lambda: (r := events(sink)) and "reducer.stop" in names(r) and r)
+    by = {".".join(r["event"][1:]): r for r in rows}
+    assert by["reducer.stop"]["metadata"]["status"] == "timed_out"
+    assert by["reducer.stop"]["metadata"]["pending_edges"] == [
+        by["edge.start"]["metadata"]["edge_id"]]
+    assert by["node.execution.stop"]["metadata"]["status"] == "timed_out"
+    assert by["agent.invocation.stop"]["metadata"]["status"] == "timed_out"
+    assert "edge.stop" not in by  # the edge was killed mid-task
+
+
+def test_a_raising_handler_is_detached_and_the_run_succeeds(tmp_path: Path, sink: Path) -> None:
+    result, data = run(tmp_path, [["next", "a", {}], ["finish", 2]],
+                       {"bomb": ("tests.telemetry_sink:explode", ALL),
+                        "sink": ("tests.telemetry_sink:record", ALL)})
+    assert result.ok and result.result == 2
+    assert len(events(sink)) == 8  # the healthy handler saw everything
+    log = (data / "hayata.log.jsonl").read_text()
+    assert "telemetry_handler_detached" in log
+
+
+def test_bad_handler_path_is_refused_at_start(tmp_path: Path) -> None:
+    with pytest.raises(hy.ConfigError) as err:
+        hy.AgentSystem(tmp_path, telemetry_handlers={"h": ("tests.nope:missing", ALL)})
+    assert "h" in str(err.value)
