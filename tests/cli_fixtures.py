@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
@@ -13,8 +14,12 @@ def echo_node(ctx: hy.NodeContext) -> dict[str, Any]:
 
 
 def slow_node(ctx: hy.NodeContext) -> dict[str, Any]:
-    time.sleep(float(ctx.input or 0))
-    return {"slept": ctx.input}
+    """Run until the file named by the input exists (at most 30 s): a test opens the gate."""
+    gate = Path(ctx.input)
+    deadline = time.monotonic() + 30.0
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {"gate": gate.exists()}
 
 
 def failing_node(ctx: hy.NodeContext) -> dict[str, Any]:

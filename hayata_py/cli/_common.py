@@ -87,12 +87,18 @@ def running_record(data_dir: Path) -> _state.SystemRecord:
     return record
 
 
-def connect(data_dir: Path) -> tuple[AgentSystem, _state.SystemRecord]:
-    """Attach to the live system under ``data_dir`` (its logs go to the system's log)."""
+def connect(data_dir: Path, *, with_store: bool = False
+            ) -> tuple[AgentSystem, _state.SystemRecord]:
+    """Attach to the live system under ``data_dir`` (its logs go to the system's log).
+
+    ``with_store``: also open the system's durable store (for commands that read
+    it, such as ``tasks``); the others skip its cost.
+    """
     record = running_record(data_dir)
     os.environ.setdefault(LOG_FILE_ENV, record.log_file)
+    store_url = record.store_url if with_store else None
     try:
-        system = AgentSystem.connect(record.admin_port)
+        system = AgentSystem.connect(record.admin_port, store_url=store_url)
     except HayataError as exc:
         raise CliError(f"cannot reach the system on admin port {record.admin_port}: "
                        f"{exc.message}; check `hayata system status{cli_hint(data_dir)}`",

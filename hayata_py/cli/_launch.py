@@ -24,7 +24,8 @@ OUTPUT_NAME = "system.out"
 ERROR_NAME = "system.start-error"
 
 
-def launch(data_dir: Path, admin_port: int | None, timeout: float = 60.0) -> str | None:
+def launch(data_dir: Path, admin_port: int | None, log_telemetry: bool,
+           timeout: float = 60.0) -> str | None:
     """Start the system; None on success, else the one-line reason it failed."""
     error_file = data_dir / ERROR_NAME
     error_file.unlink(missing_ok=True)
@@ -35,7 +36,7 @@ def launch(data_dir: Path, admin_port: int | None, timeout: float = 60.0) -> str
         code = 1
         try:
             _detach(data_dir / OUTPUT_NAME)
-            code = _start(data_dir, admin_port, error_file)
+            code = _start(data_dir, admin_port, log_telemetry, error_file)
         finally:
             os._exit(code)
     deadline = time.monotonic() + timeout
@@ -71,11 +72,12 @@ def _detach(output: Path) -> None:
                 os.close(int(name))
 
 
-def _start(data_dir: Path, admin_port: int | None, error_file: Path) -> int:
+def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
+           error_file: Path) -> int:
     from hayata_py._api import AgentSystem
 
     try:
-        system = AgentSystem(data_dir, admin_port=admin_port)
+        system = AgentSystem(data_dir, admin_port=admin_port, log_telemetry=log_telemetry)
     except Exception as exc:  # noqa: BLE001 - reported to the command as one line
         error_file.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
         return 1

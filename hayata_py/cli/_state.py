@@ -121,5 +121,21 @@ def kill(record: SystemRecord, timeout: float = 10.0) -> list[int]:
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(signal.SIGKILL)
                 killed.append(proc.pid)
-        psutil.wait_procs(procs, timeout=max(0.0, min(2.0, deadline - time.monotonic())))
+        _wait_gone(procs, min(deadline, time.monotonic() + 2.0))
     return killed
+
+
+def _wait_gone(procs: list[psutil.Process], deadline: float) -> None:
+    """Wait until every process exited or is a zombie (``psutil.wait_procs`` would
+    wait out its timeout on zombies nobody reaps, e.g. under a container's PID 1)."""
+    while time.monotonic() < deadline:
+        if not any(_running(p) for p in procs):
+            return
+        time.sleep(0.005)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False

@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from hayata_py._api import AgentRef
 from hayata_py._config import AgentConfig
 from hayata_py._errors import ConfigError, HayataError
 from hayata_py.cli._common import (
@@ -21,7 +20,6 @@ from hayata_py.cli._common import (
     data_dir_option,
     json_option,
 )
-from hayata_py.messages import AgentStatus, GetStatus
 
 
 @click.group("agent")
@@ -90,18 +88,6 @@ def stop(agent_id: str, data_dir: Path) -> None:
     click.echo(f"stopped agent {agent_id}")
 
 
-def agent_status(ref: AgentRef) -> AgentStatus:
-    """The agent's status with its current invocation.
-
-    ``AgentRef.status()`` returns the status string only; the invocation id
-    comes with the same ``GetStatus`` reply.
-    """
-    reply = ref._ask(GetStatus())
-    if not isinstance(reply, AgentStatus):
-        raise HayataError(f"unexpected answer to GetStatus: {reply!r}", code="protocol_error")
-    return reply
-
-
 @agent_group.command("list")
 @data_dir_option
 @json_option
@@ -115,7 +101,7 @@ def list_agents(data_dir: Path, as_json: bool) -> None:
     rows = []
     for agent_id in system.agents():
         try:
-            status = agent_status(system.agent(agent_id))
+            status = system.agent(agent_id).status_info()
             rows.append((agent_id, status.status, status.invocation_id))
         except HayataError as exc:
             rows.append((agent_id, f"unreachable ({exc.code})", None))

@@ -28,7 +28,7 @@ def _label(row: Row) -> str:
             f"{row.get('status', '')}")
 
 
-@click.command("ps")
+@click.command("ps", short_help="Show the actor tree with OS pids.")
 @json_option
 @data_dir_option
 def ps(as_json: bool, data_dir: Path) -> None:
@@ -79,7 +79,7 @@ def find_targets(tree: Row, agent_id: str, node: str | None, agent: bool, edges:
     return f"{role}s of node {name} of agent {agent_id}", found
 
 
-@click.command("kill")
+@click.command("kill", short_help="SIGKILL one actor's process.")
 @click.argument("agent_id", metavar="AGENT")
 @click.option("--node", metavar="ID", help="Kill the node actor ID.")
 @click.option("--agent", is_flag=True, help="Kill the agent actor.")

@@ -62,7 +62,7 @@ def _detached(agent_id: str, invocation_id: str, data_dir: Path) -> int:
     return EXIT_DETACHED
 
 
-@click.command("run")
+@click.command("run", short_help="Run an agent and print its events and result.")
 @click.argument("agent_id", metavar="AGENT")
 @click.option("--input", "input_json", default="null", show_default=True,
               help="The invocation's input, as JSON.")
@@ -96,7 +96,7 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
         sys.exit(_detached(agent_id, invocation_id, data_dir))
 
 
-@click.command("result")
+@click.command("result", short_help="Print an invocation's result.")
 @click.argument("agent_id", metavar="AGENT")
 @click.argument("invocation_id", metavar="INVOCATION")
 @click.option("--wait", is_flag=True, help="Wait for the invocation to end.")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from hayata_py import _telemetry
 from hayata_py.cli import _launch, _state
 from hayata_py.cli._common import (
     EXIT_FAILED,
@@ -66,8 +65,10 @@ def _clean_up_dead(data_dir: Path) -> str | None:
 def start(data_dir: Path, admin_port: int | None, telemetry_log: bool) -> None:
     """Start a system that keeps running after this command exits.
 
-    Its processes live in an OS session of their own. Agent modules are imported
-    from the current directory: run `hayata agent start` from the same one.
+    Its processes live in an OS session of their own; its port, pids and
+    session are recorded in DATA_DIR/system.json. Agent modules are imported
+    from the current directory (put on the system's sys.path and PYTHONPATH):
+    run `hayata agent start` from the same one.
     """
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -77,10 +78,7 @@ def start(data_dir: Path, admin_port: int | None, telemetry_log: bool) -> None:
         if cleaned:
             click.echo(cleaned)
         _import_path(os.getcwd())
-        if telemetry_log:
-            os.environ[_telemetry.ENV_VAR] = _telemetry.env_value(
-                {"hayata.log": ("hayata_py._telemetry:log_event", sorted(_telemetry.EVENTS))})
-        failure = _launch.launch(data_dir, admin_port)
+        failure = _launch.launch(data_dir, admin_port, telemetry_log)
     if failure is not None:
         raise CliError(f"the system did not start: {failure}")
     record = running_record(data_dir)
