@@ -9,9 +9,15 @@ B (floor)  - two bare ``sqlite3`` commits (INSERT, then UPDATE) of the same
              pragmas (WAL, synchronous=FULL): the cost of two durable commits.
 
 Rounds interleave A and B (alternating which goes first) so drift in disk or
-CPU load hits both alike. Also measured: loading an invocation with 100
-completed tasks (``get_invocation`` + ``get_tasks``) and classifying it.
-Figures are printed and written to ``benchmarks/results/store.json``.
+CPU load hits both alike. The other hot writes are measured the same way
+against their own floors: ``save_checkpoint`` (one fenced update) vs one bare
+commit of the same checkpoint bytes, and ``create_invocation`` +
+``finish_invocation`` vs two bare commits (INSERT, UPDATE) of the same bytes.
+With ``--postgres`` the same workloads run there, against bare psycopg
+commits on a table in the same database. Also measured: loading an
+invocation with 100 completed tasks (``get_invocation`` + ``get_tasks``) and
+classifying it. Figures (and the machine's load average) are printed and
+written to ``benchmarks/results/store.json``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 
 from hayata_py._codec import encode
 from hayata_py.store import (
+    ActiveExecution,
     InvocationRecord,
     SqlTaskStore,
     TaskRecord,
@@ -39,6 +46,7 @@ from hayata_py.store import (
     default_store_url,
     task_id_for,
 )
+from hayata_py.store._rows import invocation_values
 
 RESULTS = Path(__file__).resolve().parent / "results" / "store.json"
 RESULT = {"answer": "ok", "tokens": 12, "items": [1, 2, 3]}
@@ -50,62 +58,215 @@ def _summary(seconds: Sequence[float]) -> dict[str, float]:
     return {"n": len(data), "median_ms": statistics.median(data), "p95_ms": p95}
 
 
-def _floor_db(path: Path) -> sqlite3.Connection:
+class Floor:
+    """Bare durable commits of given bytes: sqlite3 (same pragmas) or psycopg."""
+
+    def __init__(self, conn: Any, *, sqlite: bool, prefix: str = "") -> None:
+        self.conn = conn
+        self.sqlite = sqlite
+        self.prefix = prefix  # table name prefix
+        self.mark = "?" if sqlite else "%s"
+
+    def commit(self, sql: str, params: Sequence[Any]) -> None:
+        """Run ``sql`` in its own durable transaction."""
+        sql = sql.replace("?", self.mark)
+        if self.sqlite:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute(sql, params)
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute(sql, params)
+            self.conn.commit()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+_FLOOR_TABLES = (
+    "CREATE TABLE IF NOT EXISTS {p}t (id TEXT PRIMARY KEY, input BYTEA, result BYTEA)",
+    "CREATE TABLE IF NOT EXISTS {p}inv (id TEXT PRIMARY KEY, state BYTEA, input BYTEA,"
+    " active BYTEA, parallel BYTEA, last BYTEA, result BYTEA, error BYTEA)",
+)
+
+
+def _floor_db(path: Path) -> Floor:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("CREATE TABLE IF NOT EXISTS t (id TEXT PRIMARY KEY, input BLOB, result BLOB)")
-    return conn
+    for ddl in _FLOOR_TABLES:
+        conn.execute(ddl.format(p="").replace("BYTEA", "BLOB"))
+    return Floor(conn, sqlite=True)
+
+
+def _floor_pg(url: str, prefix: str) -> Floor:
+    import psycopg
+
+    conn = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+    for ddl in _FLOOR_TABLES:
+        conn.execute(ddl.format(p=prefix.replace("-", "_")))
+    conn.commit()
+    return Floor(conn, sqlite=False, prefix=prefix.replace("-", "_"))
+
+
+def _drop_pg_floor(floor: Floor) -> None:
+    p = floor.prefix
+    floor.conn.execute(f"DROP TABLE IF EXISTS {p}t, {p}inv")
+    floor.conn.commit()
 
 
 def _invocation(iid: str) -> InvocationRecord:
     return InvocationRecord(iid, f"agent-{iid}", "running", 0, {"k": 1}, None)
 
 
-def bench_task_record(
-    store: SqlTaskStore, floor: sqlite3.Connection | None, rounds: int, prefix: str = ""
+def _interleave(
+    run_a: Callable[[int], float], run_b: Callable[[int], float] | None, rounds: int
 ) -> dict[str, Any]:
-    """Interleaved A/B: store task record vs two bare sqlite3 commits (B skipped if no floor)."""
+    """A/B rounds (alternating which goes first), 10 warm-up rounds discarded."""
+    a_times: list[float] = []
+    b_times: list[float] = []
+    for i in range(-10, rounds):
+        pairs: list[tuple[Callable[[int], float] | None, list[float]]] = [
+            (run_a, a_times),
+            (run_b, b_times),
+        ]
+        for fn, out in pairs if i % 2 else pairs[::-1]:
+            if fn is not None:
+                out.append(fn(i + 10))
+    a = _summary(a_times[10:])
+    if run_b is None:
+        return {"store": a}
+    b = _summary(b_times[10:])
+    return {
+        "store": a,
+        "floor": b,
+        "ratio_median": a["median_ms"] / b["median_ms"],
+        "ratio_p95": a["p95_ms"] / b["p95_ms"],
+    }
+
+
+def bench_task_record(
+    store: SqlTaskStore, floor: Floor | None, rounds: int, prefix: str = ""
+) -> dict[str, Any]:
+    """Interleaved A/B: store task record vs two bare commits (B skipped if no floor)."""
     iid = f"{prefix}bench"
     token = store.create_invocation(_invocation(iid), owner="bench")
     input_bytes, result_bytes = encode({"node": "n"}, key="input"), encode(RESULT, key="result")
-    a_times: list[float] = []
-    b_times: list[float] = []
+    t = "" if floor is None else floor.prefix
 
-    def run_a(i: int) -> None:
+    def run_a(i: int) -> float:
         task = TaskRecord(task_id_for(iid, i, "n"), iid, "ex", i, "n", input={"node": "n"})
         t0 = time.perf_counter()
         store.mark_started(task.task_id, token=token, system_instance="b", attempt=1, task=task)
         store.mark_completed(task.task_id, token=token, result=RESULT)
-        a_times.append(time.perf_counter() - t0)
+        return time.perf_counter() - t0
 
-    def run_b(i: int) -> None:
-        if floor is None:
-            return
+    def run_b(i: int) -> float:
+        assert floor is not None
         t0 = time.perf_counter()
-        floor.execute("BEGIN IMMEDIATE")
-        floor.execute("INSERT INTO t (id, input) VALUES (?, ?)", (f"t{i}", input_bytes))
-        floor.execute("COMMIT")
-        floor.execute("BEGIN IMMEDIATE")
-        floor.execute("UPDATE t SET result = ? WHERE id = ?", (result_bytes, f"t{i}"))
-        floor.execute("COMMIT")
-        b_times.append(time.perf_counter() - t0)
+        floor.commit(f"INSERT INTO {t}t (id, input) VALUES (?, ?)", (f"t{i}", input_bytes))
+        floor.commit(f"UPDATE {t}t SET result = ? WHERE id = ?", (result_bytes, f"t{i}"))
+        return time.perf_counter() - t0
 
-    for i in range(-10, rounds):  # 10 warm-up rounds, discarded
-        order: list[Callable[[int], None]] = [run_a, run_b] if i % 2 else [run_b, run_a]
-        for fn in order:
-            fn(i + 10)
-    a = _summary(a_times[10:])
-    if floor is None:
-        return {"store_task_record": a}
-    b = _summary(b_times[10:])
-    return {
-        "store_task_record": a,
-        "sqlite_two_commits_floor": b,
-        "ratio_median": a["median_ms"] / b["median_ms"],
-        "ratio_p95": a["p95_ms"] / b["p95_ms"],
-    }
+    out = _interleave(run_a, None if floor is None else run_b, rounds)
+    res: dict[str, Any] = {"store_task_record": out["store"]}
+    if floor is not None:
+        res["sqlite_two_commits_floor" if floor.sqlite else "two_commits_floor"] = out["floor"]
+        res["ratio_median"] = out["ratio_median"]
+        res["ratio_p95"] = out["ratio_p95"]
+    return res
+
+
+def _checkpoint(iid: str, step: int) -> InvocationRecord:
+    return InvocationRecord(
+        iid,
+        f"agent-{iid}",
+        "running",
+        step,
+        {"k": step, "messages": ["hello", "world"]},
+        {"q": "x"},
+        ActiveExecution(f"ex-{step}", step, ("n",)),
+        last_result=RESULT,
+    )
+
+
+def bench_checkpoint(
+    store: SqlTaskStore, floor: Floor | None, rounds: int, prefix: str = ""
+) -> dict[str, Any]:
+    """``save_checkpoint`` vs one bare commit (UPDATE) of the same encoded columns."""
+    iid = f"{prefix}ckpt"
+    token = store.create_invocation(_invocation(iid), owner="bench")
+    t = "" if floor is None else floor.prefix
+    if floor is not None:
+        floor.commit(f"INSERT INTO {t}inv (id) VALUES (?)", (iid,))
+
+    def run_a(i: int) -> float:
+        record = _checkpoint(iid, i)
+        t0 = time.perf_counter()
+        store.save_checkpoint(record, token=token)
+        return time.perf_counter() - t0
+
+    def run_b(i: int) -> float:
+        assert floor is not None
+        v = invocation_values(_checkpoint(iid, i))
+        t0 = time.perf_counter()
+        floor.commit(
+            f"UPDATE {t}inv SET state = ?, input = ?, active = ?, parallel = ?, last = ?"
+            " WHERE id = ?",
+            (
+                v["state"],
+                v["input"],
+                v["active_execution"],
+                v["parallel_results"],
+                v["last_result"],
+                iid,
+            ),
+        )
+        return time.perf_counter() - t0
+
+    return _interleave(run_a, None if floor is None else run_b, rounds)
+
+
+def bench_create_finish(
+    store: SqlTaskStore, floor: Floor | None, rounds: int, prefix: str = ""
+) -> dict[str, Any]:
+    """``create_invocation`` + ``finish_invocation`` vs two bare commits of the same bytes."""
+    t = "" if floor is None else floor.prefix
+
+    def run_a(i: int) -> float:
+        iid = f"{prefix}cf-{i}"
+        record = _invocation(iid)
+        t0 = time.perf_counter()
+        token = store.create_invocation(record, owner="bench")
+        store.finish_invocation(iid, token=token, status="completed", result=RESULT)
+        return time.perf_counter() - t0
+
+    def run_b(i: int) -> float:
+        assert floor is not None
+        iid = f"{prefix}cf-{i}"
+        v = invocation_values(_invocation(iid))
+        result = encode(RESULT, key="result")
+        t0 = time.perf_counter()
+        floor.commit(
+            f"INSERT INTO {t}inv (id, state, input, active, parallel, last, result, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                iid,
+                v["state"],
+                v["input"],
+                v["active_execution"],
+                v["parallel_results"],
+                v["last_result"],
+                v["result"],
+                v["error"],
+            ),
+        )
+        floor.commit(
+            f"UPDATE {t}inv SET result = ?, error = ? WHERE id = ?", (result, v["error"], iid)
+        )
+        return time.perf_counter() - t0
+
+    return _interleave(run_a, None if floor is None else run_b, rounds)
 
 
 def bench_load_classify(
@@ -134,7 +295,34 @@ def bench_load_classify(
 
 
 def _print_row(name: str, s: dict[str, float]) -> None:
-    print(f"  {name:<34} median {s['median_ms']:8.3f} ms   p95 {s['p95_ms']:8.3f} ms")
+    print(f"  {name:<38} median {s['median_ms']:8.3f} ms   p95 {s['p95_ms']:8.3f} ms")
+
+
+def _print_ab(name: str, r: dict[str, Any]) -> None:
+    _print_row(f"store: {name}", r["store"] if "store" in r else r["store_task_record"])
+    floor = r.get("floor") or r.get("sqlite_two_commits_floor") or r.get("two_commits_floor")
+    if floor:
+        _print_row("  floor", floor)
+        print(
+            f"  {'  ratio store/floor':<38} median {r['ratio_median']:8.2f} x    "
+            f"p95 {r['ratio_p95']:8.2f} x"
+        )
+
+
+def _run_all(store: SqlTaskStore, floor: Floor | None, args: Any, prefix: str) -> dict[str, Any]:
+    out = bench_task_record(store, floor, args.rounds, prefix)
+    out["save_checkpoint"] = bench_checkpoint(store, floor, args.rounds, prefix)
+    out["create_finish"] = bench_create_finish(store, floor, args.rounds, prefix)
+    out["load_classify"] = bench_load_classify(store, args.repeats, prefix=prefix)
+    return out
+
+
+def _report(title: str, s: dict[str, Any]) -> None:
+    print(title)
+    _print_ab("mark_started + mark_completed", s)
+    _print_ab("save_checkpoint", s["save_checkpoint"])
+    _print_ab("create + finish_invocation", s["create_finish"])
+    _print_row("load + classify 100 tasks", s["load_classify"])
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -142,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--dir", help="directory for the SQLite files (default: a temp dir)")
-    parser.add_argument("--postgres", help="also measure A and the load on this PostgreSQL URL")
+    parser.add_argument("--postgres", help="also measure the workloads on this PostgreSQL URL")
     args = parser.parse_args(argv)
     data: dict[str, Any] = {
         "env": {
@@ -150,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "sqlite": sqlite3.sqlite_version,
+            "loadavg_before": list(os.getloadavg()),
         },
         "rounds": args.rounds,
     }
@@ -158,28 +347,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         store = SqlTaskStore(default_store_url(tmp))
         floor = _floor_db(Path(tmp) / "floor.db")
         try:
-            data["sqlite"] = bench_task_record(store, floor, args.rounds)
-            data["sqlite"]["load_classify"] = bench_load_classify(store, args.repeats)
+            data["sqlite"] = _run_all(store, floor, args, "")
         finally:
             floor.close()
             store.close()
-    print(f"Durable task record (SQLite, {args.rounds} interleaved rounds, dir {data['dir']}):")
-    s = data["sqlite"]
-    _print_row("store: mark_started + mark_completed", s["store_task_record"])
-    _print_row("floor: two bare sqlite3 commits", s["sqlite_two_commits_floor"])
-    print(f"  ratio store/floor: median {s['ratio_median']:.2f}x, p95 {s['ratio_p95']:.2f}x")
-    _print_row("load + classify 100 tasks", s["load_classify"])
+    _report(f"SQLite ({args.rounds} interleaved rounds, dir {data['dir']}):", data["sqlite"])
     if args.postgres:
-        pg = SqlTaskStore(args.postgres)
         prefix = f"b{time.time_ns()}-"
+        pg = SqlTaskStore(args.postgres)
+        pg_floor = _floor_pg(args.postgres, prefix)
         try:
-            data["postgres"] = bench_task_record(pg, None, args.rounds, prefix)
-            data["postgres"]["load_classify"] = bench_load_classify(pg, args.repeats, prefix=prefix)
+            data["postgres"] = _run_all(pg, pg_floor, args, prefix)
         finally:
+            _drop_pg_floor(pg_floor)
+            pg_floor.close()
             pg.close()
-        print("PostgreSQL:")
-        _print_row("store: mark_started + mark_completed", data["postgres"]["store_task_record"])
-        _print_row("load + classify 100 tasks", data["postgres"]["load_classify"])
+        _report("PostgreSQL (floor: bare psycopg commits in the same database):", data["postgres"])
+    data["env"]["loadavg_after"] = list(os.getloadavg())
+    print(f"loadavg before {data['env']['loadavg_before']}, after {data['env']['loadavg_after']}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {RESULTS}")
