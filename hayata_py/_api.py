@@ -48,14 +48,7 @@ from hayata_py.messages import (
     RunAccepted,
     WaitResult,
 )
-from hayata_py.store import (
-    TaskClass,
-    TaskRecord,
-    TaskStore,
-    classify_task,
-    default_store_url,
-    open_store,
-)
+from hayata_py.store import TaskClass, TaskRecord, TaskStore, classify_task
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
 TOP_NAME = "hayata"
@@ -166,6 +159,8 @@ class AgentSystem:
         # Handlers run in the actor processes: they travel by environment,
         # inherited by every process the admin forks.
         os.environ[telemetry.ENV_VAR] = telemetry.env_value(handlers)
+        from hayata_py.store import default_store_url, open_store
+
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store_url = store_url or default_store_url(self.data_dir)
@@ -195,7 +190,12 @@ class AgentSystem:
         self._system.adopt(self._top)
         self.data_dir = Path(".").resolve()
         self.store_url = store_url or ""
-        self.store = open_store(store_url) if store_url else None  # type: ignore[assignment]
+        if store_url:
+            from hayata_py.store import open_store
+
+            self.store = open_store(store_url)
+        else:
+            self.store = None  # type: ignore[assignment]
         self.instance = ""
         self._inbox = None
         self._closed = False

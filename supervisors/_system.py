@@ -45,21 +45,32 @@ STARTED_SESSIONS: list[int] = []
 
 
 def _listener_pid(port: int) -> int | None:
-    """The admin's pid: the process listening on ``port`` whose parent does not
-    (the admin's logger inherits the listening socket when it is forked)."""
-    pids = {
-        conn.pid
-        for conn in psutil.net_connections(kind="tcp")
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
-        and conn.pid is not None
-    }
-    for pid in pids:
+    """The admin's pid, found through the process listening on ``port``.
+
+    The admin's logger inherits the listening socket and psutil names only one
+    owner, so the listener may be the logger: the admin is the process of the
+    listener's session whose parent is outside the session (it double-forked
+    and called setsid)."""
+    owner = next(
+        (conn.pid for conn in psutil.net_connections(kind="tcp")
+         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+         and conn.pid is not None),
+        None,
+    )
+    if owner is None:
+        return None
+    try:
+        session = os.getsid(owner)
+    except ProcessLookupError:
+        return None
+    for proc in session_processes(session):
         try:
-            if psutil.Process(pid).ppid() not in pids:
-                return int(pid)
-        except psutil.NoSuchProcess:
+            parent = proc.ppid()
+            if parent <= 1 or os.getsid(parent) != session:
+                return int(proc.pid)
+        except (ProcessLookupError, psutil.NoSuchProcess):
             continue
-    return None
+    return int(owner)
 
 
 def session_processes(session_id: int) -> list[psutil.Process]:

@@ -11,6 +11,7 @@ change a terminal state or cause a second notification.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -84,6 +85,7 @@ class _Execution:
     results: dict[str, Any] = field(default_factory=dict)
     partials: dict[str, int] = field(default_factory=dict)
     held: dict[str, Outcome] = field(default_factory=dict)
+    deadline: float = 0.0
 
 
 @dataclass
@@ -137,6 +139,7 @@ class AgentActor(SupervisedActor):
         self.inv: _Invocation | None = None
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[Any]] = {}
+        self._timer_pending = False
         self.log = self.log.bind(agent_id=spec.id)
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
         # An unfinished invocation in the store: this agent (or system) died
@@ -165,7 +168,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, Run):
             self._on_run(message, sender)
         elif isinstance(message, WakeupMessage):
-            self._on_deadline(message.payload)
+            self._on_timer()
         elif isinstance(message, NodeTable):
             self.node_addresses = dict(message.nodes)
             for node_id in list(self.outbox):
@@ -317,8 +320,8 @@ class AgentActor(SupervisedActor):
             attempt=attempt, store_url=self.spec.store_url, instance=self.spec.instance,
             agent_id=self.spec.id))
         # A last-resort deadline in case a node never receives its work.
-        self.wakeupAfter(timedelta(seconds=self.spec.execution_timeout + DEADLINE_MARGIN),
-                         execution.id)
+        execution.deadline = time.monotonic() + self.spec.execution_timeout + DEADLINE_MARGIN
+        self._arm_timer(execution.deadline)
 
     def _checkpoint(self, inv: _Invocation) -> bool:
         """Save the invocation's checkpoint; on refusal fail it (without writing)."""
@@ -401,6 +404,23 @@ class AgentActor(SupervisedActor):
                                  f"{execution.id}: {down.reason}",
                                  {"node_id": down.node_id, "pid": down.pid,
                                   "reason": down.reason}))
+
+    def _arm_timer(self, deadline: float) -> None:
+        """Keep at most one timer pending (Thespian stalls with many timers): it is
+        re-armed on expiry for whatever deadline is current then."""
+        if not self._timer_pending:
+            self._timer_pending = True
+            self.wakeupAfter(timedelta(seconds=max(0.0, deadline - time.monotonic())))
+
+    def _on_timer(self) -> None:
+        self._timer_pending = False
+        execution = self.inv.execution if self.inv else None
+        if execution is None:
+            return
+        if time.monotonic() < execution.deadline:
+            self._arm_timer(execution.deadline)
+            return
+        self._on_deadline(execution.id)
 
     def _on_deadline(self, execution_id: Any) -> None:
         execution = self.inv.execution if self.inv else None

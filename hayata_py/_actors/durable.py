@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hayata_py.store import TaskStore, open_store
+from hayata_py.store import TaskStore
 
 _STORES: dict[tuple[int, str], TaskStore] = {}
 
@@ -16,6 +16,8 @@ def store_for(url: str) -> TaskStore:
     key = (os.getpid(), url)
     store = _STORES.get(key)
     if store is None:
+        from hayata_py.store import open_store
+
         store = _STORES[key] = open_store(url)
     return store
 

@@ -9,6 +9,7 @@ is not guaranteed) wait in a buffer.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -28,6 +29,7 @@ class _Pending:
     expect: Expect
     node: Any
     span: telemetry.Span
+    deadline: float
     results: dict[str, EdgeResult] = field(default_factory=dict)
 
 
@@ -38,6 +40,7 @@ class ReducerActor(SupervisedActor):
         super().__init__(*args, **kwargs)
         self.pending: dict[str, _Pending] = {}
         self.early: dict[str, list[EdgeResult]] = {}
+        self.timer_pending = False
 
     def on_receive(self, message: Any, sender: Any) -> None:
         if isinstance(message, EdgeResult):
@@ -47,9 +50,9 @@ class ReducerActor(SupervisedActor):
                 "agent_id": message.agent_id, "node_id": message.node_id,
                 "execution_id": message.execution_id,
                 "expected_edges": list(message.edge_ids)})
-            entry = _Pending(message, sender, span)
+            entry = _Pending(message, sender, span, time.monotonic() + message.timeout)
             self.pending[message.execution_id] = entry
-            self.wakeupAfter(timedelta(seconds=message.timeout), message.execution_id)
+            self._arm_timer(entry.deadline)
             for result in self.early.pop(message.execution_id, []):
                 self._on_result(result)
         elif isinstance(message, Forget):
@@ -59,7 +62,7 @@ class ReducerActor(SupervisedActor):
                 self._stop(forgotten, "cancelled", tuple(
                     e for e in forgotten.expect.edge_ids if e not in forgotten.results))
         elif isinstance(message, WakeupMessage):
-            self._on_deadline(message.payload)
+            self._on_timer()
 
     def _on_result(self, result: EdgeResult) -> None:
         entry = self.pending.get(result.execution_id)
@@ -94,6 +97,21 @@ class ReducerActor(SupervisedActor):
                                           "failed" if failed else "completed", error_class))
         self.send(expect.agent, outcome)
         self._stop(entry, "failed" if failed else "completed", pending)
+
+    def _arm_timer(self, deadline: float) -> None:
+        """At most one pending timer (Thespian stalls with many); since every
+        new deadline is later than the pending ones, the earliest is enough."""
+        if not self.timer_pending:
+            self.timer_pending = True
+            self.wakeupAfter(timedelta(seconds=max(0.0, deadline - time.monotonic())))
+
+    def _on_timer(self) -> None:
+        self.timer_pending = False
+        now = time.monotonic()
+        for execution_id in [e for e, p in self.pending.items() if p.deadline <= now]:
+            self._on_deadline(execution_id)
+        if self.pending:
+            self._arm_timer(min(p.deadline for p in self.pending.values()))
 
     def _on_deadline(self, execution_id: Any) -> None:
         entry = self.pending.pop(execution_id, None)

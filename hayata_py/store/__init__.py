@@ -7,6 +7,8 @@ directory. :func:`classify_task` / :func:`classify_execution` turn task records
 into recovery decisions without touching the database.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from hayata_py.store._classify import (
     ExecutionClassification,
     TaskClass,
@@ -15,7 +17,21 @@ from hayata_py.store._classify import (
 )
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._records import ActiveExecution, InvocationRecord, TaskRecord, task_id_for
-from hayata_py.store._sqlalchemy import SqlTaskStore, default_store_url, open_store
+
+if TYPE_CHECKING:
+    from hayata_py.store._sqlalchemy import SqlTaskStore, default_store_url, open_store
+
+_LAZY = {"SqlTaskStore", "default_store_url", "open_store"}
+
+
+def __getattr__(name: str) -> Any:
+    # SQLAlchemy costs ~0.5 s to import; load it only when a store is opened, so
+    # that importing hayata_py (the CLI's --help, say) stays fast.
+    if name in _LAZY:
+        from hayata_py.store import _sqlalchemy
+
+        return getattr(_sqlalchemy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ActiveExecution",
