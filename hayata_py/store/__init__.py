@@ -33,6 +33,7 @@ def __getattr__(name: str) -> Any:
         return getattr(_sqlalchemy, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "ActiveExecution",
     "ExecutionClassification",

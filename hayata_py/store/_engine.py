@@ -22,7 +22,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -126,6 +126,51 @@ class EngineHolder:
             engine, self._engine = self._engine, None
         if engine is not None and self._pid == os.getpid():
             engine.dispose()
+
+    def write_one(self, sql: str, params: Sequence[Any]) -> bool:
+        """Run one driver-level statement in its own write transaction.
+
+        Commits and returns True if the statement changed exactly one row;
+        otherwise rolls back (nothing was written) and returns False. Any
+        database error before the commit also rolls back and returns False:
+        the caller then takes the general path (:meth:`run`), which retries
+        lock contention and reports errors as SQLAlchemy exceptions. ``sql``
+        is in the driver's paramstyle (see :mod:`hayata_py.store._fast`);
+        bypassing SQLAlchemy's execution layer saves most of a transaction's
+        Python overhead.
+        """
+        engine = self.engine()
+        db_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+        raw = engine.raw_connection()
+        try:
+            dbapi = raw.driver_connection
+            assert dbapi is not None
+            try:
+                cursor = dbapi.cursor()
+                try:
+                    if self.is_sqlite:
+                        cursor.execute("BEGIN IMMEDIATE")
+                    cursor.execute(sql, params)
+                    changed = cursor.rowcount == 1
+                finally:
+                    cursor.close()
+            except db_error:
+                self._rollback_quietly(raw, db_error)
+                return False
+            if not changed:
+                dbapi.rollback()
+                return False
+            dbapi.commit()
+            return True
+        finally:
+            raw.close()
+
+    @staticmethod
+    def _rollback_quietly(raw: Any, db_error: type[Exception]) -> None:
+        try:
+            raw.driver_connection.rollback()
+        except db_error:  # broken connection: drop it from the pool
+            raw.invalidate()
 
     def run(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         """Run ``fn`` in one transaction and commit; retry on lock contention.

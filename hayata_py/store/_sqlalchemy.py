@@ -19,6 +19,7 @@ from sqlalchemy.engine import URL, Connection
 
 from hayata_py._codec import FORMAT_VERSION, decode, encode
 from hayata_py._errors import InvocationBusy, StaleWriter, StoreError
+from hayata_py.store import _fast
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import EngineHolder, migrate, normalize_url
 from hayata_py.store._records import (
@@ -90,6 +91,27 @@ class SqlTaskStore(TaskWrites, TaskStore):
     ) -> int:
         values = invocation_values(record)
         iid = record.invocation_id
+        now = float(self.clock())
+        fast = (
+            iid,
+            record.agent_id,
+            FORMAT_VERSION,
+            now,
+            now,
+            owner,
+            self._expiry(lease_seconds),
+            values["step"],
+            values["state"],
+            values["input"],
+            values["active_execution"],
+            values["parallel_results"],
+            values["last_result"],
+            values["result"],
+            values["error"],
+            record.agent_id,
+        )
+        if self._db.write_one(_fast.CREATE_INVOCATION.text(self._db.is_sqlite), fast):
+            return 1
 
         def write(conn: Connection) -> int:
             if conn.execute(sa.select(inv.c.status).where(inv.c.invocation_id == iid)).first():
@@ -220,6 +242,19 @@ class SqlTaskStore(TaskWrites, TaskStore):
         values = invocation_values(record)
         values.pop("result")
         values.pop("error")
+        fast = (
+            float(self.clock()),
+            values["step"],
+            values["state"],
+            values["input"],
+            values["active_execution"],
+            values["parallel_results"],
+            values["last_result"],
+            record.invocation_id,
+            token,
+        )
+        if self._db.write_one(_fast.CHECKPOINT.text(self._db.is_sqlite), fast):
+            return
 
         def write(conn: Connection) -> None:
             fence(conn, record.invocation_id, token, running=True)
@@ -253,6 +288,10 @@ class SqlTaskStore(TaskWrites, TaskStore):
         }
         if state is not None:
             values["state"] = encode(state, key="state")
+        stmt = _fast.FINISH_INVOCATION if state is None else _fast.FINISH_INVOCATION_WITH_STATE
+        fast = (status, float(self.clock()), *values.values(), invocation_id, token)
+        if self._db.write_one(stmt.text(self._db.is_sqlite), fast):
+            return
 
         def write(conn: Connection) -> None:
             row = fence(conn, invocation_id, token)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
@@ -11,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from hayata_py._codec import decode, encode
 from hayata_py._errors import StaleWriter, StoreError
+from hayata_py.store import _fast
 from hayata_py.store._engine import EngineHolder
 from hayata_py.store._records import TERMINAL_INVOCATION_STATUSES, TaskRecord
 from hayata_py.store._rows import task_from_row, task_values
@@ -146,6 +148,40 @@ class TaskWrites:
         if task is not None and task.task_id != task_id:
             raise _task_error(task_id, "invalid_argument", f"task record is {task.task_id}")
         new_row = None if task is None else task_values(task)
+        if new_row is not None:
+            # Happy path: create the started row, fenced, in one statement.
+            now = float(self.clock())
+            params = (
+                task_id,
+                new_row["invocation_id"],
+                new_row["execution_id"],
+                new_row["step"],
+                new_row["node_id"],
+                new_row["branch_index"],
+                new_row["input"],
+                new_row["result"],
+                new_row["error"],
+                attempt,
+                now,
+                system_instance,
+                False,
+                new_row["invocation_id"],
+                token,
+            )
+            if self._db.write_one(_fast.START_NEW_TASK.text(self._db.is_sqlite), params):
+                return task_from_row(
+                    SimpleNamespace(
+                        **new_row
+                        | {
+                            "status": "started",
+                            "attempt": attempt,
+                            "started_at": now,
+                            "finished_at": None,
+                            "system_instance": system_instance,
+                            "resolved": False,
+                        }
+                    )
+                )
 
         def apply(conn: Connection, row: Any) -> TaskRecord:
             started = {
@@ -183,6 +219,10 @@ class TaskWrites:
 
     def _finish(self, task_id: str, token: int, status: str, column: str, value: Any) -> None:
         data = encode(value, key=column)
+        fast = _fast.COMPLETE_TASK if status == "completed" else _fast.FAIL_TASK
+        params = (float(self.clock()), data, task_id, token)
+        if self._db.write_one(fast.text(self._db.is_sqlite), params):
+            return
         where = f"task {task_id}"
 
         def apply(conn: Connection, row: Any) -> None:
