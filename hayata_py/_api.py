@@ -1,7 +1,9 @@
 """The Python API: :class:`AgentSystem` and :class:`AgentRef`.
 
-Calls are blocking and meant for one thread per ``AgentSystem`` (the
-underlying Thespian handle is not safe to share between threads).
+Calls are blocking. Both classes are safe to use from several threads: each
+thread talks to the actors through its own Thespian endpoint (a shared one
+hands replies to the wrong thread), and ``hy.CALLER`` messages go to the
+inbox of the thread that started the run.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -174,7 +177,7 @@ class AgentSystem:
         except BaseException:
             self._system.shutdown()
             raise
-        self._inbox: _Inbox | None = None
+        self._inboxes: dict[int, _Inbox] = {}
         self._closed = False
 
     @classmethod
@@ -197,7 +200,7 @@ class AgentSystem:
         else:
             self.store = None  # type: ignore[assignment]
         self.instance = ""
-        self._inbox = None
+        self._inboxes = {}
         self._closed = False
         return self
 
@@ -214,17 +217,14 @@ class AgentSystem:
         if self._closed:
             return
         self._closed = True
-        if self._inbox is not None:
-            self._inbox.close()
+        self._close_inboxes()
         self._system.shutdown()
         if self.store is not None:
             self.store.close()
 
     def stop(self) -> None:
         """Stop the whole system, also from a handle attached with :meth:`connect`."""
-        if self._inbox is not None:
-            self._inbox.close()
-            self._inbox = None
+        self._close_inboxes()
         self._closed = True
         self._system.stop()
 
@@ -321,9 +321,16 @@ class AgentSystem:
     # -- internals -------------------------------------------------------------------
 
     def _inbox_for_caller(self) -> _Inbox:
-        if self._inbox is None:
-            self._inbox = _Inbox(self._system)
-        return self._inbox
+        """This thread's inbox for ``hy.CALLER`` (each thread has its own endpoint)."""
+        inbox = self._inboxes.get(threading.get_ident())
+        if inbox is None:
+            inbox = self._inboxes[threading.get_ident()] = _Inbox(self._system)
+        return inbox
+
+    def _close_inboxes(self) -> None:
+        inboxes, self._inboxes = list(self._inboxes.values()), {}
+        for inbox in inboxes:
+            inbox.close()
 
     def _agent_address(self, agent_id: str) -> tuple[Any, int | None]:
         try:

@@ -8,6 +8,7 @@ stops them in order and makes sure no process of the system is left.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -107,15 +108,19 @@ class System:
         capabilities: dict[str, Any] | None = None,
     ) -> None:
         prepare_environment(bind)
+        # The actor processes inherit the environment: set or clear the log file
+        # so a system never writes into the log of an earlier one.
         if log_file is not None:
             os.environ[_log.LOG_FILE_ENV] = os.fspath(log_file)
-            _log.configure_from_env(force=True)
+        else:
+            os.environ.pop(_log.LOG_FILE_ENV, None)
+        _log.configure_from_env(force=True)
         self.admin_port = admin_port or free_port(bind if bind != "0.0.0.0" else "127.0.0.1")
         caps = {"Admin Port": self.admin_port, **(capabilities or {})}
         self._asys = ActorSystem(
             SYSTEM_BASE, caps, logDefs=log_defs(None), transientUnique=True
         )
-        self._lock = threading.Lock()
+        self._init_endpoints()
         self._owner = True
         self._top: list[SupervisorRef] = []
         self._tokens = 0
@@ -141,16 +146,46 @@ class System:
 
     def ask(self, address: Any, message: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
         """Send ``message`` and wait for the answer (None on timeout)."""
-        with self._lock:
-            return self._asys.ask(address, message, timeout)
+        return self.endpoint().ask(address, message, timeout)
 
     def tell(self, address: Any, message: Any) -> None:
-        with self._lock:
-            self._asys.tell(address, message)
+        self.endpoint().tell(address, message)
 
     def listen(self, timeout: float) -> Any:
-        with self._lock:
-            return self._asys.listen(timeout)
+        return self.endpoint().listen(timeout)
+
+    # -- per-thread endpoints ------------------------------------------------------
+
+    def _init_endpoints(self) -> None:
+        self._owner_thread = threading.get_ident()
+        self._local = threading.local()
+        self._clones: list[Any] = []
+        self._clones_lock = threading.Lock()
+
+    def endpoint(self) -> Any:
+        """This thread's own Thespian endpoint.
+
+        A Thespian handle shared by threads hands replies to the wrong thread,
+        so the thread that created the system uses the main handle and every
+        other thread gets a private one (created on first use)."""
+        if threading.get_ident() == self._owner_thread:
+            return self._asys
+        endpoint = getattr(self._local, "endpoint", None)
+        if endpoint is None:
+            from thespian.actors import ExternalContext
+
+            endpoint = ExternalContext(self._asys._systemBase.external_clone())
+            self._local.endpoint = endpoint
+            with self._clones_lock:
+                self._clones.append(endpoint)
+        return endpoint
+
+    def _close_endpoints(self) -> None:
+        with self._clones_lock:
+            clones, self._clones = self._clones, []
+        for endpoint in clones:
+            with contextlib.suppress(Exception):
+                endpoint.exit_clone()
 
     @property
     def thespian(self) -> ActorSystem:
@@ -192,12 +227,13 @@ class System:
 
         With ``global_name`` the actor can be found again by name from another
         process attached to the same system (:meth:`lookup`)."""
-        self._tokens += 1
-        token = self._tokens
-        with self._lock:
-            address = self._asys.createActor(start.actor_path, globalName=global_name)
-            init = _Init(actor_id, None, token, start.args, dict(start.kwargs), supervised=False)
-            reply = self._asys.ask(address, init, timeout)
+        with self._clones_lock:
+            self._tokens += 1
+            token = self._tokens
+        endpoint = self.endpoint()
+        address = endpoint.createActor(start.actor_path, globalName=global_name)
+        init = _Init(actor_id, None, token, start.args, dict(start.kwargs), supervised=False)
+        reply = endpoint.ask(address, init, timeout)
         if isinstance(reply, _Started):
             return address, reply.pid
         reason = reply.reason if isinstance(reply, _StartFailed) else f"no answer ({reply!r})"
@@ -210,8 +246,7 @@ class System:
         Thespian creates the actor if no such name exists; it then receives no
         start arguments, so callers must check it answers as expected."""
         path = actor if isinstance(actor, str) else Start(actor).actor_path
-        with self._lock:
-            return self._asys.createActor(path, globalName=global_name)
+        return self.endpoint().createActor(path, globalName=global_name)
 
     @classmethod
     def connect(cls, admin_port: int) -> System:
@@ -227,7 +262,7 @@ class System:
         self.admin_port = admin_port
         self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
                                  logDefs=log_defs(None), transientUnique=True)
-        self._lock = threading.Lock()
+        self._init_endpoints()
         self._owner = False
         self._top = []
         self._tokens = 0
@@ -254,8 +289,8 @@ class System:
             except SupervisorError as exc:
                 self.log.warning("supervisor_shutdown_failed", supervisor_id=ref.id,
                                  reason=str(exc))
-        with self._lock:
-            self._asys.shutdown()
+        self._close_endpoints()
+        self._asys.shutdown()
         leftover = wait_gone(self.processes(), timeout=5.0)
         if leftover:
             self.log.warning("killing_leftover_processes", pids=[p.pid for p in leftover])
