@@ -278,3 +278,15 @@ def test_stopping_the_agent_mid_run_still_sends_one_result(
     messages = list(agent.messages(inv, timeout=30))
     assert len(messages) == 1 and isinstance(messages[0], hy.AgentResult)
     assert messages[0].error is not None and messages[0].error.code == "agent_stopped"
+
+
+def test_parallel_example(agents: hy.AgentSystem) -> None:
+    from examples.parallel import config
+
+    agent = agents.start_agent(config())
+    inv = agent.run({"customer_id": 7}, subscriber=hy.CALLER, stream=True)
+    events, result = collect(agent, inv)
+    assert result.ok and result.result == "Ada spent 42"
+    completed = [e.data["node_id"] for e in events if e.type == "node_completed"]
+    assert completed[:2] == ["orders", "customer"]  # the slow branch, requested first, ends last
+    assert completed[2] == "aggregate"
