@@ -345,6 +345,13 @@ class AgentSystem:
         return agent.address, agent.pid
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _is(*types: type) -> Callable[[Any], bool]:
     return lambda reply: isinstance(reply, types)
 
@@ -377,7 +384,7 @@ class AgentRef:
     def _current_address(self) -> Any:
         """The agent's address, looked up again if the cached process is gone
         (an ask to a dead actor can take the whole timeout to fail)."""
-        if self._address is None or self._pid is None or not psutil.pid_exists(self._pid):
+        if self._address is None or self._pid is None or not _alive(self._pid):
             self._address, self._pid = self.system._agent_address(self.id)
         return self._address
 
