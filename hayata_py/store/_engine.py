@@ -10,7 +10,13 @@
   is switched off (the SQLAlchemy-documented recipe) so writes start with
   ``BEGIN IMMEDIATE`` and reads with ``BEGIN``.
 * PostgreSQL via psycopg 3 (``postgresql://`` URLs are mapped to
-  ``postgresql+psycopg://``).
+  ``postgresql+psycopg://``). A pooled connection idle for
+  :data:`PG_PING_AFTER_IDLE_S` or longer is pinged before reuse (and replaced
+  if dead), so a server restart between bursts goes unnoticed; connections
+  in steady use skip the ping's round trip (SQLAlchemy's ``pool_pre_ping``
+  would pay it on every transaction). A connection that dies mid-burst fails
+  that one call (nothing of it was written, or it is reported as an error)
+  and SQLAlchemy then replaces every pooled connection.
 * Migrations: checked and applied under a lock in one transaction (see
   :func:`migrate`).
 """
@@ -40,6 +46,8 @@ __all__ = ["EngineHolder", "migrate", "normalize_url"]
 T = TypeVar("T")
 
 SQLITE_BUSY_TIMEOUT_S = 30.0
+PG_PING_AFTER_IDLE_S = 1.0
+"""A pooled PostgreSQL connection idle this long is pinged before reuse."""
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 _PG_MIGRATION_LOCK = 0x48415941  # arbitrary constant key for pg_advisory_xact_lock
 _ABANDONED: list[Engine] = []  # parents' engines, kept alive in forked children
@@ -71,6 +79,23 @@ def _sqlite_on_begin(conn: Connection) -> None:
     conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+def _pg_on_checkin(_dbapi_conn: Any, record: Any) -> None:
+    record.info["hayata_idle_since"] = time.monotonic()
+
+
+def _pg_ping_if_idle(engine: Engine) -> Callable[[Any, Any, Any], None]:
+    def on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get("hayata_idle_since")
+        if idle_since is None or time.monotonic() - idle_since < PG_PING_AFTER_IDLE_S:
+            return  # just connected, or used moments ago
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise sa.exc.DisconnectionError(str(exc)) from exc  # the pool reconnects
+
+    return on_checkout
+
+
 def create_engine(url: URL) -> Engine:
     """Create an engine configured as described in the module docs."""
     if url.get_backend_name() == "sqlite":
@@ -78,7 +103,10 @@ def create_engine(url: URL) -> Engine:
         sa.event.listen(engine, "connect", _sqlite_on_connect)
         sa.event.listen(engine, "begin", _sqlite_on_begin)
         return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    engine = sa.create_engine(url)
+    sa.event.listen(engine, "checkin", _pg_on_checkin)
+    sa.event.listen(engine, "checkout", _pg_ping_if_idle(engine))
+    return engine
 
 
 def _is_retryable(exc: sa.exc.DBAPIError) -> bool:
@@ -128,16 +156,22 @@ class EngineHolder:
             engine.dispose()
 
     def write_one(self, sql: str, params: Sequence[Any]) -> bool:
-        """Run one driver-level statement in its own write transaction.
+        """Run one driver-level statement as its own durable write transaction.
 
-        Commits and returns True if the statement changed exactly one row;
-        otherwise rolls back (nothing was written) and returns False. Any
-        database error before the commit also rolls back and returns False:
-        the caller then takes the general path (:meth:`run`), which retries
-        lock contention and reports errors as SQLAlchemy exceptions. ``sql``
-        is in the driver's paramstyle (see :mod:`hayata_py.store._fast`);
-        bypassing SQLAlchemy's execution layer saves most of a transaction's
-        Python overhead.
+        Returns True if the statement changed exactly one row and committed;
+        otherwise nothing was written and it returns False. Any database error
+        before the commit also returns False (after rolling back): the caller
+        then takes the general path (:meth:`run`), which retries lock
+        contention and reports errors as SQLAlchemy exceptions. ``sql`` is in
+        the driver's paramstyle (see :mod:`hayata_py.store._fast`) and must
+        change at most one row; bypassing SQLAlchemy's execution layer saves
+        most of a transaction's Python overhead.
+
+        SQLite: ``BEGIN IMMEDIATE``, the statement, ``COMMIT`` (or
+        ``ROLLBACK`` if no row changed). PostgreSQL: the statement alone in
+        autocommit mode - a single statement is atomic, so its fencing check
+        and write commit together, and zero changed rows means nothing was
+        written; this saves the ``BEGIN`` and ``COMMIT`` round trips.
         """
         engine = self.engine()
         db_error: type[Exception] = engine.dialect.loaded_dbapi.Error
@@ -145,11 +179,12 @@ class EngineHolder:
         try:
             dbapi = raw.driver_connection
             assert dbapi is not None
+            if not self.is_sqlite:
+                return self._write_one_autocommit(raw, dbapi, db_error, sql, params)
             try:
                 cursor = dbapi.cursor()
                 try:
-                    if self.is_sqlite:
-                        cursor.execute("BEGIN IMMEDIATE")
+                    cursor.execute("BEGIN IMMEDIATE")
                     cursor.execute(sql, params)
                     changed = cursor.rowcount == 1
                 finally:
@@ -164,6 +199,21 @@ class EngineHolder:
             return True
         finally:
             raw.close()
+
+    def _write_one_autocommit(
+        self, raw: Any, dbapi: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
+    ) -> bool:
+        try:
+            dbapi.autocommit = True
+            try:
+                with dbapi.cursor() as cursor:
+                    cursor.execute(sql, params)
+                    return bool(cursor.rowcount == 1)
+            finally:
+                dbapi.autocommit = False
+        except db_error:
+            self._rollback_quietly(raw, db_error)
+            return False
 
     @staticmethod
     def _rollback_quietly(raw: Any, db_error: type[Exception]) -> None:

@@ -1,0 +1,158 @@
+"""The single-statement happy paths: taken when they apply, exact when they don't.
+
+The hot writes first try one fenced driver-level statement
+(:mod:`hayata_py.store._fast`); on zero changed rows they fall back to the
+general path. These tests pin that the happy path really is taken (a silent
+fallback would keep the suite green and double the cost), that what it
+returns equals what a read returns, and that refusals stay precise and
+write nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from hayata_py._errors import StaleWriter, StoreError
+from hayata_py.store import SqlTaskStore, _engine
+from hayata_py.store._engine import EngineHolder
+from tests.store.conftest import FakeClock
+from tests.store.util import invocation, raw_execute, task
+
+
+@pytest.fixture
+def fast_results(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+    """Record (statement head, committed?) for every fast-path attempt."""
+    seen: list[tuple[str, bool]] = []
+    original = EngineHolder.write_one
+
+    def spy(self: EngineHolder, sql: str, params: Sequence[Any]) -> bool:
+        done = original(self, sql, params)
+        seen.append((" ".join(sql.split()[:3]), done))
+        return done
+
+    monkeypatch.setattr(EngineHolder, "write_one", spy)
+    yield seen
+
+
+def test_runtime_sequence_takes_fast_path(
+    store: SqlTaskStore, clock: FakeClock, fast_results: list[tuple[str, bool]]
+) -> None:
+    """create, checkpoint, start/complete/fail, finish: each one committed statement."""
+    token = store.create_invocation(invocation(), owner="o1", lease_seconds=30)
+    store.save_checkpoint(invocation(step=1, state={"n": 2}), token=token)
+    t = task("a", input={"pair": (1, 2)})
+    started = store.mark_started(t.task_id, token=token, system_instance="s1", attempt=1, task=t)
+    assert started == store.get_task(t.task_id)
+    assert started.input == {"pair": [1, 2]}  # tuples come back as lists, as from a read
+    assert (started.status, started.attempt, started.started_at) == ("started", 1, clock.now)
+    store.mark_completed(t.task_id, token=token, result={"ok": True})
+    f = task("b")
+    store.mark_started(f.task_id, token=token, system_instance="s1", attempt=1, task=f)
+    store.mark_failed(f.task_id, token=token, error={"type": "E"})
+    store.finish_invocation("inv-1", token=token, status="completed", result=7, state={"n": 3})
+    assert [done for _, done in fast_results] == [True] * 7
+    record = store.get_invocation("inv-1")
+    assert record is not None
+    assert (record.status, record.step, record.state) == ("completed", 1, {"n": 3})
+    assert record.result == 7
+    done = store.get_task(t.task_id)
+    assert done is not None and (done.status, done.result) == ("completed", {"ok": True})
+    failed = store.get_task(f.task_id)
+    assert failed is not None and (failed.status, failed.error) == ("failed", {"type": "E"})
+
+
+def test_stale_fast_writes_fall_back_and_write_nothing(
+    store: SqlTaskStore, fast_results: list[tuple[str, bool]]
+) -> None:
+    """A stale token makes every fast statement change nothing; the error is StaleWriter."""
+    store.create_invocation(invocation(), owner="o1")
+    t = task("a")
+    store.mark_started(t.task_id, token=1, system_instance="s1", attempt=1, task=t)
+    store.claim_invocation("inv-1", owner="o2")
+    before_inv, before_task = store.get_invocation("inv-1"), store.get_task(t.task_id)
+    fast_results.clear()
+    new = task("b")
+    writes = [
+        lambda: store.save_checkpoint(invocation(step=5), token=1),
+        lambda: store.mark_started(new.task_id, token=1, system_instance="s", attempt=1, task=new),
+        lambda: store.mark_completed(t.task_id, token=1, result=1),
+        lambda: store.mark_failed(t.task_id, token=1, error={"type": "E"}),
+        lambda: store.finish_invocation("inv-1", token=1, status="completed"),
+    ]
+    for write in writes:
+        with pytest.raises(StaleWriter):
+            write()
+    assert [done for _, done in fast_results] == [False] * len(writes)
+    assert store.get_invocation("inv-1") == before_inv
+    assert store.get_task(t.task_id) == before_task
+    assert store.get_task(new.task_id) is None
+
+
+def test_fast_create_refusals_are_precise(
+    store: SqlTaskStore, fast_results: list[tuple[str, bool]]
+) -> None:
+    """An existing id and a busy agent still raise their own codes."""
+    store.create_invocation(invocation("inv-1"), owner="o1")
+    with pytest.raises(StoreError) as exists:
+        store.create_invocation(invocation("inv-1", agent_id="agent-2"), owner="o1")
+    with pytest.raises(StoreError) as busy:
+        store.create_invocation(invocation("inv-2"), owner="o1")
+    assert (exists.value.code, busy.value.code) == ("invocation_exists", "agent_busy")
+    assert [done for _, done in fast_results] == [True, False, False]
+
+
+def test_uncovered_writes_fall_back_and_apply(
+    store: SqlTaskStore, fast_results: list[tuple[str, bool]]
+) -> None:
+    """A scheduled task's start and identical repeats go through the general path."""
+    token = store.create_invocation(invocation(), owner="o1")
+    t = task("a")
+    store.schedule_tasks([t], token=token)
+    started = store.mark_started(t.task_id, token=token, system_instance="s", attempt=1, task=t)
+    assert started.status == "started" and started == store.get_task(t.task_id)
+    assert store.mark_started(t.task_id, token=token, system_instance="s", attempt=1) == started
+    store.mark_completed(t.task_id, token=token, result=1)
+    store.mark_completed(t.task_id, token=token, result=1)  # identical repeat: no-op
+    store.finish_invocation("inv-1", token=token, status="failed", error={"e": 1})
+    store.finish_invocation("inv-1", token=token, status="failed", error={"e": 1})
+    assert [done for _, done in fast_results] == [True, False, True, False, True, False]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("ping_after_idle", [0.0, 3600.0], ids=["pinged", "unpinged"])
+def test_postgres_killed_connection_is_replaced(
+    pg_database: str,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    ping_after_idle: float,
+) -> None:
+    """A pooled connection killed by the server does not fail the next write.
+
+    Idle connections are pinged and replaced; a recently used one fails its
+    fast statement, is dropped, and the general path runs on a new connection.
+    """
+    monkeypatch.setattr(_engine, "PG_PING_AFTER_IDLE_S", ping_after_idle)
+    url = pg_database
+    schema = "fast_kill_" + str(int(ping_after_idle))
+    raw_execute(url, f'CREATE SCHEMA "{schema}"')
+    store = SqlTaskStore(f"{url}?options=-csearch_path%3D{schema}", clock=clock)
+    try:
+        token = store.create_invocation(invocation(), owner="o1")
+        raw = store._db.engine().raw_connection()
+        try:
+            cursor = raw.driver_connection.cursor()  # type: ignore[union-attr]
+            cursor.execute("SELECT pg_backend_pid()")
+            (pid,) = cursor.fetchone()
+            cursor.close()
+            raw.driver_connection.rollback()  # type: ignore[union-attr]
+        finally:
+            raw.close()
+        raw_execute(url, "SELECT pg_terminate_backend(:pid)", pid=pid)
+        store.save_checkpoint(invocation(step=9), token=token)
+        record = store.get_invocation("inv-1")
+        assert record is not None and record.step == 9
+    finally:
+        store.close()
