@@ -1,0 +1,1 @@
+"""Prototypes for issue 7 (scale-out on a Thespian convention); see docs/scale-out-research.md."""
