@@ -8,7 +8,9 @@
 * SQLite: WAL, ``synchronous=FULL`` (a commit is on disk when it returns),
   ``busy_timeout`` 30 s, foreign keys on; pysqlite's own transaction handling
   is switched off (the SQLAlchemy-documented recipe) so writes start with
-  ``BEGIN IMMEDIATE`` and reads with ``BEGIN``.
+  ``BEGIN IMMEDIATE`` and reads with ``BEGIN``. Single-statement fast writes
+  (:meth:`EngineHolder.write_one`) use one connection per thread kept out of
+  the pool, since a pool checkout and return cost more than the statement.
 * PostgreSQL via psycopg 3 (``postgresql://`` URLs are mapped to
   ``postgresql+psycopg://``). A pooled connection idle for
   :data:`PG_PING_AFTER_IDLE_S` or longer is pinged before reuse (and replaced
@@ -23,6 +25,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -109,6 +112,11 @@ def create_engine(url: URL) -> Engine:
     return engine
 
 
+def _close_quietly(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # already broken or closed: nothing to release
+        conn.close()
+
+
 def _is_retryable(exc: sa.exc.DBAPIError) -> bool:
     text = str(exc.orig).lower()
     if "database is locked" in text or "database table is locked" in text:
@@ -127,6 +135,11 @@ class EngineHolder:
         self._engine: Engine | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        # SQLite fast writes: one connection per thread, detached from the pool
+        # (checkout + return cost more than the statement). Tracked so dispose
+        # can close them and connections of exited threads get closed.
+        self._pinned = threading.local()
+        self._pinned_all: list[tuple[weakref.ref[threading.Thread], Any]] = []
         _HOLDERS.add(self)
 
     def engine(self) -> Engine:
@@ -144,7 +157,10 @@ class EngineHolder:
     def _after_fork(self) -> None:
         if self._engine is not None:
             _ABANDONED.append(self._engine)
+        _ABANDONED.extend(conn for _, conn in self._pinned_all)
         self._engine = None
+        self._pinned = threading.local()
+        self._pinned_all = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -152,8 +168,42 @@ class EngineHolder:
         """Close this process's connections; a later call creates a new engine."""
         with self._lock:
             engine, self._engine = self._engine, None
-        if engine is not None and self._pid == os.getpid():
+            pinned, self._pinned_all = self._pinned_all, []
+            self._pinned = threading.local()
+        if self._pid != os.getpid():
+            return
+        for _, conn in pinned:
+            _close_quietly(conn)
+        if engine is not None:
             engine.dispose()
+
+    def _pinned_connection(self, engine: Engine) -> Any:
+        """This thread's SQLite connection for fast writes (configured like pooled ones)."""
+        local = self._pinned
+        conn = getattr(local, "conn", None)
+        if conn is not None and local.engine is engine:
+            return conn
+        fairy = engine.raw_connection()
+        conn = fairy.driver_connection
+        fairy.detach()  # ours now: the pool neither counts nor resets it
+        local.conn, local.engine = conn, engine
+        with self._lock:
+            alive = []
+            for ref, other in self._pinned_all:
+                thread = ref()
+                if thread is None or not thread.is_alive():  # its thread has exited
+                    _close_quietly(other)
+                else:
+                    alive.append((ref, other))
+            alive.append((weakref.ref(threading.current_thread()), conn))
+            self._pinned_all = alive
+        return conn
+
+    def _unpin(self, conn: Any) -> None:
+        self._pinned.conn = None
+        with self._lock:
+            self._pinned_all = [(t, c) for t, c in self._pinned_all if c is not conn]
+        _close_quietly(conn)
 
     def write_one(self, sql: str, params: Sequence[Any]) -> bool:
         """Run one driver-level statement as its own durable write transaction.
@@ -168,41 +218,53 @@ class EngineHolder:
         most of a transaction's Python overhead.
 
         SQLite: ``BEGIN IMMEDIATE``, the statement, ``COMMIT`` (or
-        ``ROLLBACK`` if no row changed). PostgreSQL: the statement alone in
+        ``ROLLBACK`` if no row changed), on a connection this thread keeps for
+        fast writes (configured like the pooled ones, closed by
+        :meth:`dispose`). PostgreSQL, on a pooled connection: the statement alone in
         autocommit mode - a single statement is atomic, so its fencing check
         and write commit together, and zero changed rows means nothing was
         written; this saves the ``BEGIN`` and ``COMMIT`` round trips.
         """
         engine = self.engine()
         db_error: type[Exception] = engine.dialect.loaded_dbapi.Error
-        raw = engine.raw_connection()
-        try:
-            dbapi = raw.driver_connection
-            assert dbapi is not None
-            if not self.is_sqlite:
-                return self._write_one_autocommit(raw, dbapi, db_error, sql, params)
+        if not self.is_sqlite:
+            raw = engine.raw_connection()
             try:
-                cursor = dbapi.cursor()
-                try:
-                    cursor.execute("BEGIN IMMEDIATE")
-                    cursor.execute(sql, params)
-                    changed = cursor.rowcount == 1
-                finally:
-                    cursor.close()
+                return self._write_one_autocommit(raw, db_error, sql, params)
+            finally:
+                raw.close()
+        conn = self._pinned_connection(engine)
+        try:
+            cursor = conn.cursor()
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+                cursor.execute(sql, params)
+                changed = cursor.rowcount == 1
+            finally:
+                cursor.close()
+        except db_error:
+            try:
+                conn.rollback()
             except db_error:
-                self._rollback_quietly(raw, db_error)
-                return False
+                self._unpin(conn)
+            return False
+        except BaseException:
+            self._unpin(conn)  # interrupted mid-transaction: never reuse it
+            raise
+        try:
             if not changed:
-                dbapi.rollback()
+                conn.rollback()
                 return False
-            dbapi.commit()
-            return True
-        finally:
-            raw.close()
+            conn.commit()
+        except BaseException:
+            self._unpin(conn)  # state unknown: never reuse it
+            raise
+        return True
 
     def _write_one_autocommit(
-        self, raw: Any, dbapi: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
+        self, raw: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
     ) -> bool:
+        dbapi = raw.driver_connection
         try:
             dbapi.autocommit = True
             try:

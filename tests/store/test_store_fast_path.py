@@ -10,6 +10,8 @@ write nothing.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -156,3 +158,66 @@ def test_postgres_killed_connection_is_replaced(
         assert record is not None and record.step == 9
     finally:
         store.close()
+
+
+def test_many_threads_fast_writes(store: SqlTaskStore) -> None:
+    """More threads than the pool holds write at once; exited threads' connections close."""
+    n_threads = 24
+
+    def worker(n: int) -> int:
+        iid = f"inv-t{n}"
+        tok = store.create_invocation(invocation(iid, agent_id=iid), owner="o")
+        for i in range(5):
+            t = task("x", invocation_id=iid, step=i)
+            store.mark_started(t.task_id, token=tok, system_instance="s", attempt=1, task=t)
+            store.mark_completed(t.task_id, token=tok, result=i)
+        return sum(r.status == "completed" for r in store.get_tasks(iid))
+
+    results: list[int] = []
+    threads = [
+        threading.Thread(target=lambda n=n: results.append(worker(n))) for n in range(n_threads)
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert results == [5] * n_threads
+    # The main thread pins its own connection, closing those of the exited threads.
+    store.create_invocation(invocation("inv-main", agent_id="main"), owner="o")
+    assert len(store._db._pinned_all) <= 1
+
+
+def test_close_then_reuse(store: SqlTaskStore) -> None:
+    """close() releases the fast-write connections; the store reconnects on next use."""
+    token = store.create_invocation(invocation(), owner="o1")
+    store.close()
+    assert store._db._pinned_all == []
+    store.save_checkpoint(invocation(step=3), token=token)
+    record = store.get_invocation("inv-1")
+    assert record is not None and record.step == 3
+
+
+def test_fast_writes_in_forked_child(
+    store: SqlTaskStore, fast_results: list[tuple[str, bool]]
+) -> None:
+    """After the parent used the fast path, a forked child's fast writes work, and the parent's."""
+    token = store.create_invocation(invocation(), owner="o1")
+    a, b = task("a"), task("b", branch=1)
+    store.mark_started(a.task_id, token=token, system_instance="p", attempt=1, task=a)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 1
+        try:
+            store.mark_completed(a.task_id, token=token, result="child")
+            store.mark_started(b.task_id, token=token, system_instance="c", attempt=1, task=b)
+            code = 0 if all(done for _, done in fast_results) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    store.mark_completed(b.task_id, token=token, result="parent")
+    assert [(t.status, t.result) for t in store.get_tasks("inv-1")] == [
+        ("completed", "child"),
+        ("completed", "parent"),
+    ]
+    assert all(done for _, done in fast_results)
