@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import sqlite3
 import threading
 import time
 import weakref
@@ -79,7 +80,15 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
 
 def _sqlite_on_begin(conn: Connection) -> None:
     mode = conn.get_execution_options().get("hayata_begin", "DEFERRED")
-    conn.exec_driver_sql(f"BEGIN {mode}")
+    # Straight to the driver: exec_driver_sql would run SQLAlchemy's whole
+    # execution path (events, result setup) for a statement with no result.
+    # Errors are wrapped as exec_driver_sql would, so run() still retries
+    # "database is locked".
+    statement = f"BEGIN {mode}"
+    try:
+        conn.connection.driver_connection.execute(statement)  # type: ignore[union-attr]
+    except sqlite3.Error as exc:
+        raise sa.exc.DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
 def _pg_on_checkin(_dbapi_conn: Any, record: Any) -> None:

@@ -11,8 +11,11 @@ write nothing.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +224,60 @@ def test_fast_writes_in_forked_child(
         ("completed", "parent"),
     ]
     assert all(done for _, done in fast_results)
+
+
+@pytest.fixture
+def quick_lock_store(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SqlTaskStore]:
+    """A SQLite store whose busy timeout is 50 ms and which retries for 2 s."""
+    monkeypatch.setattr(_engine, "SQLITE_BUSY_TIMEOUT_S", 0.05)
+    opened = SqlTaskStore(f"sqlite:///{tmp_path / 'hayata.db'}", clock=clock, retry_seconds=2.0)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _hold_write_lock(path: str, seconds: float) -> threading.Thread:
+    locker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    locker.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        time.sleep(seconds)
+        locker.execute("ROLLBACK")
+        locker.close()
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
+def test_sqlite_lock_contention_is_retried(quick_lock_store: SqlTaskStore) -> None:
+    """Fast and general writes wait out another connection's write lock."""
+    store = quick_lock_store
+    token = store.create_invocation(invocation(), owner="o1")
+    path = str(store.url.database)
+    release = _hold_write_lock(path, 0.3)
+    store.save_checkpoint(invocation(step=4), token=token)  # fast path, then general path
+    release.join()
+    release = _hold_write_lock(path, 0.3)
+    assert store.claim_invocation("inv-1", owner="o2") == 2  # general path only
+    release.join()
+    record = store.get_invocation("inv-1")
+    assert record is not None and record.step == 4
+
+
+def test_sqlite_lock_held_too_long_is_store_unavailable(quick_lock_store: SqlTaskStore) -> None:
+    """A write lock held past retry_seconds raises store_unavailable; nothing is written."""
+    store = quick_lock_store
+    token = store.create_invocation(invocation(), owner="o1")
+    release = _hold_write_lock(str(store.url.database), 3.0)
+    try:
+        with pytest.raises(StoreError) as info:
+            store.save_checkpoint(invocation(step=4), token=token)
+        assert info.value.code == "store_unavailable"
+    finally:
+        release.join()
+    record = store.get_invocation("inv-1")
+    assert record is not None and record.step == 0
