@@ -281,3 +281,42 @@ def test_sqlite_lock_held_too_long_is_store_unavailable(quick_lock_store: SqlTas
         release.join()
     record = store.get_invocation("inv-1")
     assert record is not None and record.step == 0
+
+
+def test_no_fast_write_lands_after_a_claim(store: SqlTaskStore) -> None:
+    """Old-owner writes racing a claim: those that returned are exactly those stored.
+
+    After ``claim_invocation`` returns, the stored state must not change any
+    more, and every write the old owner saw succeed must be in it.
+    """
+    store.create_invocation(invocation(), owner="o1")
+    tasks = [task(f"n{i}", step=i) for i in range(60)]
+    for t in tasks:
+        store.mark_started(t.task_id, token=1, system_instance="s", attempt=1, task=t)
+    done_steps: list[int] = []
+    completed: list[str] = []
+    go = threading.Event()
+
+    def old_owner() -> None:
+        go.wait()
+        for i, t in enumerate(tasks):
+            try:
+                store.save_checkpoint(invocation(step=i + 1), token=1)
+                done_steps.append(i + 1)
+                store.mark_completed(t.task_id, token=1, result=i)
+                completed.append(t.task_id)
+            except StaleWriter:
+                return
+
+    writer = threading.Thread(target=old_owner)
+    writer.start()
+    go.set()
+    time.sleep(0.01)
+    assert store.claim_invocation("inv-1", owner="o2") == 2
+    at_claim = store.get_invocation("inv-1")
+    tasks_at_claim = store.get_tasks("inv-1")
+    writer.join(timeout=60)
+    assert store.get_invocation("inv-1") == at_claim
+    assert store.get_tasks("inv-1") == tasks_at_claim
+    assert at_claim is not None and at_claim.step == (done_steps[-1] if done_steps else 0)
+    assert {t.task_id for t in tasks_at_claim if t.status == "completed"} == set(completed)
