@@ -42,6 +42,27 @@ def ok(data_dir: Path, *args: str) -> str:
     return done.stdout
 
 
+def popen(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "hayata_py", *args, "--data-dir",
+                             str(data_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=CLEAN_ENV)
+
+
+def concurrently(data_dir: Path, *commands: tuple[str, ...]
+                 ) -> list[subprocess.CompletedProcess[str]]:
+    """Run read-only commands at the same time (each costs ~0.7 s of imports)."""
+    procs = [popen(data_dir, *args) for args in commands]
+    done = []
+    for proc, args in zip(procs, commands, strict=True):
+        out, err = proc.communicate(timeout=30)
+        done.append(subprocess.CompletedProcess(args, proc.returncode, out, err))
+    return done
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
 def record(data_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((data_dir / "system.json").read_text())
     return data
@@ -91,7 +112,7 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_drill_start_run_ps_kill_node_crash_restart(data_dir: Path) -> None:
-    """The acceptance drill (minus `tasks`/`result` after the restart: they need the store)."""
+    """The acceptance drill, down to `tasks` and `result` read from the store after a restart."""
     assert "started agent hello" in ok(data_dir, "agent", "start", "tests.cli_fixtures:config")
     refused = hayata(data_dir, "system", "start")
     assert_one_line_error(refused, "already running")
@@ -135,7 +156,21 @@ def test_drill_start_run_ps_kill_node_crash_restart(data_dir: Path) -> None:
     restarted_out = ok(data_dir, "system", "start")
     assert "cleaned up the dead system" in restarted_out
     assert record(data_dir)["session_id"] != session
-    assert "hello" not in ok(data_dir, "agent", "list")
+    first = result["invocation_id"]
+    listed, tasks, stored, text = concurrently(
+        data_dir, ("agent", "list"), ("tasks", "hello", "--invocation", first, "--json"),
+        ("result", "hello", first, "--json"), ("tasks", "hello", "--invocation", first))
+    assert listed.returncode == 0 and "hello" not in listed.stdout
+    assert tasks.returncode == 0, tasks.stderr
+    [task] = json_lines(tasks.stdout)
+    assert task["invocation_id"] == first and task["node_id"] == "echo"
+    assert (task["status"], task["classification"], task["attempt"]) == ("completed",
+                                                                         "completed", 1)
+    assert task["result"] == {"answer": "echo:hi"} and task["resolved"] is False
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(stored.stdout) == result
+    assert f"invocation {first} of hello: completed" in text.stdout
+    assert task["task_id"] in text.stdout
 
 
 def test_start_cleans_up_orphans_of_a_crashed_admin(data_dir: Path) -> None:
@@ -200,6 +235,64 @@ def test_agent_commands_run_failures_and_detach(data_dir: Path, tmp_path: Path) 
                           "already started")
 
 
+def test_recovery_drill_through_the_cli(data_dir: Path, tmp_path: Path) -> None:
+    """Drill 1 and 2 (resolve) of VM_RECOVERY_TESTS.md: `right` in flight, the whole
+    system killed, restarted; the store shows what survived; recover, resolve, recover."""
+    ok(data_dir, "agent", "start", "examples.drills.graph:config")
+    effects = tmp_path / "effects.log"
+    spec = {"effects": str(effects), "gates": {"right": str(tmp_path / "gate-right")}}
+    run = popen(data_dir, "run", "drill", "--input", json.dumps(spec), "--stream", "--json")
+    try:
+        assert run.stdout is not None
+        seen = []
+        while ("node_completed", "left") not in seen:
+            event = json.loads(run.stdout.readline())
+            seen.append((event["type"], event["data"].get("node_id")))
+            inv = event["invocation_id"]
+        # The node function writes "start" after its task was recorded started.
+        eventually(lambda: " right " in effects.read_text(), message="right started")
+        assert "killed" in ok(data_dir, "system", "kill")
+        _out, err = run.communicate(timeout=20)
+        assert run.returncode == 3 and "the system died" in err, err
+    finally:
+        run.kill()
+        run.wait()
+    assert "cleaned up the dead system" in ok(data_dir, "system", "start")
+    ok(data_dir, "agent", "start", "examples.drills.graph:config")
+
+    listed, tasks, refused = concurrently(data_dir, ("agent", "list", "--json"),
+                                          ("tasks", "drill", "--json"), ("recover", "drill"))
+    [agent] = json_lines(listed.stdout)
+    assert agent == {"id": "drill", "status": "recovery_required", "invocation": inv}
+    rows = {row["node_id"]: row for row in json_lines(tasks.stdout)}
+    assert {node: (row["status"], row["classification"]) for node, row in rows.items()} == {
+        "fetch": ("completed", "completed"), "left": ("completed", "completed"),
+        "right": ("started", "uncertain")}
+    assert {row["invocation_id"] for row in rows.values()} == {inv}
+    right = rows["right"]["task_id"]
+    assert refused.returncode == 6 and "Traceback" not in refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert "task_execution_uncertain" in line and right in line and "right" in line
+    assert f"hayata resolve drill {right} --result" in line and f"abandon drill {inv}" in line
+    assert ("start", "right") in [tuple(e.split()[0::2]) for e in
+                                  effects.read_text().splitlines()]
+
+    assert f"resolved task {right}" in ok(data_dir, "resolve", "drill", right, "--result",
+                                          '{"right": "checked-by-hand"}')
+    out = json_lines(ok(data_dir, "recover", "drill", "--stream", "--json"))
+    events, final = out[:-1], out[-1]
+    assert events[0]["type"] == "invocation_started" and events[0]["data"]["recovered"]
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+    assert [(e["type"], e["data"].get("node_id")) for e in events[1:]] == [
+        ("node_started", "report"), ("node_completed", "report"),
+        ("invocation_completed", None)]
+    assert final["kind"] == "result" and final["ok"] and final["invocation_id"] == inv
+    assert final["result"]["state"]["report"] == "report-done"
+    runs = [tuple(e.split()[0::2]) for e in effects.read_text().splitlines()]
+    assert runs.count(("start", "right")) == 1 and runs.count(("start", "fetch")) == 1
+    assert runs.count(("start", "left")) == 1 and runs.count(("start", "report")) == 1
+
+
 ERRORS = [
     (("run", "hello", "--input", "{nope"), ("--input is not valid JSON",)),
     (("agent", "start", "no_such_module_xyz:config"), ("cannot import module",)),
@@ -209,6 +302,15 @@ ERRORS = [
     (("agent", "start", "no_colon"), ("not MODULE:ATTR",)),
     (("system", "kill"), ("nothing to kill",)),
     (("kill", "hello"), ("exactly one of",)),
+]
+
+# Refused before anything is imported or connected: checked in-process (fast).
+RECOVERY_ERRORS = [
+    (("tasks", "hello"), ("no hayata system is running", "hayata system start")),
+    (("recover", "hello"), ("no hayata system is running",)),
+    (("resolve", "hello", "task-x", "--result", "{nope"), ("--result is not valid JSON",)),
+    (("resolve", "hello", "task-x", "--result", "[1]"), ("must be a JSON object",)),
+    (("abandon", "hello", "inv"), ("no hayata system is running",)),
 ]
 
 
@@ -224,10 +326,20 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
         assert_one_line_error(done, *words)
 
 
+@pytest.mark.parametrize(("args", "words"), RECOVERY_ERRORS)
+def test_recovery_command_errors(tmp_path: Path, args: tuple[str, ...],
+                                 words: tuple[str, ...]) -> None:
+    done = CliRunner().invoke(cli, [*args, "--data-dir", str(tmp_path / "none")],
+                              prog_name="hayata")
+    assert isinstance(done.exception, SystemExit), done.exception
+    assert_one_line_error(subprocess.CompletedProcess(args, done.exit_code, done.stdout,
+                                                      done.stderr), *words)
+
+
 @pytest.mark.parametrize("command", [
     [], ["system"], ["system", "start"], ["system", "status"], ["system", "stop"],
     ["system", "kill"], ["agent"], ["agent", "start"], ["agent", "stop"], ["agent", "list"],
-    ["run"], ["result"], ["ps"], ["kill"],
+    ["run"], ["result"], ["ps"], ["kill"], ["tasks"], ["recover"], ["resolve"], ["abandon"],
 ])
 def test_help_everywhere(command: list[str]) -> None:
     done = CliRunner().invoke(cli, [*command, "--help"], prog_name="hayata")

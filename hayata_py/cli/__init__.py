@@ -1,8 +1,8 @@
 """The ``hayata`` command line (also ``python -m hayata_py``).
 
 Each command group lives in its own module and is registered on :data:`cli`
-below; commands that need the durable store (``tasks``, ``recover``,
-``resolve``, ``abandon``) slot in the same way. Every command finds the
+below; the recovery commands (``tasks``, ``recover``, ``resolve``,
+``abandon``) live in :mod:`hayata_py.cli.recovery`. Every command finds the
 system through ``<data-dir>/system.json`` (see :mod:`hayata_py.cli._state`).
 Runtime errors become one ``Error: ...`` line with the exit codes listed in
 :mod:`hayata_py.cli._common`; no traceback for a user's mistake.
@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from hayata_py._errors import HayataError
-from hayata_py.cli import agents, ps, run, system
+from hayata_py.cli import agents, ps, recovery, run, system
 from hayata_py.cli._common import EXIT_FAILED, CliError, from_hayata
 from supervisors import SupervisorError
 
@@ -39,7 +39,8 @@ def cli() -> None:
 
     Start a system with `hayata system start`, add agents with `hayata agent
     start MODULE:ATTR`, run them with `hayata run`, and see the actor tree with
-    OS pids with `hayata ps`.
+    OS pids with `hayata ps`. After a crash, `hayata tasks AGENT` shows what
+    the store recorded and `hayata recover AGENT` continues the invocation.
     """
 
 
@@ -49,6 +50,10 @@ cli.add_command(run.run)
 cli.add_command(run.result)
 cli.add_command(ps.ps)
 cli.add_command(ps.kill)
+cli.add_command(recovery.tasks)
+cli.add_command(recovery.recover)
+cli.add_command(recovery.resolve)
+cli.add_command(recovery.abandon)
 
 
 def main() -> None:

@@ -3,7 +3,9 @@
 Exit codes: 0 success; 1 the invocation failed (its error code is printed) or
 another runtime error; 2 a usage mistake (bad option, bad JSON, bad
 MODULE:ATTR); 3 no system is running; 4 unknown agent or invocation; 5 the
-invocation is still running; 130 detached with Ctrl-C.
+invocation is still running (or unfinished); 6 recovery refused because tasks
+are uncertain (resolve, abandon or re-run them as idempotent); 130 detached
+with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import click
 from hayata_py._api import AgentSystem
 from hayata_py._errors import HayataError
 from hayata_py.cli import _state
+from hayata_py.store import TaskStore
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NO_SYSTEM = 3
 EXIT_NOT_FOUND = 4
 EXIT_RUNNING = 5
+EXIT_UNCERTAIN = 6
 EXIT_DETACHED = 130
 
 DEFAULT_DATA_DIR = "hayata-data"
@@ -70,8 +74,9 @@ def json_option(command: F) -> F:
 
 
 def cli_hint(data_dir: Path) -> str:
-    """``--data-dir X`` for hints, empty for the default directory."""
-    return "" if str(data_dir) == DEFAULT_DATA_DIR else f" --data-dir {data_dir}"
+    """``--data-dir X`` for hints, empty for the default or ``$HAYATA_DATA_DIR``."""
+    implied = (DEFAULT_DATA_DIR, os.environ.get(DATA_DIR_ENV))
+    return "" if str(data_dir) in implied else f" --data-dir {data_dir}"
 
 
 def running_record(data_dir: Path) -> _state.SystemRecord:
@@ -106,7 +111,20 @@ def connect(data_dir: Path, *, with_store: bool = False
     if system.session_id != record.session_id:
         raise CliError(f"admin port {record.admin_port} is served by another system (session "
                        f"{system.session_id}, not {record.session_id})", EXIT_NO_SYSTEM)
+    # Agents started through this handle run as the recorded system instance
+    # (the owner their invocations and tasks are recorded under).
+    system.instance = record.instance or system.instance
     return system, record
+
+
+def open_store_of(store_url: str | None) -> TaskStore:
+    """Open the store a system recorded (for reads while its agent is not started)."""
+    if not store_url:
+        raise CliError("the system recorded no store URL; restart it with `hayata system "
+                       "start`", EXIT_FAILED)
+    from hayata_py.store import open_store
+
+    return open_store(store_url)
 
 
 def parse_json(text: str, option: str) -> Any:

@@ -88,7 +88,7 @@ def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
             admin_started=psutil.Process(admin_pid).create_time(),
             session_id=system.session_id, store_url=system.store_url,
             log_file=str(data_dir / "hayata.log.jsonl"), output_file=str(data_dir / OUTPUT_NAME),
-            cwd=os.getcwd(), started_at=time.time())
+            cwd=os.getcwd(), started_at=time.time(), instance=system.instance)
         _state.save(data_dir, record)
     except Exception as exc:  # noqa: BLE001
         system.kill()

@@ -38,6 +38,8 @@ class SystemRecord:
     cwd: str
     started_at: float
     version: int = RECORD_VERSION
+    instance: str = ""
+    """The system instance id (the owner of the invocations its agents run)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -70,7 +70,9 @@ def start(target: str, data_dir: Path) -> None:
     returning one). The module must be importable from the directory the
     system was started in."""
     config = load_config(target)
-    system, _record = connect(data_dir)
+    # The agent records its invocations in the system's store: the handle that
+    # starts it must know the store's URL.
+    system, _record = connect(data_dir, with_store=True)
     try:
         ref = system.start_agent(config)
     except ConfigError as exc:

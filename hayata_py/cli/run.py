@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
 from hayata_py._api import AgentRef
+from hayata_py._errors import ErrorInfo
+from hayata_py.cli import _state
 from hayata_py.cli._common import (
     EXIT_DETACHED,
     EXIT_FAILED,
+    EXIT_NO_SYSTEM,
+    EXIT_NOT_FOUND,
     EXIT_RUNNING,
+    CliError,
     cli_hint,
     connect,
     data_dir_option,
     dumps,
     json_option,
+    open_store_of,
     parse_json,
 )
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 FOREVER = 7 * 24 * 3600.0  # select() refuses timeouts beyond ~24 days
+POLL = 1.0  # while waiting for messages, check this often that the system is alive
 
 
 def event_json(event: AgentEvent) -> dict[str, Any]:
@@ -56,6 +64,20 @@ def print_result(result: AgentResult, as_json: bool) -> int:
     return 0 if result.ok else EXIT_FAILED
 
 
+def stored_result(store_url: str | None, agent_id: str, invocation_id: str
+                  ) -> AgentResult | None:
+    """An invocation's result as the store has it (None while it is unfinished)."""
+    with open_store_of(store_url) as store:
+        record = store.get_invocation(invocation_id)
+    if record is None or record.agent_id != agent_id:
+        raise CliError(f"agent {agent_id!r} has no invocation {invocation_id!r} in the store "
+                       f"(see `hayata tasks {agent_id}`)", EXIT_NOT_FOUND)
+    if record.status == "running":
+        return None
+    error = ErrorInfo.from_dict(record.error) if record.error else None
+    return AgentResult(invocation_id, record.status == "completed", record.result, error)
+
+
 def _detached(agent_id: str, invocation_id: str, data_dir: Path) -> int:
     click.echo(f"detached; invocation {invocation_id} keeps running. Fetch its result with: "
                f"hayata result {agent_id} {invocation_id}{cli_hint(data_dir)}", err=True)
@@ -80,20 +102,38 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
     detaches without stopping the invocation and prints how to fetch its result.
     """
     value = parse_json(input_json, "--input")
-    system, _record = connect(data_dir)
+    system, record = connect(data_dir)
     ref: AgentRef = system.agent(agent_id)
     invocation_id = ref.run(value, subscriber=CALLER, stream=stream)
-    try:
-        for message in ref.messages(invocation_id, timeout or FOREVER):
-            if isinstance(message, AgentEvent):
-                print_event(message, as_json)
-            else:
-                sys.exit(print_result(message, as_json))
-    except KeyboardInterrupt:
-        sys.exit(_detached(agent_id, invocation_id, data_dir))
-    except TimeoutError:
-        click.echo(f"no message for {timeout}s", err=True)
-        sys.exit(_detached(agent_id, invocation_id, data_dir))
+    sys.exit(follow(ref, invocation_id, as_json, timeout, data_dir, record))
+
+
+def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | None,
+           data_dir: Path, record: _state.SystemRecord) -> int:
+    """Print the events then the result of an invocation run with ``hy.CALLER``;
+    return the exit status. Ctrl-C or ``timeout`` seconds without a message
+    detach (the invocation keeps running); the system dying ends the wait."""
+    last = time.monotonic()
+    while True:
+        try:
+            for message in ref.messages(invocation_id, POLL):
+                last = time.monotonic()
+                if isinstance(message, AgentEvent):
+                    print_event(message, as_json)
+                else:
+                    return print_result(message, as_json)
+        except KeyboardInterrupt:
+            return _detached(ref.id, invocation_id, data_dir)
+        except TimeoutError:
+            if not _state.alive(record):
+                hint = cli_hint(data_dir)
+                raise CliError(
+                    f"the system died during invocation {invocation_id}; start it again "
+                    f"(`hayata system start{hint}`), start the agent and run `hayata recover "
+                    f"{ref.id}{hint}`", EXIT_NO_SYSTEM) from None
+            if timeout is not None and time.monotonic() - last >= timeout:
+                click.echo(f"no message for {timeout}s", err=True)
+                return _detached(ref.id, invocation_id, data_dir)
 
 
 @click.command("result", short_help="Print an invocation's result.")
@@ -104,10 +144,22 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
 @data_dir_option
 def result(agent_id: str, invocation_id: str, wait: bool, as_json: bool,
            data_dir: Path) -> None:
-    """Print the result of INVOCATION of AGENT (exit 5 while it still runs)."""
-    system, _record = connect(data_dir)
-    ref = system.agent(agent_id)
-    outcome = ref.wait(invocation_id, FOREVER) if wait else ref.get_result(invocation_id)
+    """Print the result of INVOCATION of AGENT (exit 5 while it still runs).
+
+    When AGENT is not started (after a system restart, say), the result is
+    read from the durable store.
+    """
+    system, record = connect(data_dir)
+    if agent_id not in system.agents():
+        outcome = stored_result(record.store_url, agent_id, invocation_id)
+        if outcome is None:
+            click.echo(f"invocation {invocation_id} is unfinished and agent {agent_id} is not "
+                       f"started; start it with `hayata agent start MODULE:ATTR`, then "
+                       f"`hayata recover {agent_id}`", err=True)
+            sys.exit(EXIT_RUNNING)
+    else:
+        ref = system.agent(agent_id)
+        outcome = ref.wait(invocation_id, FOREVER) if wait else ref.get_result(invocation_id)
     if outcome is None:
         click.echo(f"invocation {invocation_id} is still running; try again, or add --wait",
                    err=True)
