@@ -22,9 +22,15 @@ import psutil
 from thespian.actors import ActorAddress, PoisonMessage
 
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors._protocol import Describe, Description
+from hayata_py._actors._protocol import Describe, Description, GetSystemInfo, SystemInfo
 from hayata_py._actors.agent import validate_run
-from hayata_py._actors.tree import AGENT_PREFIX, NODE_PREFIX, TOP_FLAGS, AgentSupervisor
+from hayata_py._actors.tree import (
+    AGENT_PREFIX,
+    NODE_PREFIX,
+    TOP_FLAGS,
+    AgentSupervisor,
+    TopSupervisor,
+)
 from hayata_py._config import AgentConfig, validate_config
 from hayata_py._errors import (
     AgentAlreadyStarted,
@@ -172,8 +178,10 @@ class AgentSystem:
         self.instance = uuid.uuid4().hex
         self._system = System(admin_port=admin_port, log_file=self.data_dir / "hayata.log.jsonl")
         try:
-            self._top = self._system.start_supervisor(TOP_NAME, TOP_FLAGS, [],
-                                                      global_name=TOP_NAME)
+            info = SystemInfo(self.store_url, self.instance, str(self.data_dir))
+            self._top = self._system.start_supervisor(
+                TOP_NAME, TOP_FLAGS, [], actor=TopSupervisor, global_name=TOP_NAME,
+                extra_args=(info,))
         except BaseException:
             self._system.shutdown()
             raise
@@ -188,18 +196,20 @@ class AgentSystem:
             self._system = System.connect(admin_port)
         except SupervisorError as exc:
             raise HayataError(str(exc), code="no_system", admin_port=admin_port) from exc
-        address = self._system.lookup("supervisors.Supervisor", TOP_NAME)
+        address = self._system.lookup(TopSupervisor, TOP_NAME)
         self._top = SupervisorRef(self._system, address, TOP_NAME, 0)
         self._system.adopt(self._top)
-        self.data_dir = Path(".").resolve()
-        self.store_url = store_url or ""
-        if store_url:
-            from hayata_py.store import open_store
+        info = self._system.ask(address, GetSystemInfo(), 10.0)
+        if not isinstance(info, SystemInfo):
+            raise HayataError(f"the system on port {admin_port} is not a hayata_py system "
+                              f"(no answer to GetSystemInfo)", code="no_system",
+                              admin_port=admin_port)
+        self.data_dir = Path(info.data_dir)
+        self.instance = info.instance
+        self.store_url = store_url or info.store_url
+        from hayata_py.store import open_store
 
-            self.store = open_store(store_url)
-        else:
-            self.store = None  # type: ignore[assignment]
-        self.instance = ""
+        self.store = open_store(self.store_url)
         self._inboxes = {}
         self._closed = False
         return self

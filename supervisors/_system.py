@@ -203,6 +203,7 @@ class System:
         actor: type | str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         global_name: str | None = None,
+        extra_args: tuple[Any, ...] = (),
     ) -> SupervisorRef:
         """Start a top-level supervisor and its children (in order).
 
@@ -212,7 +213,7 @@ class System:
         from supervisors._supervisor import Supervisor
 
         validate_children(flags, children)
-        start = Start(actor or Supervisor, (flags, list(children)))
+        start = Start(actor or Supervisor, (flags, list(children), *extra_args))
         address, pid = self.start_actor(supervisor_id, start, timeout=timeout,
                                         global_name=global_name)
         ref = SupervisorRef(self, address, supervisor_id, pid)

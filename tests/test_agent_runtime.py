@@ -290,3 +290,21 @@ def test_parallel_example(agents: hy.AgentSystem) -> None:
     completed = [e.data["node_id"] for e in events if e.type == "node_completed"]
     assert completed[:2] == ["orders", "customer"]  # the slow branch, requested first, ends last
     assert completed[2] == "aggregate"
+
+
+def test_an_attached_handle_learns_the_store_and_instance(agents: hy.AgentSystem) -> None:
+    attached = hy.AgentSystem.connect(agents.admin_port)
+    try:
+        assert attached.store_url == agents.store_url
+        assert attached.instance == agents.instance
+        agent = attached.start_agent(hy.AgentConfig(
+            "via-connect", {"w": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted"))
+        inv = agent.run({"steps": [["next", "w", {}], ["finish", "attached"]]})
+        assert agent.wait(inv, 30).result == "attached"
+        record = agents.store.get_invocation(inv)
+        assert record is not None and record.status == "completed"
+        tasks = agents.store.get_tasks(inv)
+        assert [t.system_instance for t in tasks] == [agents.instance]
+    finally:
+        attached.shutdown()  # detaches only
+    assert "via-connect" in agents.agents()

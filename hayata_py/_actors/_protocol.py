@@ -195,3 +195,17 @@ class UseWatcher:
     """Node supervisor -> node: the edge watcher restarted at ``address``."""
 
     address: Any
+
+
+@dataclass(frozen=True)
+class GetSystemInfo:
+    """Ask the top supervisor for :class:`SystemInfo`."""
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """What a process attaching to a running system needs to know."""
+
+    store_url: str
+    instance: str
+    data_dir: str

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hayata_py._actors._protocol import NodeEvent, UseWatcher, WatchNodes
+from hayata_py._actors._protocol import (
+    GetSystemInfo,
+    NodeEvent,
+    SystemInfo,
+    UseWatcher,
+    WatchNodes,
+)
 from hayata_py._config import AgentSpec
 from supervisors import (
     ChildEvent,
@@ -36,6 +42,22 @@ NODE_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=20, period=10.0)
 
 NODE_PREFIX = "node:"
 AGENT_PREFIX = "agent:"
+
+
+class TopSupervisor(Supervisor):
+    """The top supervisor; it also tells attached processes how to reach the
+    store and which system instance owns it (``GetSystemInfo``)."""
+
+    def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
+        flags, children, info = args
+        self.system_info: SystemInfo = info
+        return flags, list(children)
+
+    def on_message(self, message: Any, sender: Any) -> None:
+        if isinstance(message, GetSystemInfo):
+            self.send(sender, self.system_info)
+            return
+        super().on_message(message, sender)
 
 
 class AgentSupervisor(Supervisor):
