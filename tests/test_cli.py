@@ -340,6 +340,7 @@ def test_recovery_command_errors(tmp_path: Path, args: tuple[str, ...],
     [], ["system"], ["system", "start"], ["system", "status"], ["system", "stop"],
     ["system", "kill"], ["agent"], ["agent", "start"], ["agent", "stop"], ["agent", "list"],
     ["run"], ["result"], ["ps"], ["kill"], ["tasks"], ["recover"], ["resolve"], ["abandon"],
+    ["logs"],
 ])
 def test_help_everywhere(command: list[str]) -> None:
     done = CliRunner().invoke(cli, [*command, "--help"], prog_name="hayata")
@@ -356,3 +357,28 @@ def test_module_and_console_script(entry: list[str]) -> None:
                           env=CLEAN_ENV, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: hayata") and "system" in done.stdout
+
+
+def test_logs_renders_filters_and_limits(tmp_path: Path) -> None:
+    rows = [
+        {"event": "child_started", "level": "info", "agent_id": "a", "pid": 1,
+         "timestamp": "2026-01-01T00:00:00Z"},
+        {"event": "actor_crashed", "level": "warning", "agent_id": "b", "pid": 2,
+         "reason": "RuntimeError: x", "timestamp": "2026-01-01T00:00:01Z"},
+        {"event": "node_down", "level": "info", "agent_id": "b", "pid": 3,
+         "timestamp": "2026-01-01T00:00:02Z"},
+    ]
+    (tmp_path / "hayata.log.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows) + '{"half a li')
+    run = CliRunner().invoke(cli, ["logs", "--data-dir", str(tmp_path), "--agent", "b"])
+    assert run.exit_code == 0, run.output
+    lines = run.output.splitlines()
+    assert len(lines) == 2 and "actor_crashed" in lines[0] and "node_down" in lines[1]
+    assert "reason='RuntimeError: x'" in lines[0] or "reason=RuntimeError: x" in lines[0]
+    warn = CliRunner().invoke(cli, ["logs", "--data-dir", str(tmp_path), "--level", "warning",
+                                    "--json"])
+    assert [json.loads(line)["event"] for line in warn.output.splitlines()] == ["actor_crashed"]
+    last = CliRunner().invoke(cli, ["logs", "--data-dir", str(tmp_path), "-n", "1"])
+    assert "node_down" in last.output and "child_started" not in last.output
+    missing = CliRunner().invoke(cli, ["logs", "--data-dir", str(tmp_path / "none")])
+    assert missing.exit_code == 4 and "Traceback" not in missing.output

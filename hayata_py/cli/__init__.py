@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from hayata_py._errors import HayataError
-from hayata_py.cli import agents, ps, recovery, run, system
+from hayata_py.cli import agents, logs, ps, recovery, run, system
 from hayata_py.cli._common import EXIT_FAILED, CliError, from_hayata
 from supervisors import SupervisorError
 
@@ -54,6 +54,7 @@ cli.add_command(recovery.tasks)
 cli.add_command(recovery.recover)
 cli.add_command(recovery.resolve)
 cli.add_command(recovery.abandon)
+cli.add_command(logs.logs)
 
 
 def main() -> None:
