@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
+import random
 import threading
 import time
 import uuid
@@ -61,6 +63,7 @@ from hayata_py.store import TaskClass, TaskRecord, TaskStore, classify_task
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
 TOP_NAME = "hayata"
+_REFS = itertools.count(random.randrange(1, 2**31))
 TERMINAL_EVENTS = ("invocation_completed", "invocation_failed")
 ASK_TIMEOUT = 30.0
 
@@ -406,8 +409,16 @@ class AgentRef:
         out) are dropped, so they can never be mistaken for this call's answer.
         """
         deadline = time.monotonic() + timeout
+        ref = 0
+        if hasattr(message, "ref"):
+            ref = next(_REFS)
+            message = dataclasses.replace(message, ref=ref)
+
+        def mine(reply: Any) -> bool:
+            return accept(reply) and getattr(reply, "ref", ref) == ref
+
         reply = self.system._system.ask(self._current_address(), message, timeout)
-        while reply is not None and not isinstance(reply, PoisonMessage) and not accept(reply):
+        while reply is not None and not isinstance(reply, PoisonMessage) and not mine(reply):
             remaining = deadline - time.monotonic()
             reply = self.system._system.listen(remaining) if remaining > 0 else None
         if reply is None or isinstance(reply, PoisonMessage):

@@ -81,6 +81,7 @@ class GetResult:
     """Ask for an invocation's result: answered with :class:`ResultReply`."""
 
     invocation_id: str
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class WaitResult:
     """Like :class:`GetResult`, but answered only once the invocation has ended."""
 
     invocation_id: str
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,15 @@ class ResultReply:
     invocation_id: str
     result: AgentResult | None
     known: bool = True
+    ref: int = 0
+    """The ``ref`` of the request this answers."""
 
 
 @dataclass(frozen=True)
 class GetStatus:
     """Ask for the agent's status: answered with :class:`AgentStatus`."""
+
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,7 @@ class AgentStatus:
     agent_id: str
     status: str
     invocation_id: str | None
+    ref: int = 0
 
 
 @dataclass(frozen=True)

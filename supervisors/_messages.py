@@ -59,16 +59,22 @@ class Reply:
     ok: bool
     value: Any = None
     error: Exception | None = None
+    ref: int = 0
+    """The ``ref`` of the request this answers (callers match on it)."""
 
 
 @dataclass(frozen=True)
 class WhichChildren:
     """Request: list the children as :class:`ChildInfo`, in start order."""
 
+    ref: int = 0
+
 
 @dataclass(frozen=True)
 class CountChildren:
     """Request: :class:`ChildCounts`."""
+
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class StartChild:
 
     spec: ChildSpec | None = None
     args: tuple[Any, ...] = ()
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class TerminateChild:
     """Request: stop child ``id`` (its spec is kept unless it is temporary)."""
 
     id: str
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class RestartChild:
     """Request: start the terminated child ``id`` again."""
 
     id: str
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,12 +108,15 @@ class DeleteChild:
     """Request: remove the spec of the terminated child ``id``."""
 
     id: str
+    ref: int = 0
 
 
 @dataclass(frozen=True)
 class ShutdownSupervisor:
     """Request: stop all children (right to left, each within its shutdown
     time) and then the supervisor itself; answered before it exits."""
+
+    ref: int = 0
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,17 @@ def die_with_parent() -> None:
         os._exit(70)
 
 
+def child_alive(pid: int | None) -> bool:
+    """True while ``pid`` is a running (non-zombie) child of this process."""
+    if pid is None:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def wait_child_exit(pid: int | None, timeout: float) -> bool:
     """Wait until child ``pid`` has exited (zombie or reaped); SIGKILL it at ``timeout``.
 

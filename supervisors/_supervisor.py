@@ -43,7 +43,7 @@ from supervisors._messages import (
     _StartFailed,
     _StopTimeout,
 )
-from supervisors._os import kill_child_process, wait_child_exit
+from supervisors._os import child_alive, kill_child_process, wait_child_exit
 from supervisors._spec import (
     ChildSpec,
     Kind,
@@ -69,6 +69,7 @@ class _Child:
     status: str = "terminated"
     reason: str | None = None  # crash reason reported by the child before it dies
     normal_exit: bool = False  # the coming exit was requested (normal)
+    exited: bool = False  # its ChildActorExited arrived while an operation ran
 
     def info(self) -> ChildInfo:
         return ChildInfo(
@@ -184,9 +185,18 @@ class Supervisor(SupervisedActor):
         elif isinstance(message, (WakeupMessage, _StopTimeout)):
             return  # a timer of an operation that already finished
         elif self._op is not None or self._queue:
+            self._note_exit(message)
             self._queue.append((message, sender))
         else:
             self._handle(message, sender)
+
+    def _note_exit(self, message: Any) -> None:
+        """Remember that a child died even if no operation is waiting for it, so a
+        later stop of that child does not wait for an exit that already happened."""
+        if isinstance(message, ChildActorExited):
+            child = self._find(message.childAddress)
+            if child is not None:
+                child.exited = True
 
     def _find(self, address: Any) -> _Child | None:
         for child in self._children:
@@ -218,19 +228,21 @@ class Supervisor(SupervisedActor):
             if child is not None:
                 self._run(self._op_child_exited(child))
         elif isinstance(message, WhichChildren):
-            self.send(sender, Reply(True, [c.info() for c in self._children]))
+            self.send(sender, Reply(True, [c.info() for c in self._children], ref=message.ref))
         elif isinstance(message, CountChildren):
-            self.send(sender, Reply(True, self._counts()))
+            self.send(sender, Reply(True, self._counts(), ref=message.ref))
         elif isinstance(message, StartChild):
-            self._run(self._op_request(sender, self._op_start_request(message)))
+            self._run(self._op_request(sender, message.ref, self._op_start_request(message)))
         elif isinstance(message, TerminateChild):
-            self._run(self._op_request(sender, self._op_terminate(message.id)))
+            self._run(self._op_request(sender, message.ref, self._op_terminate(message.id)))
         elif isinstance(message, RestartChild):
-            self._run(self._op_request(sender, self._op_restart_request(message.id)))
+            self._run(self._op_request(sender, message.ref,
+                                       self._op_restart_request(message.id)))
         elif isinstance(message, DeleteChild):
-            self.send(sender, self._delete(message.id))
+            reply = self._delete(message.id)
+            self.send(sender, Reply(reply.ok, reply.value, reply.error, ref=message.ref))
         elif isinstance(message, ShutdownSupervisor):
-            self._run(self._op_shutdown(sender))
+            self._run(self._op_shutdown(sender, message.ref))
         else:
             self.on_message(message, sender)
 
@@ -269,6 +281,9 @@ class Supervisor(SupervisedActor):
     def _sa_on_shutdown_request(self, sender: Any) -> None:
         # From our own supervisor: stop children in order, then exit.
         self._sa_exiting = True
+        for message, requester in self._queue:
+            self._note_exit(message)
+            self._refuse(message, requester)
         self._queue.clear()
         self._run(self._op_stop_all_then_exit())
 
@@ -278,12 +293,12 @@ class Supervisor(SupervisedActor):
         self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
         self.send(self.myAddress, ActorExitRequest())
 
-    def _op_shutdown(self, sender: Any) -> Op:
+    def _op_shutdown(self, sender: Any, ref: int = 0) -> Op:
         self._sa_exiting = True
         for child in reversed(list(self._children)):
             yield from self._stop_child(child)
         self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
-        self.send(sender, Reply(True, None))
+        self.send(sender, Reply(True, None, ref=ref))
         self.send(self.myAddress, ActorExitRequest())
 
     def receiveMessage(self, message: Any, sender: Any) -> None:
@@ -300,10 +315,23 @@ class Supervisor(SupervisedActor):
                     self._advance(message)
                 elif isinstance(message, _ChildFailed):
                     self._on_child_failed(message, sender)
+                else:
+                    self._note_exit(message)
+                    self._refuse(message, sender)
             except BaseException as exc:  # noqa: BLE001
                 self._sa_fail(describe_exception(exc))
             return
         super().receiveMessage(message, sender)
+
+    _REQUESTS = (WhichChildren, CountChildren, StartChild, TerminateChild, RestartChild,
+                 DeleteChild, ShutdownSupervisor)
+
+    def _refuse(self, message: Any, sender: Any) -> None:
+        """Answer a control request that arrives while the supervisor shuts down."""
+        if isinstance(message, self._REQUESTS):
+            self.send(sender, Reply(False, error=SupervisorError(
+                f"supervisor {self.sup_id!r} is shutting down", code="shutting_down"),
+                ref=getattr(message, "ref", 0)))
 
     # -- child lifecycle (operations) ----------------------------------------------
 
@@ -312,7 +340,7 @@ class Supervisor(SupervisedActor):
         spec = child.spec
         start = spec.start.with_extra_args(child.extra_args)
         token = next(self._tokens)
-        child.reason, child.normal_exit = None, False
+        child.reason, child.normal_exit, child.exited = None, False, False
         try:
             args = tuple(self._resolve(a) for a in start.args)
             kwargs = {k: self._resolve(v) for k, v in start.kwargs.items()}
@@ -346,6 +374,13 @@ class Supervisor(SupervisedActor):
             child.status = "terminated"
             return
         address, pid = child.address, child.pid
+        if child.exited or not child_alive(pid):
+            # Already dead (its exit may have been queued or dropped meanwhile).
+            self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
+                          child_pid=pid, already_exited=True)
+            child.address, child.pid, child.status = None, None, "terminated"
+            self._emit(ChildEvent("exited", child.spec.id, address, pid, "shutdown", True))
+            return
         child.status, child.normal_exit = "stopping", True
         shutdown = child.spec.shutdown
         token = next(self._tokens)
@@ -365,6 +400,8 @@ class Supervisor(SupervisedActor):
             self.log.warning("child_shutdown_timeout", supervisor_id=self.sup_id,
                              child=child.spec.id, child_pid=pid)
             kill_child_process(pid)
+            if wait_child_exit(pid, timeout=2.0) or not child_alive(pid):
+                break  # gone; its ChildActorExited, if it comes, finds no child
         self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
                       child_pid=pid)
         child.address, child.pid, child.status = None, None, "terminated"
@@ -432,13 +469,13 @@ class Supervisor(SupervisedActor):
 
     # -- control requests ---------------------------------------------------------
 
-    def _op_request(self, sender: Any, op: Op) -> Op:
+    def _op_request(self, sender: Any, ref: int, op: Op) -> Op:
         try:
             value = yield from op
         except SupervisorError as exc:
-            self.send(sender, Reply(False, error=exc))
+            self.send(sender, Reply(False, error=exc, ref=ref))
             return
-        self.send(sender, Reply(True, value))
+        self.send(sender, Reply(True, value, ref=ref))
 
     def _by_id(self, child_id: str) -> _Child:
         for child in self._children:

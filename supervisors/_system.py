@@ -9,7 +9,10 @@ stops them in order and makes sure no process of the system is left.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import os
+import random
 import signal
 import threading
 import time
@@ -40,6 +43,9 @@ from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_childr
 from supervisors._thespian import SYSTEM_BASE, free_port, log_defs, prepare_environment
 
 DEFAULT_TIMEOUT = 30.0
+
+_REFS = itertools.count(random.randrange(1, 2**31))
+"""Request references: unique within this process (random start: several processes)."""
 
 STARTED_SESSIONS: list[int] = []
 """Session ids of every system this process started (leak checks use it)."""
@@ -359,18 +365,28 @@ class SupervisorRef:
         self.pid = pid
 
     def _call(self, request: Any, timeout: float) -> Any:
+        """Send ``request`` with a fresh ``ref`` and wait for the :class:`Reply`
+        carrying it; anything else (a late reply to an earlier call that timed
+        out) is dropped, so it can never be taken for this call's answer."""
+        ref = next(_REFS)
+        request = dataclasses.replace(request, ref=ref)
+        deadline = time.monotonic() + timeout
         reply = self.system.ask(self.address, request, timeout)
-        if isinstance(reply, Reply):
-            if reply.ok:
-                return reply.value
-            assert reply.error is not None
-            raise reply.error
-        if isinstance(reply, PoisonMessage):
-            raise SupervisorError(f"{type(request).__name__} could not be delivered",
-                                  code="no_reply")
-        raise SupervisorError(
-            f"no reply from supervisor {self.id!r} to {type(request).__name__} "
-            f"within {timeout}s", code="timeout")
+        while reply is not None and not (isinstance(reply, Reply) and reply.ref == ref):
+            if isinstance(reply, PoisonMessage) and getattr(reply, "poisonMessage", None) \
+                    == request:
+                raise SupervisorError(f"{type(request).__name__} could not be delivered",
+                                      code="no_reply")
+            remaining = deadline - time.monotonic()
+            reply = self.system.listen(remaining) if remaining > 0 else None
+        if reply is None:
+            raise SupervisorError(
+                f"no reply from supervisor {self.id!r} to {type(request).__name__} "
+                f"within {timeout}s", code="timeout")
+        if reply.ok:
+            return reply.value
+        assert reply.error is not None
+        raise reply.error
 
     def which_children(self, timeout: float = DEFAULT_TIMEOUT) -> list[ChildInfo]:
         return list(self._call(WhichChildren(), timeout))

@@ -201,3 +201,57 @@ def test_decisions_are_logged_with_ids_pids_and_reasons(system: System, log_file
     assert exited["supervisor_id"] == "top" and exited["child"] == "a"
     assert exited["child_pid"] == info.pid and exited["reason"] == "RuntimeError: kaboom"
     assert all("pid" in r for r in rows)
+
+
+def test_child_dying_while_its_siblings_are_stopped_does_not_wedge_shutdown(
+    system: System, tmp_path: Path
+) -> None:
+    stops = tmp_path / "stops"
+    kw = {"stop_log": str(stops)}
+    sup = system.start_supervisor("top", SupervisorFlags(), [
+        ChildSpec("a", Start(Echo, kwargs=kw), shutdown=1.0),
+        ChildSpec("b", Start(Stubborn, kwargs=kw), shutdown=1.5),
+    ])
+    a = sup.child("a").pid or 0
+    done: list[BaseException | None] = []
+
+    import threading
+
+    def shut() -> None:
+        try:
+            sup.shutdown(timeout=20)
+            done.append(None)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            done.append(exc)
+
+    worker = threading.Thread(target=shut)
+    worker.start()
+    eventually(lambda: "stop b" in stops.read_text() if stops.exists() else False,
+               message="b's stop began")
+    os.kill(a, signal.SIGKILL)  # a dies while the supervisor waits for b
+    worker.join(timeout=20)
+    assert done == [None], done
+    assert not alive(a)
+    eventually(lambda: not alive(sup.pid), message="supervisor exits after answering")
+
+
+def test_exit_during_a_restart_group_stop_does_not_wedge(system: System, tmp_path: Path) -> None:
+    stops = tmp_path / "stops"
+    kw = {"stop_log": str(stops)}
+    sup = system.start_supervisor("top", SupervisorFlags(Strategy.ONE_FOR_ALL, intensity=10), [
+        ChildSpec("x", Start(Echo, kwargs=kw)),
+        ChildSpec("b", Start(Echo, kwargs=kw)),
+        ChildSpec("c", Start(Stubborn, kwargs=kw), shutdown=1.5),
+    ])
+    before = {c.id: c.pid for c in sup.which_children()}
+    os.kill(before["x"] or 0, signal.SIGKILL)
+    eventually(lambda: "stop c" in stops.read_text() if stops.exists() else False,
+               message="c's stop began")
+    os.kill(before["b"] or 0, signal.SIGKILL)  # b dies while c is being stopped
+
+    def all_new() -> bool:
+        rows = sup.which_children(timeout=10)
+        return all(r.status == "running" and r.pid != before[r.id] for r in rows)
+
+    eventually(all_new, timeout=20, message="all three restarted")
+    assert not any(alive(pid or 0) for pid in before.values())

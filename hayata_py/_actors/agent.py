@@ -11,6 +11,7 @@ change a terminal state or cause a second notification.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections import OrderedDict
@@ -138,7 +139,7 @@ class AgentActor(SupervisedActor):
         self.outbox: dict[str, list[Any]] = {}
         self.inv: _Invocation | None = None
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
-        self.waiters: dict[str, list[Any]] = {}
+        self.waiters: dict[str, list[tuple[Any, int]]] = {}
         self._timer_pending = False
         self.log = self.log.bind(agent_id=spec.id)
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
@@ -179,7 +180,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, NodeDown):
             self._on_node_down(message)
         elif isinstance(message, GetStatus):
-            self.send(sender, self._status())
+            self.send(sender, dataclasses.replace(self._status(), ref=message.ref))
         elif isinstance(message, Recover):
             self._reply(sender, self._on_recover(message, sender))
         elif isinstance(message, ResolveTask):
@@ -187,13 +188,15 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, Abandon):
             self._reply(sender, self._on_abandon(message))
         elif isinstance(message, GetResult):
-            self.send(sender, self._result_reply(message.invocation_id))
+            reply = self._result_reply(message.invocation_id)
+            self.send(sender, dataclasses.replace(reply, ref=message.ref))
         elif isinstance(message, WaitResult):
             reply = self._result_reply(message.invocation_id)
             if reply.result is None and reply.known:
-                self.waiters.setdefault(message.invocation_id, []).append(sender)
+                self.waiters.setdefault(message.invocation_id, []).append(
+                    (sender, message.ref))
             else:
-                self.send(sender, reply)
+                self.send(sender, dataclasses.replace(reply, ref=message.ref))
 
     def _status(self) -> AgentStatus:
         if self.recovering is not None:
@@ -487,8 +490,8 @@ class AgentActor(SupervisedActor):
             self.results.popitem(last=False)
         if inv.subscriber is not None:
             self.send(inv.subscriber, result)
-        for waiter in self.waiters.pop(result.invocation_id, []):
-            self.send(waiter, ResultReply(result.invocation_id, result))
+        for waiter, ref in self.waiters.pop(result.invocation_id, []):
+            self.send(waiter, ResultReply(result.invocation_id, result, ref=ref))
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -604,8 +607,8 @@ class AgentActor(SupervisedActor):
         self.recovering = None
         result = AgentResult(record.invocation_id, False, None, error)
         self.results[record.invocation_id] = result
-        for waiter in self.waiters.pop(record.invocation_id, []):
-            self.send(waiter, ResultReply(record.invocation_id, result))
+        for waiter, ref in self.waiters.pop(record.invocation_id, []):
+            self.send(waiter, ResultReply(record.invocation_id, result, ref=ref))
         self.log.info("invocation_abandoned", invocation_id=record.invocation_id)
         return Ack(record.invocation_id)
 
