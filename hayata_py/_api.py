@@ -188,7 +188,7 @@ class AgentSystem:
         except BaseException:
             self._system.shutdown()
             raise
-        self._inboxes: dict[int, _Inbox] = {}
+        self._inboxes: dict[threading.Thread, _Inbox] = {}
         self._closed = False
 
     @classmethod
@@ -334,10 +334,14 @@ class AgentSystem:
     # -- internals -------------------------------------------------------------------
 
     def _inbox_for_caller(self) -> _Inbox:
-        """This thread's inbox for ``hy.CALLER`` (each thread has its own endpoint)."""
-        inbox = self._inboxes.get(threading.get_ident())
+        """This thread's inbox for ``hy.CALLER`` (each thread has its own endpoint);
+        inboxes of threads that have ended are closed when a new one is made."""
+        thread = threading.current_thread()
+        inbox = self._inboxes.get(thread)
         if inbox is None:
-            inbox = self._inboxes[threading.get_ident()] = _Inbox(self._system)
+            for ended in [t for t in self._inboxes if not t.is_alive()]:
+                self._inboxes.pop(ended).close()
+            inbox = self._inboxes[thread] = _Inbox(self._system)
         return inbox
 
     def _close_inboxes(self) -> None:

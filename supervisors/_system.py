@@ -16,6 +16,7 @@ import random
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -165,7 +166,7 @@ class System:
     def _init_endpoints(self) -> None:
         self._owner_thread = threading.get_ident()
         self._local = threading.local()
-        self._clones: list[Any] = []
+        self._clones: list[tuple[weakref.ref[threading.Thread], Any]] = []
         self._clones_lock = threading.Lock()
 
     def endpoint(self) -> Any:
@@ -183,13 +184,19 @@ class System:
             endpoint = ExternalContext(self._asys._systemBase.external_clone())
             self._local.endpoint = endpoint
             with self._clones_lock:
-                self._clones.append(endpoint)
+                # Close the endpoints of threads that have ended (one socket each).
+                dead = [e for t, e in self._clones if not _thread_alive(t)]
+                self._clones = [(t, e) for t, e in self._clones if e not in dead]
+                self._clones.append((weakref.ref(threading.current_thread()), endpoint))
+            for old in dead:
+                with contextlib.suppress(Exception):
+                    old.exit_clone()
         return endpoint
 
     def _close_endpoints(self) -> None:
         with self._clones_lock:
             clones, self._clones = self._clones, []
-        for endpoint in clones:
+        for _thread, endpoint in clones:
             with contextlib.suppress(Exception):
                 endpoint.exit_clone()
 
@@ -322,6 +329,11 @@ class System:
         kill_all(procs)
         wait_gone(procs, timeout=5.0)
         return [p.pid for p in procs]
+
+
+def _thread_alive(ref: weakref.ref[threading.Thread]) -> bool:
+    thread = ref()
+    return thread is not None and thread.is_alive()
 
 
 def kill_all(procs: Iterable[psutil.Process]) -> None:

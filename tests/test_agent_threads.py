@@ -36,3 +36,29 @@ def test_threads_get_their_own_replies(agents: hy.AgentSystem) -> None:
         outcomes = list(pool.map(drive, range(4)))
     for index, seen in enumerate(outcomes):
         assert seen == [(f"{index}-{n}", f"{index}-{n}") for n in range(8)]
+
+
+def test_endpoints_of_ended_threads_are_closed(agents: hy.AgentSystem) -> None:
+    import threading
+
+    import psutil
+
+    agents.agents()
+
+    def one_call() -> None:
+        assert agents.agents() == []
+
+    def fds() -> int:
+        return psutil.Process().num_fds()
+
+    for _ in range(3):  # warm up: one live endpoint at a time
+        t = threading.Thread(target=one_call)
+        t.start()
+        t.join()
+    before = fds()
+    for _ in range(20):
+        t = threading.Thread(target=one_call)
+        t.start()
+        t.join()
+    assert fds() - before <= 4, "each short-lived thread must not keep a socket"
+    assert len(agents._system._clones) <= 2

@@ -33,7 +33,7 @@ from hayata_py._actors._protocol import (
     Partial,
     WatchNodes,
 )
-from hayata_py._actors.durable import store_for
+from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._config import AgentSpec
@@ -248,7 +248,8 @@ class AgentActor(SupervisedActor):
                 inv.token = self.store.create_invocation(
                     InvocationRecord(inv.id, self.spec.id, "running", 0, inv.state, inv.input),
                     owner=self.spec.instance)
-            except StoreError as exc:
+            except Exception as raw:  # noqa: BLE001 - any store failure is reported
+                exc = as_store_error(raw)
                 self.send(sender, RunRejected(f"could not record the invocation: {exc}",
                                               code=exc.code))
                 return
@@ -337,7 +338,8 @@ class AgentActor(SupervisedActor):
                                   inv.input, active, inv.parallel_results, inv.last_result)
         try:
             self.store.save_checkpoint(record, token=inv.token)
-        except StoreError as exc:
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            exc = as_store_error(raw)
             self._fail_invocation(ErrorInfo(exc.code, f"checkpoint refused: {exc}",
                                             dict(exc.details)), durable=False)
             return False
@@ -459,7 +461,8 @@ class AgentActor(SupervisedActor):
                 inv.id, token=inv.token, status="completed" if result.ok else "failed",
                 result=result.result, error=result.error.to_dict() if result.error else None,
                 state=inv.state)
-        except StoreError as exc:
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            exc = as_store_error(raw)
             self.log.error("finish_refused", invocation_id=inv.id, code=exc.code)
             error = ErrorInfo(exc.code, f"the terminal result could not be recorded: {exc}",
                               dict(exc.details))
@@ -602,7 +605,8 @@ class AgentActor(SupervisedActor):
             token = self._claim(record)
             self.store.finish_invocation(record.invocation_id, token=token, status="failed",
                                          error=error.to_dict())
-        except StoreError as exc:
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            exc = as_store_error(raw)
             return RecoveryRejected(str(exc), code=exc.code)
         self.recovering = None
         result = AgentResult(record.invocation_id, False, None, error)

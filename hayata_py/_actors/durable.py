@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hayata_py._errors import StoreError
 from hayata_py.store import TaskStore
 
 _STORES: dict[tuple[int, str], TaskStore] = {}
@@ -24,3 +25,13 @@ def store_for(url: str) -> TaskStore:
 
 def error_dict(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"code": code, "message": message, "details": details}
+
+
+def as_store_error(exc: Exception) -> StoreError:
+    """A store failure as a :class:`StoreError` with a code: store errors keep
+    theirs; anything else (a driver error: disk full, server gone) becomes
+    ``store_unavailable``, so the runtime reports it instead of crashing."""
+    if isinstance(exc, StoreError):
+        return exc
+    return StoreError(f"the store failed: {type(exc).__name__}: {exc}",
+                      code="store_unavailable")

@@ -22,7 +22,7 @@ from hayata_py._actors._protocol import (
     Partial,
     RunEdge,
 )
-from hayata_py._actors.durable import store_for
+from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
@@ -30,7 +30,6 @@ from hayata_py._errors import (
     ErrorInfo,
     InvalidPartialResult,
     StaleExecution,
-    StoreError,
 )
 from hayata_py._policy import NodeContext
 from hayata_py.store import TaskRecord
@@ -122,7 +121,8 @@ class EdgeActor(SupervisedActor):
             store_for(execute.store_url).mark_started(
                 execute.task_id, token=execute.token, system_instance=execute.instance,
                 attempt=execute.attempt, task=task)
-        except StoreError as exc:
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            exc = as_store_error(raw)
             self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)
             return ErrorInfo(exc.code, f"task {execute.task_id} not started: {exc}",
                              {"node_id": execute.node_id, "task_id": execute.task_id})
@@ -139,7 +139,8 @@ class EdgeActor(SupervisedActor):
                 store.mark_completed(execute.task_id, token=execute.token, result=result)
             else:
                 store.mark_failed(execute.task_id, token=execute.token, error=error.to_dict())
-        except StoreError as exc:
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            exc = as_store_error(raw)
             self.log.warning("task_result_refused", task_id=execute.task_id, code=exc.code)
             return ErrorInfo(exc.code, f"result of task {execute.task_id} not recorded: {exc}",
                              {"node_id": execute.node_id, "task_id": execute.task_id})
