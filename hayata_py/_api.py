@@ -179,7 +179,12 @@ class AgentSystem:
         # Opening applies migrations and refuses a newer schema, before any actor starts.
         self.store: TaskStore = open_store(self.store_url)
         self.instance = uuid.uuid4().hex
-        self._system = System(admin_port=admin_port, log_file=self.data_dir / "hayata.log.jsonl")
+        try:
+            self._system = System(admin_port=admin_port,
+                                  log_file=self.data_dir / "hayata.log.jsonl")
+        except BaseException:
+            self.store.close()
+            raise
         try:
             info = SystemInfo(self.store_url, self.instance, str(self.data_dir))
             self._top = self._system.start_supervisor(
@@ -187,6 +192,7 @@ class AgentSystem:
                 extra_args=(info,))
         except BaseException:
             self._system.shutdown()
+            self.store.close()
             raise
         self._inboxes: dict[threading.Thread, _Inbox] = {}
         self._closed = False
@@ -204,6 +210,7 @@ class AgentSystem:
         self._system.adopt(self._top)
         info = self._system.ask(address, GetSystemInfo(), 10.0)
         if not isinstance(info, SystemInfo):
+            self._system._close_endpoints()
             raise HayataError(f"the system on port {admin_port} is not a hayata_py system "
                               f"(no answer to GetSystemInfo)", code="no_system",
                               admin_port=admin_port)

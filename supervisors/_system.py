@@ -133,6 +133,8 @@ class System:
         self._tokens = 0
         pid = _listener_pid(self.admin_port)
         if pid is None:
+            with contextlib.suppress(Exception):
+                self._asys.shutdown()
             raise SupervisorError(f"no admin listens on port {self.admin_port}",
                                   code="no_admin")
         self.admin_pid: int = pid
