@@ -285,20 +285,16 @@ class Supervisor(SupervisedActor):
             self._note_exit(message)
             self._refuse(message, requester)
         self._queue.clear()
-        self._run(self._op_stop_all_then_exit())
+        self._run(self._op_shutdown(None))
 
-    def _op_stop_all_then_exit(self) -> Op:
-        for child in reversed(list(self._children)):
-            yield from self._stop_child(child)
-        self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
-        self.send(self.myAddress, ActorExitRequest())
-
-    def _op_shutdown(self, sender: Any, ref: int = 0) -> Op:
+    def _op_shutdown(self, requester: Any, ref: int = 0) -> Op:
+        """Stop the children right to left, answer ``requester`` (if any), exit."""
         self._sa_exiting = True
         for child in reversed(list(self._children)):
             yield from self._stop_child(child)
         self.log.info("supervisor_shutdown", supervisor_id=self.sup_id)
-        self.send(sender, Reply(True, None, ref=ref))
+        if requester is not None:
+            self.send(requester, Reply(True, None, ref=ref))
         self.send(self.myAddress, ActorExitRequest())
 
     def receiveMessage(self, message: Any, sender: Any) -> None:

@@ -522,9 +522,12 @@ class AgentActor(SupervisedActor):
                                     invocation_id=record.invocation_id)
         active = record.active_execution
         classes = None
+        tasks: dict[str, Any] = {}
         if active is not None:
-            tasks = self.store.get_tasks(record.invocation_id, execution_id=active.execution_id)
-            classes = classify_execution(active.node_ids, tasks, self.spec.idempotent_nodes)
+            records = self.store.get_tasks(record.invocation_id,
+                                           execution_id=active.execution_id)
+            tasks = {t.node_id: t for t in records}
+            classes = classify_execution(active.node_ids, records, self.spec.idempotent_nodes)
             if classes.has_uncertain:
                 return RecoveryRejected(
                     f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
@@ -550,9 +553,7 @@ class AgentActor(SupervisedActor):
             self._decide()
             return None
         if classes.failed_node_ids:
-            failed = next(t for t in self.store.get_tasks(
-                inv.id, execution_id=active.execution_id)
-                if t.node_id == classes.failed_node_ids[0])
+            failed = tasks[classes.failed_node_ids[0]]
             self._fail_invocation(ErrorInfo.from_dict(failed.error or {
                 "code": "node_failed", "message": "recorded as failed"}))
             return None
@@ -562,12 +563,10 @@ class AgentActor(SupervisedActor):
         if not classes.to_run:
             self._transition_done(execution)
             return None
-        attempts = {t.node_id: t.attempt for t in self.store.get_tasks(
-            inv.id, execution_id=active.execution_id)}
         for node_id in classes.to_run:
             rerun = classes.classes[node_id] is TaskClass.RERUN
             self._send_execute(inv, execution, node_id,
-                               attempt=attempts.get(node_id, 0) + 1 if rerun else 1)
+                               attempt=tasks[node_id].attempt + 1 if rerun else 1)
         return None
 
     def _on_resolve(self, message: ResolveTask) -> Any:

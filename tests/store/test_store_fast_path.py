@@ -23,6 +23,7 @@ import pytest
 from hayata_py._errors import StaleWriter, StoreError
 from hayata_py.store import SqlTaskStore, _engine
 from hayata_py.store._engine import EngineHolder
+from tests.helpers import eventually
 from tests.store.conftest import FakeClock
 from tests.store.util import invocation, raw_execute, task
 
@@ -311,7 +312,8 @@ def test_no_fast_write_lands_after_a_claim(store: SqlTaskStore) -> None:
     writer = threading.Thread(target=old_owner)
     writer.start()
     go.set()
-    time.sleep(0.01)
+    # Claim once the old owner is writing, so the claim races its writes.
+    eventually(lambda: bool(done_steps), timeout=30, message="old owner writing")
     assert store.claim_invocation("inv-1", owner="o2") == 2
     at_claim = store.get_invocation("inv-1")
     tasks_at_claim = store.get_tasks("inv-1")
