@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 from typing import Any
 
@@ -50,8 +51,33 @@ def prepare_environment(bind: str) -> None:
     install_loopback_patch()
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = DEFAULT_BIND) -> int:
-    """A TCP port that was free a moment ago on ``host``."""
+    """A TCP port for an admin that was free a moment ago on ``host``.
+
+    Chosen *below* the kernel's ephemeral range: every actor socket binds port
+    0 and so draws from that range, and an admin port picked there could be
+    taken by another system's actor between this check and the admin's bind
+    (seen once in a full test run: the system failed to start).
+    """
+    low = max(1024, min(_ephemeral_low(), 65536) - 12000)
+    high = max(low + 1, _ephemeral_low() - 1)
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
