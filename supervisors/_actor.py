@@ -8,6 +8,13 @@ It turns Thespian's actor into an OTP-style child:
   supervisor kills and (depending on the restart type) restarts it;
 - **linked to its parent**: the kernel kills it when its parent process dies
   (``PR_SET_PDEATHSIG``), so no subtree outlives a killed supervisor;
+- **placeable**: a child whose spec has ``requirements`` runs only in an actor
+  system whose capabilities match them (possibly another system of the
+  convention: a *remote* child). A remote child is linked to its supervisor
+  by heartbeats instead: it answers the supervisor's pings, exits when told
+  (a pid kill cannot reach it), and exits by itself when no ping has been
+  answered for a while (its supervisor is gone, or its own loop is stuck:
+  either way nobody could stop it otherwise);
 - **hooks** named for when they run: :meth:`on_start` (with the spec's
   arguments, before any other message), :meth:`on_receive` (every other
   message), :meth:`on_stop` (when stopped on request).
@@ -16,6 +23,9 @@ It turns Thespian's actor into an OTP-style child:
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from thespian.actors import Actor, ActorExitRequest
@@ -27,11 +37,18 @@ from supervisors._messages import (
     _ChildExiting,
     _ChildFailed,
     _Init,
+    _KillSelf,
+    _Ping,
+    _Pong,
     _Shutdown,
     _Started,
     _StartFailed,
 )
-from supervisors._os import die_with_parent
+from supervisors._os import die_with_parent, host_id
+from supervisors._thespian import own_admin
+
+KILLED_EXIT = 70
+"""Exit status of a remote child that was told to die or lost its supervisor."""
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -56,7 +73,21 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         self._sa_started = False
         self._sa_failed = False
         self._sa_exiting = False
+        self._sa_remote = False
+        self._sa_last_ping = 0.0
+        self._sa_orphan_after = 0.0
         self.log: Any = _log.get_logger(pid=os.getpid())
+
+    @staticmethod
+    def actorSystemCapabilityCheck(
+        capabilities: Mapping[str, Any], requirements: Mapping[str, Any] | None
+    ) -> bool:
+        """Thespian's placement check: every requirement equals the capability.
+
+        No requirements: any system (the local one first). Thespian calls this
+        in each system of the convention to choose where the actor is created.
+        """
+        return all(capabilities.get(k) == v for k, v in (requirements or {}).items())
 
     # -- hooks ---------------------------------------------------------------
 
@@ -88,10 +119,35 @@ class SupervisedActor(Actor):  # type: ignore[misc]
     # -- Thespian entry point -------------------------------------------------
 
     def receiveMessage(self, message: Any, sender: Any) -> None:
+        if self._sa_link(message, sender):
+            return
         try:
             self._sa_dispatch(message, sender)
         except BaseException as exc:  # noqa: BLE001
             self._sa_fail(describe_exception(exc))
+
+    def _sa_link(self, message: Any, sender: Any) -> bool:
+        """The remote link (heartbeat, kill, watchdog), handled whatever the
+        actor's state; True if ``message`` was one of these."""
+        if isinstance(message, _Ping):
+            self._sa_last_ping = time.monotonic()
+            self.send(sender, _Pong())
+            return True
+        if isinstance(message, _KillSelf):
+            self.log.warning("killed_by_supervisor", remote=self._sa_remote)
+            os._exit(KILLED_EXIT)
+        return False
+
+    def _sa_watchdog(self) -> None:
+        """Thread of a remote child: exit once no ping was answered for
+        ``_sa_orphan_after`` seconds. A thread, not a timer, so that it also
+        fires when the actor's own loop is stuck in a handler."""
+        while True:
+            silent = time.monotonic() - self._sa_last_ping
+            if silent > self._sa_orphan_after:
+                self.log.error("supervisor_unreachable", silent_s=round(silent, 2))
+                os._exit(KILLED_EXIT)
+            time.sleep(self._sa_orphan_after / 4)
 
     def _sa_dispatch(self, message: Any, sender: Any) -> None:
         if isinstance(message, ActorExitRequest):
@@ -115,7 +171,20 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         self._sa_supervised = init.supervised
         self.supervisor = sender if init.supervised else None
         self.log = self.log.bind(child_id=init.child_id, supervisor_id=init.supervisor_id)
+        self._sa_remote = init.supervised and init.parent_pid > 0 and (
+            init.host != host_id() or os.getppid() != init.parent_pid)
+        if self._sa_remote and init.heartbeat > 0:
+            # Generous: the supervisor may be busy for a while between pings.
+            self._sa_orphan_after = 2 * init.heartbeat * init.heartbeat_misses + 2.0
+            self._sa_last_ping = time.monotonic()
+            threading.Thread(target=self._sa_watchdog, name="supervisors-watchdog",
+                             daemon=True).start()
         self._sa_begin(init, sender)
+
+    def _sa_started_reply(self, init: _Init) -> _Started:
+        """The answer to a successful start."""
+        return _Started(init.child_id, init.token, os.getpid(), self._sa_remote,
+                        own_admin())
 
     def _sa_begin(self, init: _Init, sender: Any) -> None:
         """Run ``on_start`` and answer the supervisor (overridden by Supervisor,
@@ -126,12 +195,13 @@ class SupervisedActor(Actor):  # type: ignore[misc]
             self._sa_failed = True
             reason = describe_exception(exc)
             self.log.warning("start_failed", reason=reason)
-            self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason))
+            self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason,
+                                           self._sa_remote))
             if not init.supervised:
                 self._sa_exit_now()
             return
         self._sa_started = True
-        self.send(sender, _Started(init.child_id, init.token, os.getpid()))
+        self.send(sender, self._sa_started_reply(init))
 
     def _sa_on_shutdown_request(self, sender: Any) -> None:
         self._sa_exiting = True

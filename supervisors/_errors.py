@@ -7,7 +7,8 @@ from typing import Any
 
 class SupervisorError(Exception):
     """Base error. ``code`` is stable: ``not_found``, ``running``, ``already_present``,
-    ``invalid_spec``, ``start_failed``, ``timeout``, ``not_supported``, ``no_reply``."""
+    ``invalid_spec``, ``start_failed``, ``timeout``, ``not_supported``, ``no_reply``,
+    ``invalid_option`` (a bad System option), ``no_admin``."""
 
     code: str = "supervisor_error"
 

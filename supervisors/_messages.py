@@ -19,7 +19,9 @@ from supervisors._spec import ChildSpec, Kind
 class ChildInfo:
     """One row of ``which_children``: ``status`` is ``running``, ``starting``,
     ``stopping``, ``restarting`` or ``terminated``; ``address`` and ``pid`` are
-    None unless the child runs. A restarted child has a new address and pid."""
+    None unless the child runs. A restarted child has a new address and pid.
+    ``remote``: the child runs in another actor system of the convention (its
+    ``pid`` is then a pid on that system's host)."""
 
     id: str
     address: Any
@@ -27,6 +29,7 @@ class ChildInfo:
     kind: Kind
     restarts: int
     status: str
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,13 @@ class _Init:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     supervised: bool = True
+    parent_pid: int = 0
+    """The supervisor's pid and host: a child whose OS parent is not that process
+    was placed in another actor system (remote)."""
+    host: str = ""
+    heartbeat: float = 0.0
+    """For a remote child: the supervisor pings it every ``heartbeat`` seconds."""
+    heartbeat_misses: int = 0
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,9 @@ class _Started:
     child_id: str
     token: int
     pid: int
+    remote: bool = False
+    admin: str = ""
+    """``host:port`` of the child's admin (used to drop a dead member)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +169,7 @@ class _StartFailed:
     token: int
     pid: int
     reason: str
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,3 +197,23 @@ class _Shutdown:
 @dataclass(frozen=True)
 class _StopTimeout:
     token: int
+
+
+@dataclass(frozen=True)
+class _Ping:
+    """Supervisor → remote child heartbeat; answered with :class:`_Pong`."""
+
+
+@dataclass(frozen=True)
+class _Pong:
+    pass
+
+
+@dataclass(frozen=True)
+class _KillSelf:
+    """Supervisor → remote child: exit at once (a pid kill cannot reach it)."""
+
+
+@dataclass(frozen=True)
+class _HeartbeatTick:
+    """The supervisor's heartbeat timer payload."""

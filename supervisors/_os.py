@@ -32,6 +32,29 @@ def die_with_parent() -> None:
         os._exit(70)
 
 
+def host_id() -> str:
+    """Identifies this host (its boot id): pids compare only on the same host."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        import socket
+
+        return socket.gethostname()
+
+
+def admin_reachable(admin: str, timeout: float = 0.25) -> bool:
+    """True if something accepts a TCP connection at ``admin`` (``host:port``)."""
+    import socket
+
+    host, _, port = admin.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def child_alive(pid: int | None) -> bool:
     """True while ``pid`` is a running (non-zombie) child of this process."""
     if pid is None:

@@ -84,17 +84,29 @@ class Start:
     and the arguments passed to its ``on_start`` hook.
 
     Arguments cross a process boundary, so they must pickle.
+
+    ``requirements`` places the child: it runs only in an actor system whose
+    capabilities include every key with an equal value (the local system if it
+    matches, otherwise another system of the convention). Empty: anywhere,
+    i.e. locally.
     """
 
     actor: type | str
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    requirements: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
         object.__setattr__(self, "kwargs", dict(self.kwargs))
+        if not isinstance(self.requirements, Mapping) or not all(
+                isinstance(k, str) and k for k in self.requirements):
+            raise InvalidSpec("start.requirements", "must be a mapping of capability name "
+                              f"(non-empty str) to value, got {self.requirements!r}")
+        object.__setattr__(self, "requirements", dict(self.requirements))
         resolve_actor_class(self.actor, field_name="start.actor")
         _check_picklable((self.args, self.kwargs), "start.args")
+        _check_picklable(self.requirements, "start.requirements")
 
     @property
     def actor_path(self) -> str:
@@ -104,7 +116,7 @@ class Start:
         return f"{self.actor.__module__}.{self.actor.__qualname__}"
 
     def with_extra_args(self, extra: tuple[Any, ...]) -> Start:
-        return Start(self.actor, self.args + tuple(extra), self.kwargs)
+        return Start(self.actor, self.args + tuple(extra), self.kwargs, self.requirements)
 
 
 def resolve_actor_class(actor: type | str, *, field_name: str) -> type:
@@ -222,11 +234,19 @@ class SupervisorFlags:
     supervisor stops all its children and exits abnormally, so that its own
     supervisor applies *its* strategy (escalation). Defaults are OTP's: 1
     restart in 5 seconds.
+
+    ``heartbeat`` / ``heartbeat_misses``: how the supervisor watches children
+    placed in another actor system (a remote host's death is never reported by
+    Thespian): it pings them every ``heartbeat`` seconds and takes a child that
+    has not answered for ``heartbeat * heartbeat_misses`` seconds for dead
+    (exit reason ``unreachable: ...``). Local children are not pinged.
     """
 
     strategy: Strategy = Strategy.ONE_FOR_ONE
     intensity: int = 1
     period: float = 5.0
+    heartbeat: float = 0.5
+    heartbeat_misses: int = 3
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", _enum(Strategy, self.strategy, "strategy"))
@@ -240,6 +260,14 @@ class SupervisorFlags:
             )
         if not math.isfinite(self.period) or self.period <= 0:
             raise InvalidSpec("period", f"must be a positive number of seconds, got {self.period}")
+        if (isinstance(self.heartbeat, bool) or not isinstance(self.heartbeat, (int, float))
+                or not math.isfinite(self.heartbeat) or not 0.01 <= self.heartbeat <= 60):
+            raise InvalidSpec("heartbeat", "must be seconds between 0.01 and 60, "
+                              f"got {self.heartbeat!r}")
+        if (isinstance(self.heartbeat_misses, bool) or not isinstance(self.heartbeat_misses, int)
+                or self.heartbeat_misses < 1):
+            raise InvalidSpec("heartbeat_misses", f"must be an int >= 1, got "
+                              f"{self.heartbeat_misses!r}")
 
 
 def validate_children(flags: SupervisorFlags, children: Any) -> tuple[ChildSpec, ...]:

@@ -6,6 +6,11 @@ and is resumed with the first message matching it. One operation runs at a
 time; messages it does not wait for (another child's exit, a control
 request) are queued and handled, in order, once it is done. This keeps the
 actor responsive to the events it needs without blocking Thespian's loop.
+
+Children placed in another actor system of the convention (``remote``) are
+handled without pids, which mean nothing across hosts: they are killed by a
+``_KillSelf`` message, and watched by heartbeats, because Thespian never tells
+a parent that a remote child died with its host.
 """
 
 from __future__ import annotations
@@ -37,13 +42,23 @@ from supervisors._messages import (
     WhichChildren,
     _ChildExiting,
     _ChildFailed,
+    _HeartbeatTick,
     _Init,
+    _KillSelf,
+    _Ping,
+    _Pong,
     _Shutdown,
     _Started,
     _StartFailed,
     _StopTimeout,
 )
-from supervisors._os import child_alive, kill_child_process, wait_child_exit
+from supervisors._os import (
+    admin_reachable,
+    child_alive,
+    host_id,
+    kill_child_process,
+    wait_child_exit,
+)
 from supervisors._spec import (
     ChildSpec,
     Kind,
@@ -70,10 +85,14 @@ class _Child:
     reason: str | None = None  # crash reason reported by the child before it dies
     normal_exit: bool = False  # the coming exit was requested (normal)
     exited: bool = False  # its ChildActorExited arrived while an operation ran
+    remote: bool = False  # placed in another actor system: no pids, heartbeats
+    admin: str = ""  # host:port of a remote child's admin
+    last_seen: float = 0.0  # when a remote child last answered (monotonic)
 
     def info(self) -> ChildInfo:
         return ChildInfo(
-            self.spec.id, self.address, self.pid, self.spec.kind, self.restarts, self.status
+            self.spec.id, self.address, self.pid, self.spec.kind, self.restarts, self.status,
+            self.remote,
         )
 
 
@@ -117,6 +136,8 @@ class Supervisor(SupervisedActor):
         self._dynamic = itertools.count(1)
         self._op: _Running | None = None
         self._queue: list[tuple[Any, Any]] = []
+        self._heartbeat_armed = False
+        self._host = host_id()
         try:
             flags, specs = self.init(*init.args, **init.kwargs)
             if not isinstance(flags, SupervisorFlags):
@@ -127,7 +148,7 @@ class Supervisor(SupervisedActor):
         except BaseException as exc:  # noqa: BLE001
             self._sa_failed = True
             self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(),
-                                           describe_exception(exc)))
+                                           describe_exception(exc), self._sa_remote))
             if not init.supervised:
                 self._sa_exit_now()
             return
@@ -147,13 +168,14 @@ class Supervisor(SupervisedActor):
                     yield from self._stop_child(done)
                 self._sa_failed = True
                 reason = f"child {child.spec.id!r} failed to start: {error}"
-                self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason))
+                self.send(sender, _StartFailed(init.child_id, init.token, os.getpid(), reason,
+                                               self._sa_remote))
                 if not init.supervised:
                     self._sa_exit_now()
                 return
             started.append(child)
         self._sa_started = True
-        self.send(sender, _Started(init.child_id, init.token, os.getpid()))
+        self.send(sender, self._sa_started_reply(init))
 
     # -- operation machinery ----------------------------------------------------
 
@@ -209,7 +231,70 @@ class Supervisor(SupervisedActor):
         if child is None:
             return
         child.reason = message.reason
-        kill_child_process(child.pid)
+        self._kill(child)
+
+    def _kill(self, child: _Child) -> None:
+        """SIGKILL a local child; tell a remote one to exit (its pid is not ours)."""
+        if child.remote:
+            if child.address is not None:
+                self.send(child.address, _KillSelf())
+        else:
+            kill_child_process(child.pid)
+
+    # -- remote children: heartbeats ----------------------------------------------
+
+    def _heartbeat(self, message: Any, sender: Any) -> bool:
+        """Pongs and heartbeat ticks, handled in any state; True if it was one."""
+        if isinstance(message, _Pong):
+            child = self._find(sender)
+            if child is not None:
+                child.last_seen = time.monotonic()
+            return True
+        if not (isinstance(message, WakeupMessage) and isinstance(message.payload,
+                                                                   _HeartbeatTick)):
+            return False
+        self._heartbeat_armed = False
+        now = time.monotonic()
+        limit = self.flags.heartbeat * self.flags.heartbeat_misses
+        silent = []
+        for child in self._children:
+            if child.remote and child.address is not None:
+                if now - child.last_seen > limit:
+                    silent.append(child)
+                else:
+                    self.send(child.address, _Ping())
+        for child in silent:
+            self._unreachable(child, now - child.last_seen)
+        self._arm_heartbeat()
+        return True
+
+    def _arm_heartbeat(self) -> None:
+        if not self._heartbeat_armed and any(
+                c.remote and c.address is not None for c in self._children):
+            self._heartbeat_armed = True
+            self.wakeupAfter(timedelta(seconds=self.flags.heartbeat), _HeartbeatTick())
+
+    def _unreachable(self, child: _Child, silent: float) -> None:
+        """A remote child stopped answering: its host (or the child) is gone.
+
+        Thespian will never report it, so the supervisor acts as if its
+        ``ChildActorExited`` had arrived. The member is also dropped from the
+        convention at once if its admin does not accept a connection either (it
+        re-registers by itself if it is alive after all), so that the restart
+        is not placed on a dead host."""
+        reason = f"unreachable: no heartbeat answer for {silent:.1f} s"
+        self.log.error("child_unreachable", supervisor_id=self.sup_id, child=child.spec.id,
+                       child_pid=child.pid, admin=child.admin, silent_s=round(silent, 2))
+        if not child.normal_exit:
+            child.reason = reason
+        if child.admin and not admin_reachable(child.admin):
+            self.log.error("member_unreachable", supervisor_id=self.sup_id, admin=child.admin)
+            try:
+                self.deRegisterRemoteSystem(child.admin)
+            except Exception as exc:  # noqa: BLE001 - best effort
+                self.log.warning("deregister_failed", admin=child.admin,
+                                 reason=describe_exception(exc))
+        self.receiveMessage(ChildActorExited(child.address), self.myAddress)
 
     def _on_child_exiting(self, message: _ChildExiting, sender: Any) -> None:
         child = self._find(sender)
@@ -298,6 +383,14 @@ class Supervisor(SupervisedActor):
         self.send(self.myAddress, ActorExitRequest())
 
     def receiveMessage(self, message: Any, sender: Any) -> None:
+        if self._sa_link(message, sender):
+            return
+        try:
+            if hasattr(self, "flags") and self._heartbeat(message, sender):
+                return
+        except BaseException as exc:  # noqa: BLE001
+            self._sa_fail(describe_exception(exc))
+            return
         # A supervisor's operations must keep seeing messages while it stops
         # its children, so only ActorExitRequest short-circuits.
         if (
@@ -340,28 +433,41 @@ class Supervisor(SupervisedActor):
         try:
             args = tuple(self._resolve(a) for a in start.args)
             kwargs = {k: self._resolve(v) for k, v in start.kwargs.items()}
-            address = self.createActor(start.actor_path)
+            address = self.createActor(start.actor_path,
+                                       targetActorRequirements=start.requirements or None)
         except Exception as exc:  # noqa: BLE001
             child.status = "terminated"
             return describe_exception(exc)
         child.status = "starting"
-        self.send(address, _Init(spec.id, self.sup_id, token, args, kwargs))
+        child.remote, child.admin = False, ""
+        self.send(address, _Init(spec.id, self.sup_id, token, args, kwargs,
+                                 parent_pid=os.getpid(), host=self._host,
+                                 heartbeat=self.flags.heartbeat,
+                                 heartbeat_misses=self.flags.heartbeat_misses))
         reply = yield lambda m: (
             isinstance(m, (_Started, _StartFailed)) and m.token == token
         ) or (isinstance(m, ChildActorExited) and m.childAddress == address)
         if isinstance(reply, _Started):
             child.address, child.pid, child.status = self._last_sender, reply.pid, "running"
+            child.remote, child.admin = reply.remote, reply.admin
+            child.last_seen = time.monotonic()
+            self._arm_heartbeat()
             self.log.info("child_started", supervisor_id=self.sup_id, child=spec.id,
-                          child_pid=reply.pid)
+                          child_pid=reply.pid, remote=reply.remote, admin=reply.admin)
             self._emit(ChildEvent("started", spec.id, child.address, reply.pid))
             return None
         if isinstance(reply, _StartFailed):
             child.pid = reply.pid
             child.address = self._last_sender
+            child.remote = reply.remote
             yield from self._stop_child(child, kill=True)
             child.status = "terminated"
             return reply.reason
         child.status = "terminated"
+        if start.requirements:
+            # Thespian answers an unsatisfiable placement this way (after ~10 ms).
+            return (f"exited during start: no live actor system satisfies requirements "
+                    f"{start.requirements!r} (or the actor died while starting)")
         return "exited during start"
 
     def _stop_child(self, child: _Child, *, kill: bool = False) -> Op:
@@ -369,8 +475,8 @@ class Supervisor(SupervisedActor):
         if child.address is None:
             child.status = "terminated"
             return
-        address, pid = child.address, child.pid
-        if child.exited or not child_alive(pid):
+        address, pid, remote = child.address, child.pid, child.remote
+        if child.exited or (not remote and not child_alive(pid)):
             # Already dead (its exit may have been queued or dropped meanwhile).
             self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
                           child_pid=pid, already_exited=True)
@@ -381,7 +487,7 @@ class Supervisor(SupervisedActor):
         shutdown = child.spec.shutdown
         token = next(self._tokens)
         if kill or shutdown is Shutdown.BRUTAL_KILL:
-            kill_child_process(pid)
+            self._kill(child)
         else:
             self.send(address, _Shutdown())
             if isinstance(shutdown, float):
@@ -391,11 +497,14 @@ class Supervisor(SupervisedActor):
                 isinstance(m, ChildActorExited) and m.childAddress == address
             ) or (isinstance(m, WakeupMessage) and m.payload == _StopTimeout(token))
             if isinstance(message, ChildActorExited):
-                wait_child_exit(pid, timeout=2.0)
+                if not remote:
+                    wait_child_exit(pid, timeout=2.0)
                 break
             self.log.warning("child_shutdown_timeout", supervisor_id=self.sup_id,
                              child=child.spec.id, child_pid=pid)
-            kill_child_process(pid)
+            self._kill(child)
+            if remote:
+                continue  # its admin reports the exit, or the heartbeat gives up on it
             if wait_child_exit(pid, timeout=2.0) or not child_alive(pid):
                 break  # gone; its ChildActorExited, if it comes, finds no child
         self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,

@@ -41,7 +41,15 @@ from supervisors._messages import (
     _StartFailed,
 )
 from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_children
-from supervisors._thespian import SYSTEM_BASE, free_port, log_defs, prepare_environment
+from supervisors._thespian import (
+    ADMIN_ENV,
+    CONVENTION_ADDRESS,
+    SYSTEM_BASE,
+    configure_convention,
+    free_port,
+    log_defs,
+    prepare_environment,
+)
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -102,6 +110,16 @@ class System:
       default. Another address exposes pickled messages (code execution) to
       whoever can reach it: use it only inside a private network.
     - ``log_file``: JSON-lines log of every supervisor decision (all processes).
+    - ``capabilities``: what this system offers to placement (``Start``
+      requirements are matched against them), e.g. ``{"gpu": True}``.
+    - ``convention_leader``: ``(host, admin_port)`` of another system to join as
+      a member of its *convention*; children whose requirements only this
+      system satisfies are then created here by supervisors of the leader.
+      Every system of a convention must bind an address the others can reach.
+    - ``convention_period`` / ``convention_misses``: a member re-registers with
+      the leader every ``period`` seconds; after ``misses`` missed
+      registrations the leader drops it. This is a slow backstop: supervisors
+      notice a dead remote child by heartbeats (:class:`SupervisorFlags`).
 
     Use as a context manager; :meth:`shutdown` leaves no process behind.
     """
@@ -113,8 +131,13 @@ class System:
         bind: str = "127.0.0.1",
         log_file: str | os.PathLike[str] | None = None,
         capabilities: dict[str, Any] | None = None,
+        convention_leader: tuple[str, int] | None = None,
+        convention_period: float = 5.0,
+        convention_misses: int = 3,
     ) -> None:
+        _check_convention(convention_leader, convention_period, convention_misses)
         prepare_environment(bind)
+        configure_convention(convention_period, convention_misses)
         # The actor processes inherit the environment: set or clear the log file
         # so a system never writes into the log of an earlier one.
         if log_file is not None:
@@ -124,6 +147,12 @@ class System:
         _log.configure_from_env(force=True)
         self.admin_port = admin_port or free_port(bind if bind != "0.0.0.0" else "127.0.0.1")
         caps = {"Admin Port": self.admin_port, **(capabilities or {})}
+        if convention_leader is not None:
+            caps[CONVENTION_ADDRESS] = (convention_leader[0], int(convention_leader[1]))
+        self.convention_leader = convention_leader
+        # Every actor of this system learns its admin's address by inheritance.
+        os.environ[ADMIN_ENV] = f"{os.environ.get('THESPIAN_BASE_IPADDR', bind)}:" \
+                                f"{self.admin_port}"
         self._asys = ActorSystem(
             SYSTEM_BASE, caps, logDefs=log_defs(None), transientUnique=True
         )
@@ -331,6 +360,22 @@ class System:
         kill_all(procs)
         wait_gone(procs, timeout=5.0)
         return [p.pid for p in procs]
+
+
+def _check_convention(leader: Any, period: Any, misses: Any) -> None:
+    if leader is not None and not (
+            isinstance(leader, tuple) and len(leader) == 2 and isinstance(leader[0], str)
+            and isinstance(leader[1], int) and not isinstance(leader[1], bool)
+            and 0 < leader[1] < 65536):
+        raise SupervisorError(
+            f"convention_leader must be (host, admin_port), e.g. ('10.0.0.1', 1900); "
+            f"got {leader!r}", code="invalid_option", field="convention_leader")
+    if isinstance(period, bool) or not isinstance(period, (int, float)) or not period >= 0.1:
+        raise SupervisorError(f"convention_period must be seconds >= 0.1, got {period!r}",
+                              code="invalid_option", field="convention_period")
+    if isinstance(misses, bool) or not isinstance(misses, int) or misses < 1:
+        raise SupervisorError(f"convention_misses must be an int >= 1, got {misses!r}",
+                              code="invalid_option", field="convention_misses")
 
 
 def _thread_alive(ref: weakref.ref[threading.Thread]) -> bool:

@@ -8,6 +8,9 @@
   multi-host deployments inside a private network.
 - Actor processes are forked from the admin, which inherits the patched
   class and the environment, so the setting holds in every process.
+- **Conventions** (several systems, possibly on several hosts): Thespian reads
+  its convention timings once, at import, from environment variables;
+  :func:`configure_convention` sets them for the admins started afterwards.
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from __future__ import annotations
 import os
 import random
 import socket
+from datetime import timedelta
 from typing import Any
 
+import thespian.system.admin.convention as _convention
 from thespian.system.transport.IPBase import IPActorAddress
 
 BIND_ENV = "SUPERVISORS_BIND"
+ADMIN_ENV = "SUPERVISORS_ADMIN"
+"""``host:port`` of the admin of the system an actor process belongs to (set
+before the admin is forked, so every actor of that system inherits it)."""
+CONVENTION_ADDRESS = "Convention Address.IPv4"
 DEFAULT_BIND = "127.0.0.1"
 SYSTEM_BASE = "multiprocTCPBase"
 
@@ -49,6 +58,33 @@ def prepare_environment(bind: str) -> None:
     if bind not in ("0.0.0.0", ""):
         os.environ["THESPIAN_BASE_IPADDR"] = bind
     install_loopback_patch()
+
+
+def configure_convention(period: float, misses: int) -> None:
+    """Set Thespian's convention timings for the systems started from now on.
+
+    A member re-registers with the leader every ``period`` seconds and is
+    declared dead after ``misses`` missed registrations. Thespian's *restart*
+    period is set to the same value: left at its default (3 min 22 s), a member
+    that has not heard back from the leader sleeps that long before its next
+    registration, and the leader drops it as dead although it is alive.
+
+    Thespian reads these once, at import; each admin is forked from the
+    process that starts it and so inherits the module values set here (and
+    the environment, for processes that import Thespian afresh).
+    """
+    whole = max(1, round(period))
+    text = f"{whole // 60}:{whole % 60:02d}"
+    for name in ("CONVENTION_REREGISTRATION_PERIOD", "CONVENTION_RESTART_PERIOD"):
+        os.environ[name] = text
+        setattr(_convention, name, timedelta(seconds=period))
+    os.environ["CONVENTION_REGISTRATION_MISS_MAX"] = str(misses)
+    _convention.CONVENTION_REGISTRATION_MISS_MAX = misses
+
+
+def own_admin() -> str:
+    """``host:port`` of this actor process's admin ('' outside a supervised system)."""
+    return os.environ.get(ADMIN_ENV, "")
 
 
 def _ephemeral_low() -> int:

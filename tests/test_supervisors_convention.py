@@ -1,0 +1,219 @@
+"""Supervision across actor systems of one convention (several "hosts" on loopback).
+
+Each system is a real Thespian system with its own admin port and session;
+members join the leader's convention. A child whose ``requirements`` only a
+member satisfies runs in that member (a *remote* child): these tests check it
+is placed there, restarted when it dies or crashes, stopped when asked, and
+restarted elsewhere when its whole system is SIGKILLed (heartbeats: Thespian
+itself never tells the parent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from supervisors import (
+    ChildInfo,
+    ChildSpec,
+    Start,
+    StartFailed,
+    SupervisorFlags,
+    SupervisorRef,
+    System,
+)
+from supervisors._errors import SupervisorError
+from tests.helpers import eventually
+from tests.sup_actors import Echo, Stubborn
+
+PERIOD = 1.0  # convention re-registration period (s)
+HEARTBEAT = 0.1
+MISSES = 3
+FLAGS = SupervisorFlags(intensity=5, period=10, heartbeat=HEARTBEAT, heartbeat_misses=MISSES)
+
+
+@dataclass
+class Cluster:
+    leader: System
+    members: list[System]
+
+    def member(self, capabilities: dict[str, object]) -> System:
+        system = System(convention_leader=("127.0.0.1", self.leader.admin_port),
+                        capabilities=capabilities, convention_period=PERIOD,
+                        convention_misses=2)
+        self.members.append(system)
+        return system
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    leader = System(convention_period=PERIOD, convention_misses=2)
+    c = Cluster(leader, [])
+    try:
+        yield c
+    finally:
+        # Leader first: its supervisors stop their remote children in order.
+        for system in [leader, *c.members]:
+            try:
+                system.shutdown(timeout=10)
+            except Exception:  # noqa: BLE001 - whatever failed, kill what is left
+                system.kill()
+
+
+def pids(system: System) -> set[int]:
+    return {p.pid for p in system.processes()}
+
+
+def gpu_child(child_id: str = "w", actor: type = Echo, **spec: object) -> ChildSpec:
+    return ChildSpec(child_id, Start(actor, requirements={"gpu": True}), **spec)  # type: ignore[arg-type]
+
+
+def running(sup: SupervisorRef, child_id: str, not_pid: int | None = None) -> ChildInfo | None:
+    for info in sup.which_children():
+        if info.id == child_id and info.status == "running" and info.pid != not_pid:
+            return info
+    return None
+
+
+def test_child_is_placed_on_the_member_that_has_the_capability(cluster: Cluster) -> None:
+    member = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [gpu_child(), ChildSpec("local", Echo)])
+    remote, local = sup.which_children()
+    assert remote.remote and remote.pid in pids(member)
+    assert remote.pid not in pids(cluster.leader)
+    assert not local.remote and local.pid in pids(cluster.leader)
+    assert cluster.leader.ask(remote.address, ("pid",), 5) == remote.pid
+    assert cluster.leader.ask(remote.address, "hello", 5) == "hello"
+
+
+def test_a_matching_local_system_wins(cluster: Cluster) -> None:
+    leader = System(capabilities={"gpu": True})
+    try:
+        sup = leader.start_supervisor("top", FLAGS, [gpu_child()])
+        (info,) = sup.which_children()
+        assert not info.remote and info.pid in pids(leader)
+    finally:
+        leader.shutdown()
+
+
+def test_placement_no_system_satisfies_fails_fast_naming_the_requirements(
+    cluster: Cluster,
+) -> None:
+    cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [])
+    began = time.monotonic()
+    with pytest.raises(StartFailed) as info:
+        sup.start_child(ChildSpec("t", Start(Echo, requirements={"tpu": "v5"})), timeout=10)
+    elapsed = time.monotonic() - began
+    assert "no live actor system satisfies requirements {'tpu': 'v5'}" in str(info.value)
+    assert elapsed < 2.0, elapsed
+    assert sup.which_children() == []
+
+
+def test_requirements_are_validated() -> None:
+    with pytest.raises(SupervisorError, match=r"start\.requirements"):
+        Start(Echo, requirements={"": 1})
+    with pytest.raises(SupervisorError, match=r"start\.requirements"):
+        Start(Echo, requirements=["gpu"])  # type: ignore[arg-type]
+    with pytest.raises(SupervisorError, match="heartbeat"):
+        SupervisorFlags(heartbeat=0)
+    with pytest.raises(SupervisorError, match="convention_leader"):
+        System(convention_leader=("127.0.0.1", "1900"))  # type: ignore[arg-type]
+
+
+def test_sigkilled_remote_child_is_restarted_on_the_member(cluster: Cluster) -> None:
+    member = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [gpu_child()])
+    (old,) = sup.which_children()
+    assert old.pid is not None
+    os.kill(old.pid, signal.SIGKILL)
+    new = eventually(lambda: running(sup, "w", old.pid), message="remote child restarted")
+    assert new.remote and new.pid in pids(member) and new.restarts == 1
+    assert cluster.leader.ask(new.address, ("pid",), 5) == new.pid
+
+
+def test_crashed_remote_child_is_killed_and_restarted(cluster: Cluster) -> None:
+    """A pid kill from the leader cannot reach a remote child: it is told to exit."""
+    member = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [gpu_child()])
+    (old,) = sup.which_children()
+    assert old.pid is not None
+    cluster.leader.tell(old.address, ("raise", "boom"))
+    new = eventually(lambda: running(sup, "w", old.pid), message="crashed child restarted")
+    assert new.pid in pids(member)
+    eventually(lambda: old.pid not in pids(member), message="the crashed process is gone")
+
+
+def test_stop_of_a_hung_remote_child_finishes(cluster: Cluster) -> None:
+    member = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor(
+        "top", FLAGS, [gpu_child("s", Stubborn, shutdown=0.3)])
+    (info,) = sup.which_children()
+    began = time.monotonic()
+    sup.terminate_child("s", timeout=10)
+    assert time.monotonic() - began < 3.0
+    eventually(lambda: info.pid not in pids(member), message="stubborn remote child gone")
+    assert sup.which_children()[0].status == "terminated"
+
+
+def test_whole_member_killed_child_restarts_on_another_member(cluster: Cluster) -> None:
+    first = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [gpu_child()])
+    (old,) = sup.which_children()
+    assert old.pid in pids(first)
+    second = cluster.member({"gpu": True})
+    killed_at = time.monotonic()
+    first.kill()
+    new = eventually(lambda: running(sup, "w", old.pid), timeout=10,
+                     message="child restarted on the live member")
+    detected = time.monotonic() - killed_at
+    assert new.pid in pids(second)
+    # Heartbeats: silent for HEARTBEAT * MISSES, checked every HEARTBEAT; plus a start.
+    assert detected < HEARTBEAT * (MISSES + 1) + 2.0, detected
+    assert cluster.leader.ask(new.address, ("pid",), 5) == new.pid
+
+
+def test_remote_child_exits_when_its_supervisor_host_dies(cluster: Cluster) -> None:
+    """No orphans: a remote child whose supervisor stopped pinging exits by itself."""
+    member = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [gpu_child()])
+    (info,) = sup.which_children()
+    cluster.leader.kill()
+    # The child's watchdog allows 2 * heartbeat * misses + 2 s of silence.
+    eventually(lambda: info.pid not in pids(member), timeout=10,
+               message="orphaned remote child exits")
+
+
+def test_members_stay_registered_over_many_periods(cluster: Cluster) -> None:
+    """Regression: with only the re-registration period lowered, Thespian's
+    restart period (3 min 22 s) kept members from re-registering and the leader
+    dropped healthy members after ``misses`` periods."""
+    cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [])
+    deadline = time.monotonic() + 4 * PERIOD * 2  # four times the drop threshold
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
+        info = sup.start_child(gpu_child(f"w{n}"), timeout=10)
+        assert info.remote
+        sup.terminate_child(f"w{n}", timeout=10)
+        sup.delete_child(f"w{n}", timeout=10)
+        time.sleep(PERIOD / 2)  # the test is about time passing, not waiting for an event
+    assert n >= 8
+
+
+def test_shutdown_stops_remote_children(cluster: Cluster) -> None:
+    member = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor("top", FLAGS, [gpu_child("a"), gpu_child("b")])
+    remote_pids = {i.pid for i in sup.which_children()}
+    assert remote_pids <= pids(member)
+    sup.shutdown(timeout=10)
+    eventually(lambda: not (remote_pids & pids(member)), message="remote children stopped")
+    with contextlib.suppress(Exception):
+        cluster.leader.shutdown()
