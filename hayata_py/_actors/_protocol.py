@@ -59,6 +59,10 @@ class RunEdge:
     execute: Execute
     edge_id: str
     reducer: Any
+    direct: bool = False
+    """The execution has this one edge: the edge sends the agent its
+    :class:`Outcome` itself (one hop less on every step) and the reducer only
+    keeps the books (deadline, :class:`ReducerDone`, telemetry)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ class EdgeResult:
     result: Any = None
     error: ErrorInfo | None = None
     partials: int = 0
+    delivered: bool = False
+    """The edge already sent this result to the agent as the node's :class:`Outcome`."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,8 @@ class ReducerDone:
 
 @dataclass(frozen=True)
 class Outcome:
-    """Reducer (or watcher) -> agent: one node's consolidated result for an execution."""
+    """Edge (single-edge execution), reducer or node -> agent: one node's
+    consolidated result for an execution."""
 
     execution_id: str
     node_id: str

@@ -2,8 +2,10 @@
 
 User code runs only here. Nothing it raises reaches Thespian (which would run
 it a second time): every outcome becomes an :class:`EdgeResult` for the
-reducer. An edge is reused for the next task of its node; cancelling a task
-means killing the edge process (the only way to stop arbitrary Python code).
+reducer; the only edge of an execution (``RunEdge.direct``) also sends the
+agent the node's :class:`Outcome` itself, saving the reducer's hop. An edge
+is reused for the next task of its node; cancelling a task means killing
+the edge process (the only way to stop arbitrary Python code).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hayata_py._actors._protocol import (
     EdgeResult,
     EdgeStarted,
     Execute,
+    Outcome,
     Partial,
     RunEdge,
 )
@@ -102,9 +105,16 @@ class EdgeActor(SupervisedActor):
             telemetry.span_exception(span, str(error.details["type"]))
         else:
             telemetry.span_stop(span, "failed", metadata={"error_code": error.code})
+        partials = streamer.count if streamer else 0
+        if run.direct:
+            # The only edge of its execution: its result is the node's outcome.
+            # Straight to the agent (recorded above, before anyone hears of it);
+            # the reducer is told for its books.
+            self.send(execute.agent, Outcome(execute.execution_id, execute.node_id,
+                                             error is None, result, error, partials))
         self.send(run.reducer, EdgeResult(
             execute.execution_id, execute.node_id, run.edge_id, error is None, result, error,
-            streamer.count if streamer else 0))
+            partials, delivered=run.direct))
 
     def _record_start(self, execute: Execute) -> ErrorInfo | None:
         """Record ``started`` durably before the node function runs.

@@ -131,7 +131,7 @@ class NodeActor(SupervisedActor):
                 "execution_id": execute.execution_id})
             self.send(self.reducer, Expect(execute.execution_id, self.node_id, (idle.edge_id,),
                                            execute.timeout, execute.agent, self.agent_id))
-            self.send(idle.address, RunEdge(execute, idle.edge_id, self.reducer))
+            self.send(idle.address, RunEdge(execute, idle.edge_id, self.reducer, direct=True))
 
     def _end_span(self, execution_id: str, status: str, error_class: str | None = None
                   ) -> None:

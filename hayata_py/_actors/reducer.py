@@ -5,6 +5,10 @@ deadline (one timer per execution): if edges are still pending when it
 fires, the outcome is ``execution_timeout`` naming them. Results that arrive
 before the node's :class:`Expect` (message order between different actors
 is not guaranteed) wait in a buffer.
+
+When an execution has a single edge, the edge sends the agent the outcome
+itself (``EdgeResult.delivered``) and the reducer only keeps the books: the
+deadline, :class:`ReducerDone` for the node, telemetry.
 """
 
 from __future__ import annotations
@@ -95,7 +99,8 @@ class ReducerActor(SupervisedActor):
             error_class = failed.error.details.get("type")
         self.send(entry.node, ReducerDone(expect.execution_id, pending,
                                           "failed" if failed else "completed", error_class))
-        self.send(expect.agent, outcome)
+        if not (len(expect.edge_ids) == 1 and result.delivered):
+            self.send(expect.agent, outcome)  # else the edge sent it already
         self._stop(entry, "failed" if failed else "completed", pending)
 
     def _arm_timer(self, deadline: float) -> None:
