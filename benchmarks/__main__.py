@@ -4,8 +4,9 @@
 
 Runs, each in its own process: the LangGraph comparison (workloads 1-5, 8;
 :mod:`benchmarks.bench_langgraph`), the supervision benchmark (workload 6,
-node restart; :mod:`benchmarks.bench_supervision`) and the store benchmark
-(workload 7, durable record vs bare SQLite commits; :mod:`benchmarks.bench_store`).
+node restart; :mod:`benchmarks.bench_supervision`), the store benchmark
+(workload 7, durable record vs bare SQLite commits; :mod:`benchmarks.bench_store`)
+and the whole-system crash recovery (workload 6; :mod:`benchmarks.bench_recovery`).
 Writes ``benchmarks/results/summary.md`` from their JSON files.
 """
 
@@ -54,7 +55,8 @@ def _met(ok: bool) -> str:
 
 
 def summary_markdown(lg: dict[str, Any] | None, sup: dict[str, Any] | None,
-                     store: dict[str, Any] | None) -> str:
+                     store: dict[str, Any] | None, recovery: dict[str, Any] | None = None
+                     ) -> str:
     rows: list[list[str]] = []
     targets: list[str] = []
     if lg:
@@ -145,6 +147,14 @@ def summary_markdown(lg: dict[str, Any] | None, sup: dict[str, Any] | None,
             rows.append(["6 (part) load + classify an invocation of 100 tasks (ms)",
                          fmt(lc["median_ms"], 2), "", ""])
         r = _n(s["ratio_median"])
+        if recovery:
+            rl = recovery["latency_ms"]
+            rows.append([f"6 whole-system SIGKILL -> restart -> recovered result, "
+                         f"{recovery['tasks']} completed tasks (ms; restart system / start "
+                         f"agent / recover+finish {fmt(_n(rl['restart_system']['median']), 0)}"
+                         f" / {fmt(_n(rl['start_agent']['median']), 0)} / "
+                         f"{fmt(_n(rl['recover_and_finish']['median']), 0)})",
+                         _cell(rl["kill_to_result"]), "", ""])
         targets.append(f"- Workload 7 record <= 1.5x bare commits: {fmt(r)}x -> {_met(r <= 1.5)}")
     lines = ["# Benchmarks: hayata_py vs LangGraph (SqliteSaver, durability=\"sync\")", ""]
     if lg:
@@ -184,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _run("benchmarks.bench_supervision", sup_quick if args.quick else [])
         _run("benchmarks.bench_store", ["--rounds", "60", "--repeats", "10"] if args.quick
              else [])
-    text = summary_markdown(_load("langgraph"), _load("supervision"), _load("store"))
+        _run("benchmarks.bench_recovery", ["--samples", "3" if args.quick else "10"])
+    text = summary_markdown(_load("langgraph"), _load("supervision"), _load("store"),
+                            _load("recovery"))
     path = RESULTS_DIR / "summary.md"
     path.write_text(text)
     print(text)

@@ -408,8 +408,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             ("3", "w3_sleep", lambda: w3_sleep(tmp, 6 if q else 30, 1)),
             ("4", "w4_cpu", lambda: w4_cpu(tmp, 3 if q else 9, 1)),
             ("5", "w5_w8", lambda: w5_w8_throughput_memory(
-                tmp, (1, 4) if q else (1, 4, 16), 1.0 if q else 3.0, 2 if q else 4,
-                (1, 4) if q else (1, 10, 50))),
+                tmp, (1, 4, 16), 1.0 if q else 3.0, 2 if q else 4,
+                (1, 10) if q else (1, 10, 50))),
         ]
         for key, name, fn in steps:
             if key not in only and not (key == "5" and "8" in only):

@@ -11,6 +11,8 @@ Graphs (node work is shared by both sides):
 - ``cpu2``: two CPU-bound branches ``c0, c1`` in parallel (pure Python loop).
 - ``finish``: hayata_py only: the policy finishes at once (no node), to split
   the fixed per-invocation cost from the per-step cost.
+- ``steps100``: hayata_py only (workload 6, whole-system crash): 100 sequential
+  trivial steps, then a ``gate`` node (idempotent) that blocks while a file exists.
 
 hayata_py expresses a graph as a decision policy; LangGraph as a StateGraph.
 Node results: hayata_py merges a sequential node's dict into the state and
@@ -21,6 +23,7 @@ hands parallel results to the next decision; LangGraph merges every node's
 from __future__ import annotations
 
 import operator
+import os
 import time
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -104,6 +107,25 @@ def policy_finish(ctx: hy.PolicyContext) -> hy.Finish:
     return hy.Finish(ctx.input)
 
 
+RECOVERY_TASKS = 100
+
+
+def hy_gate(ctx: hy.NodeContext) -> dict[str, Any]:
+    """Blocks while the file ``ctx.input["gate"]`` exists (the crash happens meanwhile)."""
+    while os.path.exists(ctx.input["gate"]):
+        time.sleep(0.005)
+    return {"gate": "passed"}
+
+
+def policy_steps100(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    """``RECOVERY_TASKS`` sequential trivial steps, then the gate, then finish."""
+    if ctx.step < RECOVERY_TASKS:
+        return hy.Next("step", ctx.input)
+    if ctx.step == RECOVERY_TASKS:
+        return hy.Next("gate", ctx.input)
+    return hy.Finish({"steps": ctx.step})
+
+
 _HERE = "benchmarks.graphs"
 
 
@@ -118,6 +140,11 @@ def hy_config(graph: str, agent_id: str | None = None) -> hy.AgentConfig:
         nodes = {n: f"{_HERE}:hy_sleep" for n in SLEEP_NODES}
     elif graph == "cpu2":
         nodes = {n: f"{_HERE}:hy_cpu" for n in CPU_NODES}
+    elif graph == "steps100":
+        return hy.AgentConfig(
+            id=agent_id or graph, nodes={"step": f"{_HERE}:hy_trivial", "gate": f"{_HERE}:hy_gate"},
+            decision_policy=f"{_HERE}:policy_steps100", execution_timeout=60.0,
+            max_steps=RECOVERY_TASKS + 1, idempotent_nodes=frozenset({"gate"}))
     else:
         raise ValueError(graph)
     return hy.AgentConfig(id=agent_id or graph, nodes=nodes,
