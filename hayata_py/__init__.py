@@ -5,7 +5,7 @@ invocations with :meth:`AgentRef.run`. See README.md for the whole API.
 """
 
 from hayata_py._api import AgentRef, AgentSystem
-from hayata_py._config import AgentConfig
+from hayata_py._config import AgentConfig, Liveness
 from hayata_py._errors import (
     AgentAlreadyStarted,
     AgentNotFound,
@@ -57,6 +57,7 @@ __all__ = [
     "HayataError",
     "InvalidPartialResult",
     "InvocationBusy",
+    "Liveness",
     "Next",
     "NodeContext",
     "PolicyContext",

@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import os
 import random
+import socket
 import threading
 import time
 import uuid
@@ -32,8 +33,9 @@ from hayata_py._actors.tree import (
     TOP_FLAGS,
     AgentSupervisor,
     TopSupervisor,
+    with_liveness,
 )
-from hayata_py._config import AgentConfig, validate_config
+from hayata_py._config import AgentConfig, Liveness, validate_config
 from hayata_py._errors import (
     AgentAlreadyStarted,
     AgentNotFound,
@@ -145,6 +147,23 @@ class AgentSystem:
     ``"multiprocTCPBase"``, the only Thespian base whose parents hear of
     killed children. Use as a context manager; :meth:`shutdown` leaves no
     process behind.
+
+    Several systems (usually one per host) form a Thespian *convention* with
+    one shared store (PostgreSQL) to run agents and nodes where the
+    capabilities they need are (see ``docs/deployment.md``):
+
+    - ``name``: the system's stable name, owner of its invocations' leases
+      (default ``"<hostname>:<data_dir>"``). A system restarted with the same
+      name recovers its invocations at once; another system must wait until
+      their leases expire. Give every system of a cluster its own name.
+    - ``capabilities``: what this system offers to placement, e.g.
+      ``{"gpu": True}`` (see ``AgentConfig.placement`` / ``node_placement``).
+    - ``convention_leader``: ``(host, admin_port)`` of the leader to join.
+      The leader is a system started with a fixed ``admin_port``.
+    - ``bind``: the address every actor socket binds to and advertises;
+      loopback by default. Thespian messages are pickles: whoever can reach
+      these ports can run code here, so bind only inside a private network.
+    - ``liveness``: heartbeat and convention timings (:class:`Liveness`).
     """
 
     def __init__(
@@ -156,6 +175,11 @@ class AgentSystem:
         admin_port: int | None = None,
         telemetry_handlers: Mapping[str, tuple[str, Iterable[tuple[str, ...]]]] | None = None,
         log_telemetry: bool = True,
+        name: str | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        convention_leader: tuple[str, int] | None = None,
+        bind: str = "127.0.0.1",
+        liveness: Liveness | None = None,
     ) -> None:
         if base != "multiprocTCPBase":
             raise ConfigError("base", f"{base!r} is not supported; use 'multiprocTCPBase' "
@@ -164,6 +188,16 @@ class AgentSystem:
                                        or not isinstance(admin_port, int)
                                        or not 0 < admin_port < 65536):
             raise ConfigError("admin_port", f"must be a TCP port number, got {admin_port!r}")
+        liveness = liveness if liveness is not None else Liveness()
+        if not isinstance(liveness, Liveness):
+            raise ConfigError("liveness", f"must be hy.Liveness, got {type(liveness).__name__}")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigError("name", f"must be a non-empty string, got {name!r}")
+        if capabilities is not None and not isinstance(capabilities, Mapping):
+            raise ConfigError("capabilities", "must be a mapping of capability name -> "
+                              f"value, got {type(capabilities).__name__}")
+        if not isinstance(bind, str) or not bind:
+            raise ConfigError("bind", f"must be an IP address string, got {bind!r}")
         handlers = dict(telemetry_handlers or {})
         if log_telemetry:
             handlers.setdefault("hayata.log", (
@@ -179,17 +213,29 @@ class AgentSystem:
         # Opening applies migrations and refuses a newer schema, before any actor starts.
         self.store: TaskStore = open_store(self.store_url)
         self.instance = uuid.uuid4().hex
+        self.name = name or f"{socket.gethostname()}:{self.data_dir}"
+        self.liveness = liveness
         try:
             self._system = System(admin_port=admin_port,
-                                  log_file=self.data_dir / "hayata.log.jsonl")
+                                  log_file=self.data_dir / "hayata.log.jsonl",
+                                  bind=bind, capabilities=dict(capabilities or {}),
+                                  convention_leader=convention_leader,
+                                  convention_period=liveness.convention_period,
+                                  convention_misses=liveness.convention_misses)
+        except SupervisorError as exc:
+            self.store.close()
+            if exc.code == "invalid_option":
+                raise ConfigError(str(exc.details.get("field", "option")), str(exc)) from exc
+            raise
         except BaseException:
             self.store.close()
             raise
         try:
-            info = SystemInfo(self.store_url, self.instance, str(self.data_dir))
+            info = SystemInfo(self.store_url, self.instance, str(self.data_dir), self.name,
+                              liveness)
             self._top = self._system.start_supervisor(
-                TOP_NAME, TOP_FLAGS, [], actor=TopSupervisor, global_name=TOP_NAME,
-                extra_args=(info,))
+                TOP_NAME, with_liveness(TOP_FLAGS, liveness), [], actor=TopSupervisor,
+                global_name=TOP_NAME, extra_args=(info,))
         except BaseException:
             self._system.shutdown()
             self.store.close()
@@ -216,6 +262,8 @@ class AgentSystem:
                               admin_port=admin_port)
         self.data_dir = Path(info.data_dir)
         self.instance = info.instance
+        self.name = info.name or f"{socket.gethostname()}:{self.data_dir}"
+        self.liveness = info.liveness if isinstance(info.liveness, Liveness) else Liveness()
         self.store_url = store_url or info.store_url
         from hayata_py.store import open_store
 
@@ -280,8 +328,10 @@ class AgentSystem:
         :class:`AgentAlreadyStarted`.
         """
         spec = dataclasses.replace(validate_config(config), store_url=self.store_url,
-                                   instance=self.instance)
-        child = ChildSpec(AGENT_PREFIX + spec.id, Start(AgentSupervisor, (spec,)),
+                                   instance=self.instance, owner=self.name,
+                                   liveness=self.liveness)
+        child = ChildSpec(AGENT_PREFIX + spec.id,
+                          Start(AgentSupervisor, (spec,), requirements=spec.placement),
                           kind=Kind.SUPERVISOR)
         try:
             self._top.start_child(child)

@@ -18,7 +18,9 @@ from supervisors._spec import ChildSpec, Kind
 @dataclass(frozen=True)
 class ChildInfo:
     """One row of ``which_children``: ``status`` is ``running``, ``starting``,
-    ``stopping``, ``restarting`` or ``terminated``; ``address`` and ``pid`` are
+    ``stopping``, ``restarting``, ``waiting_for_placement`` (its host died and
+    no live system satisfies its requirements yet: retried every
+    ``heartbeat * heartbeat_misses`` seconds) or ``terminated``; ``address`` and ``pid`` are
     None unless the child runs. A restarted child has a new address and pid.
     ``remote``: the child runs in another actor system of the convention (its
     ``pid`` is then a pid on that system's host)."""

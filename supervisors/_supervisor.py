@@ -88,6 +88,7 @@ class _Child:
     remote: bool = False  # placed in another actor system: no pids, heartbeats
     admin: str = ""  # host:port of a remote child's admin
     last_seen: float = 0.0  # when a remote child last answered (monotonic)
+    unplaced: bool = False  # its last start failed: no live system satisfies its placement
 
     def info(self) -> ChildInfo:
         return ChildInfo(
@@ -101,6 +102,15 @@ class _Running:
     op: Op
     wait: Predicate
     deferred: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _PlacementRetry:
+    """Timer payload: try again to start children waiting for a host."""
+
+
+def _is_retry(message: Any) -> bool:
+    return isinstance(message, WakeupMessage) and isinstance(message.payload, _PlacementRetry)
 
 
 def _should_restart(restart: Restart, normal: bool) -> bool:
@@ -137,6 +147,7 @@ class Supervisor(SupervisedActor):
         self._op: _Running | None = None
         self._queue: list[tuple[Any, Any]] = []
         self._heartbeat_armed = False
+        self._retry_armed = False
         self._host = host_id()
         try:
             flags, specs = self.init(*init.args, **init.kwargs)
@@ -204,7 +215,7 @@ class Supervisor(SupervisedActor):
         elif self._op is not None and self._op.wait(message):
             self._last_sender = sender
             self._advance(message)
-        elif isinstance(message, (WakeupMessage, _StopTimeout)):
+        elif isinstance(message, (WakeupMessage, _StopTimeout)) and not _is_retry(message):
             return  # a timer of an operation that already finished
         elif self._op is not None or self._queue:
             self._note_exit(message)
@@ -328,6 +339,9 @@ class Supervisor(SupervisedActor):
             self.send(sender, Reply(reply.ok, reply.value, reply.error, ref=message.ref))
         elif isinstance(message, ShutdownSupervisor):
             self._run(self._op_shutdown(sender, message.ref))
+        elif _is_retry(message):
+            self._retry_armed = False
+            self._run(self._op_retry_placement())
         else:
             self.on_message(message, sender)
 
@@ -439,7 +453,7 @@ class Supervisor(SupervisedActor):
             child.status = "terminated"
             return describe_exception(exc)
         child.status = "starting"
-        child.remote, child.admin = False, ""
+        child.remote, child.admin, child.unplaced = False, "", False
         self.send(address, _Init(spec.id, self.sup_id, token, args, kwargs,
                                  parent_pid=os.getpid(), host=self._host,
                                  heartbeat=self.flags.heartbeat,
@@ -466,6 +480,7 @@ class Supervisor(SupervisedActor):
         child.status = "terminated"
         if start.requirements:
             # Thespian answers an unsatisfiable placement this way (after ~10 ms).
+            child.unplaced = True
             return (f"exited during start: no live actor system satisfies requirements "
                     f"{start.requirements!r} (or the actor died while starting)")
         return "exited during start"
@@ -544,6 +559,9 @@ class Supervisor(SupervisedActor):
             for member in group:
                 error = yield from self._start_child(member)
                 member.restarts += 1
+                if error is not None and member.unplaced:
+                    self._wait_for_placement(member, error)
+                    return
                 if error is not None:
                     failed, reason = member, error
                     break
@@ -553,6 +571,34 @@ class Supervisor(SupervisedActor):
             if failed is None:
                 return
             child = failed
+
+    def _wait_for_placement(self, child: _Child, reason: str) -> None:
+        """No live system can host the restarted child (its host died): retry
+        later instead of burning the restart intensity on a missing host. The
+        child (and the rest of its restart group) waits with status
+        ``waiting_for_placement``."""
+        child.status = "waiting_for_placement"
+        self.log.warning("waiting_for_placement", supervisor_id=self.sup_id,
+                         child=child.spec.id, reason=reason)
+        if not self._retry_armed:
+            self._retry_armed = True
+            delay = max(0.1, self.flags.heartbeat * self.flags.heartbeat_misses)
+            self.wakeupAfter(timedelta(seconds=delay), _PlacementRetry())
+
+    def _op_retry_placement(self) -> Op:
+        """Start, in order, the children left unstarted by a waiting restart."""
+        waiting = [c for c in self._children if c.address is None
+                   and c.status in ("waiting_for_placement", "restarting")]
+        for child in waiting:
+            error = yield from self._start_child(child)
+            if error is not None and child.unplaced:
+                self._wait_for_placement(child, error)
+                return
+            if error is not None:
+                yield from self._restart_after_failure(child, error)
+                return
+            self.log.info("child_restarted", supervisor_id=self.sup_id, child=child.spec.id,
+                          child_pid=child.pid, restarts=child.restarts)
 
     def _restart_group(self, child: _Child) -> list[_Child]:
         strategy = self.flags.strategy

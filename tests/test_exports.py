@@ -17,7 +17,7 @@ def test_hayata_exports() -> None:
         "CALLER", "AgentAlreadyStarted", "AgentConfig", "AgentEvent", "AgentNotFound",
         "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
-        "HayataError", "InvalidPartialResult", "InvocationBusy", "Next", "NodeContext",
+        "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Next", "NodeContext",
         "PolicyContext", "RecoveryRejected", "ResultReply", "Run", "RunAccepted",
         "RunRejected", "SchemaTooNew", "StaleExecution", "StaleWriter", "StoreError",
         "WaitResult",

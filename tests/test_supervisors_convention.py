@@ -179,6 +179,29 @@ def test_whole_member_killed_child_restarts_on_another_member(cluster: Cluster) 
     assert cluster.leader.ask(new.address, ("pid",), 5) == new.pid
 
 
+def test_child_waits_for_a_host_without_escalating(cluster: Cluster) -> None:
+    """Its only host died: the restart waits for a system with the capability
+    (a missing host is not a crash loop) and happens once one joins."""
+    first = cluster.member({"gpu": True})
+    sup = cluster.leader.start_supervisor(
+        "top", SupervisorFlags(intensity=1, period=60, heartbeat=HEARTBEAT,
+                               heartbeat_misses=MISSES),
+        [gpu_child(), ChildSpec("local", Echo)])
+    old, local = sup.which_children()
+    first.kill()
+
+    def waiting() -> bool:
+        return sup.child("w").status == "waiting_for_placement"
+
+    eventually(waiting, timeout=10, message="child waits for placement")
+    assert sup.child("local").pid == local.pid  # nothing escalated
+    second = cluster.member({"gpu": True})
+    new = eventually(lambda: running(sup, "w", old.pid), timeout=15,
+                     message="child placed on the new member")
+    assert new.pid in pids(second)
+    assert cluster.leader.ask(new.address, ("pid",), 5) == new.pid
+
+
 def test_remote_child_exits_when_its_supervisor_host_dies(cluster: Cluster) -> None:
     """No orphans: a remote child whose supervisor stopped pinging exits by itself."""
     member = cluster.member({"gpu": True})

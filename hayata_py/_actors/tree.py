@@ -11,10 +11,16 @@
 
 rest_for_one: if the node supervisor gives up, the agent restarts after it
 (with the fresh address); if the agent crashes, the nodes keep running.
+
+Placement: an agent's ``placement`` is the requirements of its
+``agent:<id>`` child (the whole subtree runs where it is created), a node's
+``node_placement`` those of its ``node:<id>`` child. Supervisors watch
+children placed on other systems by heartbeats (``spec.liveness``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hayata_py._actors._protocol import (
@@ -24,7 +30,7 @@ from hayata_py._actors._protocol import (
     UseWatcher,
     WatchNodes,
 )
-from hayata_py._config import AgentSpec
+from hayata_py._config import AgentSpec, Liveness
 from supervisors import (
     ChildEvent,
     ChildSpec,
@@ -39,6 +45,14 @@ from supervisors import (
 TOP_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=100, period=10.0)
 AGENT_FLAGS = SupervisorFlags(Strategy.REST_FOR_ONE, intensity=10, period=10.0)
 NODE_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=20, period=10.0)
+
+
+
+def with_liveness(flags: SupervisorFlags, liveness: Liveness) -> SupervisorFlags:
+    """``flags`` with the heartbeat settings of ``liveness``."""
+    return dataclasses.replace(flags, heartbeat=liveness.heartbeat,
+                               heartbeat_misses=liveness.heartbeat_misses)
+
 
 NODE_PREFIX = "node:"
 AGENT_PREFIX = "agent:"
@@ -67,7 +81,7 @@ class AgentSupervisor(Supervisor):
         from hayata_py._actors.agent import AgentActor
 
         (spec,) = args
-        return AGENT_FLAGS, [
+        return with_liveness(AGENT_FLAGS, spec.liveness), [
             ChildSpec("nodes", Start(NodeSupervisor, (spec,)), kind=Kind.SUPERVISOR),
             ChildSpec("agent", Start(AgentActor, (spec, Sibling("nodes")))),
         ]
@@ -87,9 +101,10 @@ class NodeSupervisor(Supervisor):
         for node_id, function in spec.nodes.items():
             children.append(ChildSpec(
                 NODE_PREFIX + node_id,
-                Start(NodeActor, (node_id, function, Sibling("edge_watcher"), spec.id)),
+                Start(NodeActor, (node_id, function, Sibling("edge_watcher"), spec.id),
+                      requirements=spec.node_placement.get(node_id, {})),
                 shutdown=2.0))
-        return NODE_FLAGS, children
+        return with_liveness(NODE_FLAGS, spec.liveness), children
 
     def _nodes(self) -> dict[str, Any]:
         return {
