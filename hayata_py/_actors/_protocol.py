@@ -216,3 +216,6 @@ class SystemInfo:
     store_url: str
     instance: str
     data_dir: str
+    name: str = ""
+    """The system's stable name: the owner of its invocations' leases."""
+    liveness: Any = None
