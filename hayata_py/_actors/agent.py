@@ -7,11 +7,20 @@ so a checkpoint taken at a step boundary identifies the work exactly.
 Stale messages (an outcome of a finished or cancelled execution, a partial
 from a replaced edge) are recognised by these ids and dropped; they never
 change a terminal state or cause a second notification.
+
+Ownership: every invocation runs under a lease in the store, held by the
+system's name (``spec.owner``) and renewed every third of
+``spec.lease_seconds``. If the store says another system took the invocation
+over (``StaleWriter`` on a renewal), the agent stops it at once without
+writing anything (``ownership_lost``). If a node's host dies mid-execution
+(its supervisor reports it ``unreachable``), the invocation is interrupted
+but kept (``invocation_interrupted``): the agent then waits for ``recover()``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 import uuid
 from collections import OrderedDict
@@ -43,6 +52,7 @@ from hayata_py._errors import (
     InvocationBusy,
     RecoveryRejected,
     RunRejected,
+    StaleWriter,
     StoreError,
 )
 from hayata_py._policy import PolicyContext, validate_decision
@@ -103,6 +113,7 @@ class _Invocation:
     execution: _Execution | None = None
     token: int = 0
     span: telemetry.Span | None = None
+    renew_at: float = math.inf
 
 
 def validate_run(run: Any) -> RunRejected | None:
@@ -140,7 +151,8 @@ class AgentActor(SupervisedActor):
         self.inv: _Invocation | None = None
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[tuple[Any, int]]] = {}
-        self._timer_pending = False
+        self._timers: list[float] = []  # when the pending wakeups fire (monotonic)
+        self.owner = spec.owner or spec.instance
         self.log = self.log.bind(agent_id=spec.id)
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
         # An unfinished invocation in the store: this agent (or system) died
@@ -169,7 +181,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, Run):
             self._on_run(message, sender)
         elif isinstance(message, WakeupMessage):
-            self._on_timer()
+            self._on_timer(message.payload)
         elif isinstance(message, NodeTable):
             self.node_addresses = dict(message.nodes)
             for node_id in list(self.outbox):
@@ -247,13 +259,14 @@ class AgentActor(SupervisedActor):
             try:
                 inv.token = self.store.create_invocation(
                     InvocationRecord(inv.id, self.spec.id, "running", 0, inv.state, inv.input),
-                    owner=self.spec.instance)
+                    owner=self.owner, lease_seconds=self.spec.lease_seconds)
             except Exception as raw:  # noqa: BLE001 - any store failure is reported
                 exc = as_store_error(raw)
                 self.send(sender, RunRejected(f"could not record the invocation: {exc}",
                                               code=exc.code))
                 return
         self.inv = inv
+        self._lease_renewed(inv)
         inv.span = telemetry.span_start(telemetry.AGENT_INVOCATION,
                                         {"agent_id": self.spec.id, "invocation_id": inv.id})
         self.send(sender, RunAccepted(inv.id))
@@ -404,28 +417,82 @@ class AgentActor(SupervisedActor):
         execution = self.inv.execution if self.inv else None
         if execution is not None and down.node_id in execution.pending:
             execution.pending.discard(down.node_id)
+            if down.reason.startswith("unreachable") and self.store is not None:
+                self._interrupt(execution, down)
+                return
             self._fail_invocation(ErrorInfo("node_crashed",
                                  f"node {down.node_id!r} (pid {down.pid}) died during execution "
                                  f"{execution.id}: {down.reason}",
                                  {"node_id": down.node_id, "pid": down.pid,
                                   "reason": down.reason}))
 
-    def _arm_timer(self, deadline: float) -> None:
-        """Keep at most one timer pending (Thespian stalls with many timers): it is
-        re-armed on expiry for whatever deadline is current then."""
-        if not self._timer_pending:
-            self._timer_pending = True
-            self.wakeupAfter(timedelta(seconds=max(0.0, deadline - time.monotonic())))
+    def _interrupt(self, execution: _Execution, down: NodeDown) -> None:
+        """The node's host died mid-execution: end this run of the invocation
+        but keep it in the store (running, under our lease) for ``recover()``;
+        tasks that had started there are uncertain, completed ones are kept."""
+        inv = self.inv
+        assert inv is not None and self.store is not None
+        error = ErrorInfo(
+            "invocation_interrupted",
+            f"node {down.node_id!r} became unreachable during execution {execution.id} "
+            f"({down.reason}); the invocation is kept: call recover() once a system "
+            "that satisfies the node's placement is up",
+            {"node_id": down.node_id, "reason": down.reason, "recoverable": True})
+        self.log.warning("invocation_interrupted", invocation_id=inv.id, node_id=down.node_id)
+        self._fail_invocation(error, durable=False)
+        self.results.pop(inv.id, None)  # not its result: recover() will produce that
+        self.recovering = self.store.get_invocation(inv.id)
 
-    def _on_timer(self) -> None:
-        self._timer_pending = False
-        execution = self.inv.execution if self.inv else None
-        if execution is None:
+    # -- timers: execution deadline and lease renewal ------------------------------------
+
+    def _arm_timer(self, at: float) -> None:
+        """Make sure a wakeup fires by ``at``. Few timers stay pending (Thespian
+        stalls with many): a new one is set only if none fires by then."""
+        if any(t <= at + 0.01 for t in self._timers):
             return
-        if time.monotonic() < execution.deadline:
-            self._arm_timer(execution.deadline)
+        self._timers.append(at)
+        self.wakeupAfter(timedelta(seconds=max(0.0, at - time.monotonic())), at)
+
+    def _on_timer(self, at: Any) -> None:
+        if at in self._timers:
+            self._timers.remove(at)
+        inv = self.inv
+        if inv is None:
             return
-        self._on_deadline(execution.id)
+        now = time.monotonic()
+        if now >= inv.renew_at and not self._renew(inv):
+            return
+        execution = inv.execution
+        if execution is not None and now >= execution.deadline:
+            self._on_deadline(execution.id)
+            return
+        self._arm_timer(min(inv.renew_at, execution.deadline if execution else math.inf))
+
+    def _lease_renewed(self, inv: _Invocation) -> None:
+        if self.store is not None:
+            inv.renew_at = time.monotonic() + self.spec.lease_seconds / 3
+            self._arm_timer(inv.renew_at)
+
+    def _renew(self, inv: _Invocation) -> bool:
+        """Extend the lease; False if the invocation was lost to another owner."""
+        assert self.store is not None
+        try:
+            self.store.renew_lease(inv.id, owner=self.owner, token=inv.token,
+                                   lease_seconds=self.spec.lease_seconds)
+        except (StaleWriter, InvocationBusy) as exc:
+            self.log.error("ownership_lost", invocation_id=inv.id, code=exc.code)
+            self._fail_invocation(ErrorInfo(
+                "ownership_lost", f"another system took over invocation {inv.id} (its lease "
+                f"was not renewed in time): this system stops it and writes nothing more",
+                {"owner": self.owner}), durable=False)
+            return False
+        except Exception as raw:  # noqa: BLE001 - a store hiccup: try again soon
+            self.log.warning("lease_renewal_failed", invocation_id=inv.id,
+                             code=as_store_error(raw).code)
+            inv.renew_at = time.monotonic() + min(1.0, self.spec.lease_seconds / 6)
+            return True
+        inv.renew_at = time.monotonic() + self.spec.lease_seconds / 3
+        return True
 
     def _on_deadline(self, execution_id: Any) -> None:
         execution = self.inv.execution if self.inv else None
@@ -500,7 +567,8 @@ class AgentActor(SupervisedActor):
 
     def _claim(self, record: InvocationRecord) -> int:
         assert self.store is not None
-        return self.store.claim_invocation(record.invocation_id, owner=self.spec.instance)
+        return self.store.claim_invocation(record.invocation_id, owner=self.owner,
+                                           lease_seconds=self.spec.lease_seconds)
 
     def _nothing(self) -> RecoveryRejected:
         return RecoveryRejected(f"agent {self.spec.id!r} has no unfinished invocation",
@@ -543,6 +611,7 @@ class AgentActor(SupervisedActor):
                           record.parallel_results, token=token)
         self.recovering = None
         self.inv = inv
+        self._lease_renewed(inv)
         inv.span = telemetry.span_start(telemetry.AGENT_INVOCATION, {
             "agent_id": self.spec.id, "invocation_id": inv.id, "recovered": True})
         self.send(sender, RunAccepted(inv.id))
