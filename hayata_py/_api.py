@@ -68,6 +68,8 @@ TOP_NAME = "hayata"
 _REFS = itertools.count(random.randrange(1, 2**31))
 TERMINAL_EVENTS = ("invocation_completed", "invocation_failed")
 ASK_TIMEOUT = 30.0
+REMOTE_ASK_TIMEOUT = 2.0
+"""How long :meth:`AgentSystem.tree` waits for an actor on another system."""
 
 
 class _Inbox:
@@ -366,25 +368,40 @@ class AgentSystem:
         return AgentRef(self, agent_id)
 
     def tree(self) -> dict[str, Any]:
-        """The live actor tree: role, id, pid, restarts, status, children (nested dicts)."""
+        """The live actor tree: role, id, pid, restarts, status, remote (runs on another
+        system of the convention), children (nested dicts). A subtree on another
+        system that does not answer within 2 s is marked ``unreachable``."""
         return {"role": "supervisor", "id": TOP_NAME, "pid": self._top.pid or None,
                 "restarts": 0, "status": "running",
                 "children": self._subtree(self._top.address, depth=0)}
 
-    def _subtree(self, address: Any, depth: int) -> list[dict[str, Any]]:
+    def _subtree(self, address: Any, depth: int,
+                 timeout: float = ASK_TIMEOUT) -> list[dict[str, Any]]:
         ref = SupervisorRef(self._system, address, "", 0)
         rows = []
-        for info in ref.which_children():
+        for info in ref.which_children(timeout):
             role = _role(info.id, info.kind.value)
             row: dict[str, Any] = {
                 "role": role, "id": info.id, "pid": info.pid, "restarts": info.restarts,
-                "status": info.status, "children": []}
-            if info.address is not None and role == "supervisor":
-                row["children"] = self._subtree(info.address, depth + 1)
-            elif info.address is not None and role == "node":
-                reply = self._system.ask(info.address, Describe(), ASK_TIMEOUT)
-                if isinstance(reply, Description):
-                    row["children"] = reply.children
+                "status": info.status, "remote": info.remote, "children": []}
+            # A child on another system may have died with its host before its
+            # supervisor noticed: ask it briefly and mark it instead of hanging.
+            # (Everything below a remote child is on that system too.)
+            elsewhere = info.remote or timeout < ASK_TIMEOUT
+            wait = REMOTE_ASK_TIMEOUT if elsewhere else ASK_TIMEOUT
+            try:
+                if info.address is not None and role == "supervisor":
+                    row["children"] = self._subtree(info.address, depth + 1, wait)
+                elif info.address is not None and role == "node":
+                    reply = self._system.ask(info.address, Describe(), wait)
+                    if isinstance(reply, Description):
+                        row["children"] = reply.children
+                    elif elsewhere:
+                        row["unreachable"] = True
+            except SupervisorError as exc:
+                if not elsewhere or exc.code != "timeout":
+                    raise
+                row["unreachable"] = True
             rows.append(row)
         return rows
 

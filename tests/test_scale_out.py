@@ -249,3 +249,47 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
     record = store.get_invocation(inv)
     assert record is not None and record.status == "completed"
     store.close()
+
+
+def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> None:
+    """The whole agent runs where its placement is satisfied; when that host
+    dies the agent waits for another one, then the invocation is recovered
+    there (the lease owner is the system that started the agent, A)."""
+    a = cluster.start("A", member=False)
+    b = cluster.start("B", capabilities={"zone": "b"})
+    effects, gate = cluster.tmp / "effects", cluster.tmp / "gate"
+    cfg = dataclasses.replace(config(idempotent=frozenset({"right"})), placement={"zone": "b"})
+    agent = a.start_agent(cfg)
+    rows = {row["id"]: row for row in _walk(a.tree())}
+    assert rows["agent"]["pid"] in pids(b) and rows["node:left"]["pid"] in pids(b)
+    inv = agent.run({"effects": str(effects), "gates": {"right": str(gate)}})
+    store = open_store(cluster.url)
+    right = task_id_for(inv, 1, "right")
+    eventually(lambda: (t := store.get_task(right)) is not None and t.status == "started",
+               timeout=30, message="right in flight on B")
+    b.kill()
+
+    def waiting() -> bool:
+        return any(r["id"] == "agent:drill" and r["status"] == "waiting_for_placement"
+                   for r in _walk(a.tree()))
+
+    eventually(waiting, timeout=10, message="the agent waits for a zone-b system")
+    b2 = cluster.start("B2", capabilities={"zone": "b"})
+
+    def restarted_and_found_it() -> bool:
+        try:
+            return agent.status() == "recovery_required"
+        except hy.AgentNotFound:  # between its placement and its start
+            return False
+
+    eventually(restarted_and_found_it, timeout=30,
+               message="the agent restarted on B2 finds the invocation")
+    rows = {row["id"]: row for row in _walk(a.tree())}
+    assert rows["agent"]["pid"] in pids(b2)
+    assert agent.recover() == inv  # right is idempotent: re-run
+    gate.touch()
+    done = agent.wait(inv, timeout=60)
+    assert done.ok, done
+    assert starts(effects, task_id_for(inv, 0, "fetch")) == 1
+    assert starts(effects, right) == 2
+    store.close()

@@ -439,9 +439,24 @@ class AgentActor(SupervisedActor):
             "that satisfies the node's placement is up",
             {"node_id": down.node_id, "reason": down.reason, "recoverable": True})
         self.log.warning("invocation_interrupted", invocation_id=inv.id, node_id=down.node_id)
+        self._stop_run_keep_invocation(inv, error)
+
+    def _stop_run_keep_invocation(self, inv: _Invocation, error: ErrorInfo) -> None:
+        """End this run without a durable result: the subscriber and waiters get
+        ``error``; the invocation stays running in the store, and the agent
+        reports it as ``recovery_required`` (``recover()`` continues it, here
+        or on the system that now owns it)."""
+        assert self.store is not None
         self._fail_invocation(error, durable=False)
         self.results.pop(inv.id, None)  # not its result: recover() will produce that
-        self.recovering = self.store.get_invocation(inv.id)
+        try:
+            record = self.store.get_invocation(inv.id)
+        except Exception as raw:  # noqa: BLE001 - the store is unreachable: say so
+            self.log.error("store_unavailable", invocation_id=inv.id,
+                           code=as_store_error(raw).code)
+            record = None
+        if record is not None and record.status == "running":
+            self.recovering = record
 
     # -- timers: execution deadline and lease renewal ------------------------------------
 
@@ -481,10 +496,10 @@ class AgentActor(SupervisedActor):
                                    lease_seconds=self.spec.lease_seconds)
         except (StaleWriter, InvocationBusy) as exc:
             self.log.error("ownership_lost", invocation_id=inv.id, code=exc.code)
-            self._fail_invocation(ErrorInfo(
+            self._stop_run_keep_invocation(inv, ErrorInfo(
                 "ownership_lost", f"another system took over invocation {inv.id} (its lease "
                 f"was not renewed in time): this system stops it and writes nothing more",
-                {"owner": self.owner}), durable=False)
+                {"owner": self.owner, "recoverable": True}))
             return False
         except Exception as raw:  # noqa: BLE001 - a store hiccup: try again soon
             self.log.warning("lease_renewal_failed", invocation_id=inv.id,
