@@ -68,6 +68,8 @@ TOP_NAME = "hayata"
 _REFS = itertools.count(random.randrange(1, 2**31))
 TERMINAL_EVENTS = ("invocation_completed", "invocation_failed")
 ASK_TIMEOUT = 30.0
+WAIT_CHECK_PERIOD = 0.5
+"""How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""
 REMOTE_ASK_TIMEOUT = 2.0
 """How long :meth:`AgentSystem.tree` waits for an actor on another system."""
 
@@ -546,14 +548,50 @@ class AgentRef:
         return reply.result
 
     def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
-        """Block until the invocation ends (raises TimeoutError after ``timeout`` s)."""
-        reply = self._ask(WaitResult(invocation_id), timeout, accept=_result_for(invocation_id))
-        assert isinstance(reply, ResultReply)
+        """Block until the invocation ends (raises TimeoutError after ``timeout`` s).
+
+        Raises ``HayataError(code="recovery_required")`` if nothing runs it any
+        more: the agent process died (its restarted successor found it
+        unfinished) or its run was interrupted; :meth:`recover` continues it.
+        """
+        deadline = time.monotonic() + timeout
+        ref = next(_REFS)
+        asked = self._current_address()
+        self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
+                                    f"{timeout}s", invocation_id=invocation_id)
+            reply = self.system._system.listen(min(remaining, WAIT_CHECK_PERIOD))
+            if isinstance(reply, ResultReply) and reply.ref == ref \
+                    and reply.invocation_id == invocation_id:
+                break
+            if reply is None and self._restarted_since(asked):
+                # The agent we asked died: its successor answers (at once if the
+                # invocation now needs recover()).
+                asked = self._current_address()
+                self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
         if not reply.known:
             raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
                               invocation_id=invocation_id)
+        if reply.recovery_required:
+            raise HayataError(f"invocation {invocation_id} is unfinished and nothing runs it; "
+                              f"call recover() (or resolve_task()/abandon())",
+                              code="recovery_required", invocation_id=invocation_id)
         assert reply.result is not None
         return reply.result
+
+    def _restarted_since(self, address: Any) -> bool:
+        """True if the agent now runs as another process than ``address``."""
+        try:
+            current, pid = self.system._agent_address(self.id)
+        except AgentNotFound:
+            return False  # between two processes: look again later
+        if current != address:
+            self._address, self._pid = current, pid
+            return True
+        return False
 
     def status(self) -> str:
         """``idle``, ``running`` or ``recovery_required``."""

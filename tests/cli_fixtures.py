@@ -49,3 +49,9 @@ def slow() -> hy.AgentConfig:
 failing = hy.AgentConfig(id="failing", nodes={"fail": failing_node},
                          decision_policy=failing_policy)
 not_a_config = 42
+
+
+def placed() -> hy.AgentConfig:
+    """An agent whose node ``echo`` runs only on a system declaring ``gpu=true``."""
+    return hy.AgentConfig(id="placed", nodes={"echo": echo_node}, decision_policy=echo_policy,
+                          node_placement={"echo": {"gpu": True}}, lease_seconds=3.0)

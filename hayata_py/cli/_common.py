@@ -34,6 +34,7 @@ EXIT_DETACHED = 130
 DEFAULT_DATA_DIR = "hayata-data"
 DATA_DIR_ENV = "HAYATA_DATA_DIR"
 LOG_FILE_ENV = "SUPERVISORS_LOG_FILE"
+BIND_ENV = "SUPERVISORS_BIND"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,6 +102,8 @@ def connect(data_dir: Path, *, with_store: bool = False
     """
     record = running_record(data_dir)
     os.environ.setdefault(LOG_FILE_ENV, record.log_file)
+    # Reach the admin at the address it bound (--bind), not loopback.
+    os.environ[BIND_ENV] = record.bind
     store_url = record.store_url if with_store else None
     try:
         system = AgentSystem.connect(record.admin_port, store_url=store_url)

@@ -11,10 +11,12 @@ The launcher writes ``system.json`` and exits; the command waits for it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -25,8 +27,13 @@ ERROR_NAME = "system.start-error"
 
 
 def launch(data_dir: Path, admin_port: int | None, log_telemetry: bool,
-           timeout: float = 60.0) -> str | None:
-    """Start the system; None on success, else the one-line reason it failed."""
+           timeout: float = 60.0, **options: Any) -> str | None:
+    """Start the system; None on success, else the one-line reason it failed.
+
+    ``options``: further :class:`~hayata_py.AgentSystem` keyword arguments
+    (``store_url``, ``name``, ``bind``, ``convention_leader``,
+    ``capabilities``, ``liveness``), handed to the forked launcher as they are.
+    """
     error_file = data_dir / ERROR_NAME
     error_file.unlink(missing_ok=True)
     sys.stdout.flush()
@@ -36,7 +43,7 @@ def launch(data_dir: Path, admin_port: int | None, log_telemetry: bool,
         code = 1
         try:
             _detach(data_dir / OUTPUT_NAME)
-            code = _start(data_dir, admin_port, log_telemetry, error_file)
+            code = _start(data_dir, admin_port, log_telemetry, error_file, options)
         finally:
             os._exit(code)
     deadline = time.monotonic() + timeout
@@ -73,11 +80,12 @@ def _detach(output: Path) -> None:
 
 
 def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
-           error_file: Path) -> int:
+           error_file: Path, options: dict[str, Any]) -> int:
     from hayata_py._api import AgentSystem
 
     try:
-        system = AgentSystem(data_dir, admin_port=admin_port, log_telemetry=log_telemetry)
+        system = AgentSystem(data_dir, admin_port=admin_port, log_telemetry=log_telemetry,
+                             **options)
     except Exception as exc:  # noqa: BLE001 - reported to the command as one line
         error_file.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
         return 1
@@ -88,13 +96,21 @@ def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
             admin_started=psutil.Process(admin_pid).create_time(),
             session_id=system.session_id, store_url=system.store_url,
             log_file=str(data_dir / "hayata.log.jsonl"), output_file=str(data_dir / OUTPUT_NAME),
-            cwd=os.getcwd(), started_at=time.time(), instance=system.instance)
+            cwd=os.getcwd(), started_at=time.time(), instance=system.instance,
+            name=system.name, bind=options.get("bind", "127.0.0.1"),
+            leader=_leader_text(options.get("convention_leader")),
+            capabilities=dict(options.get("capabilities") or {}),
+            liveness=dataclasses.asdict(system.liveness))
         _state.save(data_dir, record)
     except Exception as exc:  # noqa: BLE001
         system.kill()
         error_file.write_text(f"cannot record the system: {exc}\n", encoding="utf-8")
         return 1
     return 0
+
+
+def _leader_text(leader: tuple[str, int] | None) -> str | None:
+    return None if leader is None else f"{leader[0]}:{leader[1]}"
 
 
 def _admin_pid(session_id: int, reported: int) -> int:

@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,16 @@ class SystemRecord:
     version: int = RECORD_VERSION
     instance: str = ""
     """The system instance id (the owner of the invocations its agents run)."""
+    name: str = ""
+    """The system's stable name: the owner of its invocations' leases."""
+    bind: str = "127.0.0.1"
+    """The address its actors bind to and advertise (attached commands use it too)."""
+    leader: str | None = None
+    """``host:port`` of the convention leader it joined; None for a leader or a lone system."""
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    """What it offers to placement (``--capability``)."""
+    liveness: dict[str, Any] = field(default_factory=dict)
+    """Heartbeat and convention timings (the fields of ``hy.Liveness``)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,11 +60,16 @@ def record_path(data_dir: Path) -> Path:
 
 
 def load(data_dir: Path) -> SystemRecord | None:
-    """The record under ``data_dir``, or None. An unreadable record counts as none."""
+    """The record under ``data_dir``, or None. An unreadable record counts as none.
+
+    Fields added since a record was written take their defaults (a record of
+    an older version loads); fields this version does not know are ignored.
+    """
     try:
         data = json.loads(record_path(data_dir).read_text(encoding="utf-8"))
-        return SystemRecord(**data)
-    except (OSError, ValueError, TypeError):
+        known = {f.name for f in fields(SystemRecord)}
+        return SystemRecord(**{k: v for k, v in data.items() if k in known})
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
 
 

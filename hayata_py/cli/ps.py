@@ -23,9 +23,12 @@ Row = dict[str, Any]
 
 
 def _label(row: Row) -> str:
+    """One tree line; ``(remote)`` marks a child running on another system of the
+    convention (its pid is a pid on that system's host)."""
     pid = row.get("pid") or "-"
+    where = "  (remote)" if row.get("remote") else ""
     return (f"{row['role']} {row['id']}  pid {pid}  restarts {row.get('restarts', 0)}  "
-            f"{row.get('status', '')}")
+            f"{row.get('status', '')}{where}")
 
 
 @click.command("ps", short_help="Show the actor tree with OS pids.")
@@ -33,7 +36,9 @@ def _label(row: Row) -> str:
 @data_dir_option
 def ps(as_json: bool, data_dir: Path) -> None:
     """Show the supervision tree: role, id, OS pid, restart count and status of
-    every supervisor, agent, node, edge, reducer and watcher."""
+    every supervisor, agent, node, edge, reducer and watcher. "(remote)" marks
+    an actor placed on another system of the convention: its pid is a pid on
+    that system's host."""
     system, _record = connect(data_dir)
     tree = system.tree()
     if as_json:
@@ -43,12 +48,15 @@ def ps(as_json: bool, data_dir: Path) -> None:
     from rich.text import Text
     from rich.tree import Tree
 
-    def add(parent: Tree, rows: list[Row]) -> None:
+    def add(parent: Tree, rows: list[Row], remote: bool) -> None:
         for row in rows:
-            add(parent.add(Text(_label(row))), row.get("children", []))
+            # The edges and reducer of a remote node run on the node's system.
+            row_remote = remote or bool(row.get("remote"))
+            label = _label({**row, "remote": row_remote})
+            add(parent.add(Text(label)), row.get("children", []), row_remote)
 
     root = Tree(Text(_label(tree)))
-    add(root, tree.get("children", []))
+    add(root, tree.get("children", []), False)
     Console(highlight=False, soft_wrap=True).print(root)
 
 
@@ -98,6 +106,10 @@ def kill(agent_id: str, node: str | None, agent: bool, edges: str | None, reduce
     what, rows = find_targets(system.tree(), agent_id, node, agent, edges, reducer, supervisor)
     for row in rows:
         pid = row.get("pid")
+        if row.get("remote"):
+            raise CliError(f"{what} runs on another system of the convention (pid {pid} "
+                           "there); run `hayata system kill` on that host or kill the pid "
+                           "there", EXIT_NOT_FOUND)
         if not pid:
             raise CliError(f"{what} has no running process ({row.get('status')}); "
                            "see `hayata ps`", EXIT_NOT_FOUND)
