@@ -101,6 +101,9 @@ class ResultReply:
     known: bool = True
     ref: int = 0
     """The ``ref`` of the request this answers."""
+    recovery_required: bool = False
+    """To a ``WaitResult``: the invocation is unfinished and nothing runs it (the
+    agent that ran it died or was interrupted): it ends only after ``recover()``."""
 
 
 @dataclass(frozen=True)

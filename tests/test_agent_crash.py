@@ -101,3 +101,40 @@ def test_no_process_survives_the_system_even_after_failures(tmp_path: Path) -> N
         pids = [p.pid for p in system.processes()]
         assert int(pid_file.read_text()) in pids
     assert not [pid for pid in pids if alive(pid)]
+
+
+def test_wait_on_an_invocation_whose_agent_dies_says_recovery_required(
+    agents: hy.AgentSystem, tmp_path: Path
+) -> None:
+    """A waiter is not left hanging until its timeout: the restarted agent finds
+    the invocation unfinished and the wait ends with ``recovery_required``."""
+    import threading
+    import time
+
+    agent = agents.start_agent(hy.AgentConfig(
+        "mortal", {"w": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted",
+        execution_timeout=60.0))
+    inv = agent.run({"steps": [["next", "w", {"sleep": 60}]]})
+    outcome: list[BaseException] = []
+    waiting = threading.Event()
+
+    def wait() -> None:
+        waiting.set()
+        try:
+            agent.wait(inv, timeout=60)
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what is tested
+            outcome.append(exc)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    waiting.wait(10)
+    eventually(lambda: agent.status() == "running", message="invocation running")
+    before = find(agents.tree(), "agent")
+    assert before is not None
+    killed_at = time.monotonic()
+    os.kill(before["pid"], signal.SIGKILL)
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert time.monotonic() - killed_at < 10
+    (error,) = outcome
+    assert isinstance(error, hy.HayataError) and error.code == "recovery_required", error

@@ -204,7 +204,11 @@ class AgentActor(SupervisedActor):
             self.send(sender, dataclasses.replace(reply, ref=message.ref))
         elif isinstance(message, WaitResult):
             reply = self._result_reply(message.invocation_id)
-            if reply.result is None and reply.known:
+            if reply.result is None and self.recovering is not None \
+                    and self.recovering.invocation_id == message.invocation_id:
+                self.send(sender, dataclasses.replace(reply, ref=message.ref,
+                                                      recovery_required=True))
+            elif reply.result is None and reply.known:
                 self.waiters.setdefault(message.invocation_id, []).append(
                     (sender, message.ref))
             else:
