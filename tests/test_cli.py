@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from hayata_py.cli import cli
 from tests.helpers import alive, eventually
+from tests.test_runtime_postgres import pg_url  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -382,3 +383,128 @@ def test_logs_renders_filters_and_limits(tmp_path: Path) -> None:
     assert "node_down" in last.output and "child_started" not in last.output
     missing = CliRunner().invoke(cli, ["logs", "--data-dir", str(tmp_path / "none")])
     assert missing.exit_code == 4 and "Traceback" not in missing.output
+
+
+# -- cluster options (issue 7) ------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+def test_cluster_leader_and_member_place_a_node_on_the_member(tmp_path: Path,
+                                                              pg_url: str) -> None:  # noqa: F811
+    """A leader and a gpu member started through the CLI on loopback with one
+    PostgreSQL store: the agent's node needing gpu runs on the member and `ps`
+    marks it remote; when the member is killed the node waits for a host."""
+    from supervisors._thespian import free_port
+
+    leader, member = tmp_path / "leader", tmp_path / "member"
+    port = free_port()
+    timings = ("--heartbeat", "0.1", "--heartbeat-misses", "3", "--convention-period", "1",
+               "--convention-misses", "2")
+    try:
+        out = ok(leader, "system", "start", "--admin-port", str(port), "--store", pg_url,
+                 "--name", "leader", *timings)
+        assert f"name leader, bound to 127.0.0.1, leads its convention (members join with " \
+               f"--leader 127.0.0.1:{port})" in out
+        started = hayata(member, "system", "start", "--leader", f"127.0.0.1:{port}",
+                         "--store", pg_url, "--name", "gpu-1", "--capability", "gpu=true",
+                         "--capability", "region=eu", *timings)
+        assert started.returncode == 0, started.stderr
+        assert started.stderr == ""  # loopback: no warning
+        assert f"member of the convention led by 127.0.0.1:{port}" in started.stdout
+        assert 'capabilities gpu=true region="eu"' in started.stdout
+
+        assert "started agent placed" in ok(leader, "agent", "start", "tests.cli_fixtures:placed")
+        status, text, rows = concurrently(
+            member, ("system", "status", "--json"), ("system", "status"), ("ps", "--json"))
+        info = json.loads(status.stdout)
+        assert (info["name"], info["bind"], info["leader"]) == ("gpu-1", "127.0.0.1",
+                                                                f"127.0.0.1:{port}")
+        assert info["capabilities"] == {"gpu": True, "region": "eu"}
+        assert info["liveness"] == {"heartbeat": 0.1, "heartbeat_misses": 3,
+                                    "convention_period": 1.0, "convention_misses": 2}
+        assert info["store_url"] == pg_url
+        assert f"leader       127.0.0.1:{port}" in text.stdout
+        assert 'capabilities gpu=true region="eu"' in text.stdout
+        assert json.loads(rows.stdout)["children"] == []  # the member runs no agent itself
+
+        agent_sup = find(tree(leader), "agent:placed")
+        node = find(agent_sup, "nodes", "node:echo")
+        assert node["remote"] is True and node["status"] == "running"
+        assert node["pid"] in session_pids(record(member)["session_id"])
+        assert find(agent_sup, "agent")["remote"] is False
+        assert find(agent_sup, "agent")["pid"] in session_pids(record(leader)["session_id"])
+        lines = ok(leader, "ps").splitlines()
+        assert any("node node:echo" in line and line.endswith("(remote)") for line in lines)
+        assert any("edge echo.edge-" in line and line.endswith("(remote)") for line in lines)
+        assert not any("agent agent" in line and "(remote)" in line for line in lines)
+        assert_one_line_error(hayata(leader, "kill", "placed", "--node", "echo"),
+                              "runs on another system")
+        assert '"answer":"echo:hi"' in ok(leader, "run", "placed", "--input", '"hi"')
+
+        assert "killed" in ok(member, "system", "kill")
+
+        def waiting() -> bool:
+            row = find(tree(leader), "agent:placed", "nodes", "node:echo")
+            return bool(row["status"] == "waiting_for_placement" and row["pid"] is None)
+
+        eventually(waiting, timeout=30, interval=0.2, message="node waits for a gpu host")
+        assert "waiting_for_placement" in ok(leader, "ps")
+    finally:
+        hayata(member, "system", "kill")
+        hayata(leader, "system", "kill")
+
+
+START_ERRORS = [
+    (("--leader", "10.0.0.1"), ("--leader must be HOST:PORT", "10.0.0.1:1900")),
+    (("--leader", "h:70000"), ("--leader must be HOST:PORT",)),
+    (("--bind", "somehost"), ("--bind must be an IPv4 address", "10.0.0.2")),
+    (("--bind", "0.0.0.0"), ("--bind must be the one address", "not 0.0.0.0")),
+    (("--capability", "gpu"), ("--capability must be KEY=VALUE", "gpu=true")),
+    (("--capability", "x=[1]"), ("--capability x: VALUE must be a string, a number",)),
+    (("--capability", "a=1", "--capability", "a=2"), ("--capability a is given twice",)),
+    (("--heartbeat", "fast"), ("--heartbeat must be a number of seconds", "0.5")),
+    (("--heartbeat", "0"), ("--heartbeat must be seconds between", "--heartbeat 0.5")),
+    (("--heartbeat-misses", "0"), ("--heartbeat-misses must be an int >= 1",)),
+    (("--convention-period", "0.5"), ("--convention-period must be seconds between 1.0",)),
+    (("--convention-misses", "two"), ("--convention-misses must be a whole number",)),
+    (("--store", "mysql://u:secret@h/db"), ("--store must be a PostgreSQL or SQLite URL",
+                                            "u:***@h")),
+    (("--name", " "), ("--name must not be empty",)),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), START_ERRORS)
+def test_system_start_option_errors(tmp_path: Path, args: tuple[str, ...],
+                                    words: tuple[str, ...]) -> None:
+    """Refused before anything starts (checked in-process): one line naming the option."""
+    data_dir = tmp_path / "none"
+    done = CliRunner().invoke(cli, ["system", "start", *args, "--data-dir", str(data_dir)],
+                              prog_name="hayata")
+    assert isinstance(done.exception, SystemExit), done.exception
+    assert done.exit_code == 2
+    assert_one_line_error(subprocess.CompletedProcess(args, done.exit_code, done.stdout,
+                                                      done.stderr), *words)
+    assert "secret" not in done.stderr
+    assert not data_dir.exists()
+
+
+def test_capabilities_are_json_when_they_parse() -> None:
+    from hayata_py.cli.system import _parse_capabilities
+
+    assert _parse_capabilities(("gpu=true", "cores=8", "ratio=1.5", "region=eu",
+                                'tag="7"', "key=a=b")) == {
+        "gpu": True, "cores": 8, "ratio": 1.5, "region": "eu", "tag": "7", "key": "a=b"}
+
+
+def test_a_record_of_an_older_version_loads_with_defaults(tmp_path: Path) -> None:
+    from hayata_py.cli import _state
+
+    old = {"data_dir": str(tmp_path), "admin_port": 1900, "admin_pid": 1, "admin_started": 0.0,
+           "session_id": 1, "store_url": None, "log_file": "l", "output_file": "o", "cwd": "/",
+           "started_at": 0.0, "version": 1, "instance": "i", "added_later": True}
+    (tmp_path / "system.json").write_text(json.dumps(old))
+    loaded = _state.load(tmp_path)
+    assert loaded is not None and loaded.admin_port == 1900
+    assert (loaded.name, loaded.bind, loaded.leader, loaded.capabilities) == (
+        "", "127.0.0.1", None, {})
