@@ -31,7 +31,9 @@ def pg_url() -> Iterator[str]:
 def test_run_kill_and_recover_on_postgres(tmp_path: Path, pg_url: str) -> None:
     effects = tmp_path / "effects"
     gate = tmp_path / "gate"
-    system = hy.AgentSystem(tmp_path / "data", store_url=pg_url)
+    # The restarted system has the same name: it owns the invocation's lease and
+    # recovers at once (another system would wait for the lease to expire).
+    system = hy.AgentSystem(tmp_path / "data", store_url=pg_url, name="pg-host")
     try:
         agent = system.start_agent(config())
         done = agent.run({"effects": str(effects)})
@@ -46,7 +48,7 @@ def test_run_kill_and_recover_on_postgres(tmp_path: Path, pg_url: str) -> None:
 
         eventually(right_started, timeout=30, message="right in flight")
         system.kill()
-        system = hy.AgentSystem(tmp_path / "data2", store_url=pg_url)
+        system = hy.AgentSystem(tmp_path / "data2", store_url=pg_url, name="pg-host")
         agent = system.start_agent(config())
         assert agent.status() == "recovery_required"
         earlier = agent.get_result(done)  # a finished invocation survives, read from the store
