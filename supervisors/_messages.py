@@ -46,8 +46,9 @@ class ChildCounts:
 
 @dataclass(frozen=True)
 class ChildEvent:
-    """What :meth:`Supervisor.on_child_event` sees: ``kind`` is ``started`` or
-    ``exited``; for exits, ``reason`` and whether the exit was ``normal``."""
+    """What :meth:`Supervisor.on_child_event` sees: ``kind`` is ``started``,
+    ``exited`` or ``waiting`` (its restart waits for a system that satisfies its
+    placement); for exits, ``reason`` and whether the exit was ``normal``."""
 
     kind: str
     child_id: str

@@ -208,6 +208,10 @@ class Supervisor(SupervisedActor):
             self._handle(message, sender)
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if not hasattr(self, "_op"):
+            # Never started (e.g. created by a name lookup that found nothing).
+            self.log.warning("supervisor_not_started", message_type=type(message).__name__)
+            return
         if isinstance(message, _ChildFailed):
             self._on_child_failed(message, sender)
         elif isinstance(message, _ChildExiting):
@@ -580,6 +584,8 @@ class Supervisor(SupervisedActor):
         child.status = "waiting_for_placement"
         self.log.warning("waiting_for_placement", supervisor_id=self.sup_id,
                          child=child.spec.id, reason=reason)
+        self._emit(ChildEvent("waiting", child.spec.id, None, None,
+                              f"waiting_for_placement: {reason}"))
         if not self._retry_armed:
             self._retry_armed = True
             delay = max(0.1, self.flags.heartbeat * self.flags.heartbeat_misses)

@@ -89,6 +89,15 @@ def _listener_pid(port: int) -> int | None:
     return int(owner)
 
 
+def _listener_address(port: int) -> str | None:
+    """The IP address something listens on at ``port`` (None if unknown or any)."""
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            ip = str(conn.laddr.ip)
+            return None if ip in ("0.0.0.0", "::", "") else ip
+    return None
+
+
 def session_processes(session_id: int) -> list[psutil.Process]:
     """Every live (non-zombie) process of the session ``session_id``."""
     found = []
@@ -303,7 +312,10 @@ class System:
             raise SupervisorError(f"no actor system listens on port {admin_port}",
                                   code="no_admin", admin_port=admin_port)
         self = cls.__new__(cls)
-        prepare_environment(os.environ.get("SUPERVISORS_BIND", "127.0.0.1"))
+        # Talk to the admin on the address it listens on: with any other address
+        # Thespian would find no admin there and start a second one.
+        prepare_environment(_listener_address(admin_port)
+                            or os.environ.get("SUPERVISORS_BIND", "127.0.0.1"))
         self.admin_port = admin_port
         self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
                                  logDefs=log_defs(None), transientUnique=True)

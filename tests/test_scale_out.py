@@ -293,3 +293,32 @@ def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> 
     assert starts(effects, task_id_for(inv, 0, "fetch")) == 1
     assert starts(effects, right) == 2
     store.close()
+
+
+def test_a_run_for_a_node_without_a_host_is_interrupted_at_once(cluster: Cluster) -> None:
+    """The node's only host died: a new run does not wait for the execution
+    deadline; it is interrupted (nothing started) and recovered later."""
+    a = cluster.start("A", member=False)
+    b = cluster.start("B", capabilities={"gpu": True})
+    effects = cluster.tmp / "effects"
+    agent = a.start_agent(gpu_config())
+    b.kill()
+
+    def waiting() -> bool:
+        return any(r["id"] == "node:right" and r["status"] == "waiting_for_placement"
+                   for r in _walk(a.tree()))
+
+    eventually(waiting, timeout=10, message="node right waits for a gpu system")
+    began = time.monotonic()
+    inv = agent.run({"effects": str(effects)})
+    result = agent.wait(inv, timeout=30)
+    assert time.monotonic() - began < 5.0
+    assert result.error is not None and result.error.code == "invocation_interrupted"
+    assert "waiting_for_placement" in result.error.details["reason"]
+    assert agent.status() == "recovery_required"
+    cluster.start("B2", capabilities={"gpu": True})
+    eventually(lambda: not waiting(), timeout=15, message="node right placed on B2")
+    assert agent.recover() == inv
+    done = agent.wait(inv, timeout=60)
+    assert done.ok, done
+    assert starts(effects, task_id_for(inv, 1, "right")) == 1

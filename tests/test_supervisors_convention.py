@@ -240,3 +240,24 @@ def test_shutdown_stops_remote_children(cluster: Cluster) -> None:
     eventually(lambda: not (remote_pids & pids(member)), message="remote children stopped")
     with contextlib.suppress(Exception):
         cluster.leader.shutdown()
+
+
+def test_connect_reaches_a_system_bound_to_another_address() -> None:
+    """Attaching talks to the admin where it listens; it never starts a second
+    admin on the default address."""
+    import psutil
+
+    with System(bind="127.0.0.2") as owner:
+        sup = owner.start_supervisor("top", FLAGS, [ChildSpec("e", Echo)])
+        # As in another process, where nothing says 127.0.0.2:
+        os.environ["SUPERVISORS_BIND"] = os.environ["THESPIAN_BASE_IPADDR"] = "127.0.0.1"
+        attached = System.connect(owner.admin_port)
+        try:
+            ref = SupervisorRef(attached, sup.address, "top", sup.pid)
+            assert [c.id for c in ref.which_children()] == ["e"]
+            listeners = {c.laddr.ip for c in psutil.net_connections(kind="tcp")
+                         if c.status == psutil.CONN_LISTEN and c.laddr
+                         and c.laddr.port == owner.admin_port}
+            assert listeners == {"127.0.0.2"}
+        finally:
+            attached.shutdown()

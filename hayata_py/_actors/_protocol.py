@@ -179,6 +179,8 @@ class EdgeStarted:
     node_id: str
     edge_id: str
     pid: int
+    host: str = ""
+    """The edge's host (boot id): a pid is only meaningful there."""
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,7 @@ class AgentActor(SupervisedActor):
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[tuple[Any, int]]] = {}
         self._timers: list[float] = []  # when the pending wakeups fire (monotonic)
+        self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
         self.owner = spec.owner or spec.instance
         self.log = self.log.bind(agent_id=spec.id)
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
@@ -184,10 +185,13 @@ class AgentActor(SupervisedActor):
             self._on_timer(message.payload)
         elif isinstance(message, NodeTable):
             self.node_addresses = dict(message.nodes)
+            for node_id in message.nodes:
+                self.unplaced.pop(node_id, None)
             for node_id in list(self.outbox):
                 self._flush(node_id)
         elif isinstance(message, NodeUp):
             self.node_addresses[message.node_id] = message.address
+            self.unplaced.pop(message.node_id, None)
             self._flush(message.node_id)
         elif isinstance(message, NodeDown):
             self._on_node_down(message)
@@ -327,6 +331,19 @@ class AgentActor(SupervisedActor):
         # The checkpoint names the work before any of it starts.
         if not self._checkpoint(inv):
             return
+        waiting = [n for n in nodes if n in self.unplaced]
+        if waiting and self.store is not None:
+            # Its host died and no system can run it yet: say so now rather than
+            # at the execution deadline. Nothing started; recover() runs the step.
+            self.log.warning("invocation_interrupted", invocation_id=inv.id, node_id=waiting[0])
+            self._stop_run_keep_invocation(inv, ErrorInfo(
+                "invocation_interrupted",
+                f"node {waiting[0]!r} has no system to run on ({self.unplaced[waiting[0]]}); "
+                "the invocation is kept: call recover() once a system that satisfies the "
+                "node's placement has joined",
+                {"node_id": waiting[0], "reason": self.unplaced[waiting[0]],
+                 "recoverable": True}))
+            return
         for node_id in nodes:
             self._send_execute(inv, execution, node_id, attempt=1)
 
@@ -418,6 +435,8 @@ class AgentActor(SupervisedActor):
 
     def _on_node_down(self, down: NodeDown) -> None:
         self.node_addresses.pop(down.node_id, None)
+        if down.reason.startswith("waiting_for_placement"):
+            self.unplaced[down.node_id] = down.reason
         execution = self.inv.execution if self.inv else None
         if execution is not None and down.node_id in execution.pending:
             execution.pending.discard(down.node_id)

@@ -37,6 +37,7 @@ from hayata_py._errors import (
 from hayata_py._policy import NodeContext
 from hayata_py.store import TaskRecord
 from supervisors import SupervisedActor
+from supervisors._os import host_id
 
 
 class _Streamer:
@@ -77,7 +78,8 @@ class EdgeActor(SupervisedActor):
             self.send(sender, EdgeReady(message.edge_id, os.getpid()))
             if message.watcher is not None:
                 self.send(message.watcher,
-                          EdgeStarted(message.node_id, message.edge_id, os.getpid()))
+                          EdgeStarted(message.node_id, message.edge_id, os.getpid(),
+                                      host_id()))
 
     def _run(self, run: RunEdge) -> None:
         execute = run.execute

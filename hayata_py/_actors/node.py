@@ -35,7 +35,7 @@ from hayata_py._actors._protocol import (
 )
 from hayata_py._errors import ErrorInfo
 from supervisors import GetPid, SupervisedActor
-from supervisors._os import kill_child_process
+from supervisors._os import host_id, kill_child_process
 
 
 @dataclass
@@ -113,7 +113,8 @@ class NodeActor(SupervisedActor):
             self.watcher = message.address
             for edge in self.edges:
                 if edge.pid is not None and not edge.killed:
-                    self.send(self.watcher, EdgeStarted(self.node_id, edge.edge_id, edge.pid))
+                    self.send(self.watcher, EdgeStarted(self.node_id, edge.edge_id, edge.pid,
+                                                        host_id()))
         elif isinstance(message, Describe):
             self.send(sender, Description(self._describe()))
 

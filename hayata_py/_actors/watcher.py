@@ -27,6 +27,7 @@ from hayata_py._actors._protocol import (
     WatchNodes,
 )
 from supervisors import SupervisedActor
+from supervisors._os import host_id
 from supervisors._system import wait_gone
 
 
@@ -34,6 +35,7 @@ class EdgeWatcher(SupervisedActor):
     """One per agent, child of the node supervisor."""
 
     def on_start(self, agent_id: str) -> None:
+        self.host = host_id()
         self.agent_id = agent_id
         self.subscriber: Any = None
         self.nodes: dict[str, Any] = {}
@@ -44,6 +46,11 @@ class EdgeWatcher(SupervisedActor):
         if isinstance(message, NodeEvent):
             self._on_node_event(message)
         elif isinstance(message, EdgeStarted):
+            if message.host and message.host != self.host:
+                # A node placed on another host: its pid means nothing here (it
+                # could name an unrelated local process). Its edges die with it
+                # there (PDEATHSIG).
+                return
             try:
                 created = psutil.Process(message.pid).create_time()
             except psutil.NoSuchProcess:
