@@ -253,10 +253,8 @@ def start(data_dir: Path, admin_port: int | None, telemetry_log: bool, store_url
     if record.capabilities:
         click.echo(f"  capabilities {_capabilities_text(record.capabilities)}")
     click.echo(f"  agent modules are imported from {record.cwd}")
-    env = "" if record.bind == "127.0.0.1" else f" (with SUPERVISORS_BIND={record.bind} in " \
-                                                  "the environment)"
     click.echo(f"  reach it with `hayata ps --data-dir {data_dir}` or, from Python, "
-               f"`hayata_py.AgentSystem.connect({record.admin_port})`{env}")
+               f"`hayata_py.AgentSystem.connect({record.admin_port})`")
 
 
 def _liveness_text(liveness: dict[str, Any]) -> str:
