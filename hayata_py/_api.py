@@ -66,7 +66,7 @@ from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, 
 
 TOP_NAME = "hayata"
 _REFS = itertools.count(random.randrange(1, 2**31))
-TERMINAL_EVENTS = ("invocation_completed", "invocation_failed")
+TERMINAL_EVENTS = ("invocation_completed", "invocation_failed", "invocation_interrupted")
 ASK_TIMEOUT = 30.0
 WAIT_CHECK_PERIOD = 0.5
 """How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""

@@ -191,9 +191,13 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
     effects, gate = cluster.tmp / "effects", cluster.tmp / "gate"
     inv = x.start_agent(cfg).run({"effects": str(effects), "gates": {"right": str(gate)}})
     store = open_store(cluster.url)
-    right = task_id_for(inv, 1, "right")
-    eventually(lambda: (t := store.get_task(right)) is not None and t.status == "started",
-               timeout=30, message="right in flight on X")
+    right, left = task_id_for(inv, 1, "right"), task_id_for(inv, 1, "left")
+
+    def in_flight() -> bool:
+        tasks = {t.task_id: t.status for t in store.get_tasks(inv)}
+        return tasks.get(left) == "completed" and tasks.get(right) == "started"
+
+    eventually(in_flight, timeout=30, message="left done, right in flight on X")
     y, z = cluster.start("Y", member=False), cluster.start("Z", member=False)
     agents = [y.start_agent(cfg), z.start_agent(cfg)]
     assert [ag.status() for ag in agents] == ["recovery_required"] * 2
@@ -264,9 +268,13 @@ def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> 
     assert rows["agent"]["pid"] in pids(b) and rows["node:left"]["pid"] in pids(b)
     inv = agent.run({"effects": str(effects), "gates": {"right": str(gate)}})
     store = open_store(cluster.url)
-    right = task_id_for(inv, 1, "right")
-    eventually(lambda: (t := store.get_task(right)) is not None and t.status == "started",
-               timeout=30, message="right in flight on B")
+    right, left = task_id_for(inv, 1, "right"), task_id_for(inv, 1, "left")
+
+    def in_flight() -> bool:
+        tasks = {t.task_id: t.status for t in store.get_tasks(inv)}
+        return tasks.get(left) == "completed" and tasks.get(right) == "started"
+
+    eventually(in_flight, timeout=30, message="left done, right in flight on B")
     b.kill()
 
     def waiting() -> bool:

@@ -71,3 +71,11 @@ def config(agent_id: str = "drill", idempotent: frozenset[str] = frozenset()) ->
         execution_timeout=120.0,
         idempotent_nodes=idempotent,
     )
+
+
+def placed_config() -> hy.AgentConfig:
+    """The drill graph with ``right`` placed on a system that declares ``gpu=true``
+    (drill 6: a member host dies)."""
+    import dataclasses
+
+    return dataclasses.replace(config(), node_placement={"right": {"gpu": True}})

@@ -470,7 +470,7 @@ class AgentActor(SupervisedActor):
         reports it as ``recovery_required`` (``recover()`` continues it, here
         or on the system that now owns it)."""
         assert self.store is not None
-        self._fail_invocation(error, durable=False)
+        self._fail_invocation(error, durable=False, event="invocation_interrupted")
         self.results.pop(inv.id, None)  # not its result: recover() will produce that
         try:
             record = self.store.get_invocation(inv.id)
@@ -540,7 +540,8 @@ class AgentActor(SupervisedActor):
                                  f"{sorted(execution.pending)}",
                                  {"pending_nodes": sorted(execution.pending)}))
 
-    def _fail_invocation(self, error: ErrorInfo, *, durable: bool = True) -> None:
+    def _fail_invocation(self, error: ErrorInfo, *, durable: bool = True,
+                         event: str = "invocation_failed") -> None:
         inv = self.inv
         assert inv is not None
         execution = inv.execution
@@ -553,8 +554,8 @@ class AgentActor(SupervisedActor):
         result = AgentResult(inv.id, False, None, error)
         if durable and not self._finish(inv, result):
             return
-        self._emit("invocation_failed", {"reason": error.code, "message": error.message,
-                                         "details": dict(error.details)})
+        self._emit(event, {"reason": error.code, "message": error.message,
+                           "details": dict(error.details)})
         self._end(result)
 
     def _finish(self, inv: _Invocation, result: AgentResult) -> bool:

@@ -3,7 +3,8 @@
 Exit codes: 0 success; 1 the invocation failed (its error code is printed) or
 another runtime error; 2 a usage mistake (bad option, bad JSON, bad
 MODULE:ATTR); 3 no system is running; 4 unknown agent or invocation; 5 the
-invocation is still running (or unfinished); 6 recovery refused because tasks
+invocation is still running (or unfinished, e.g. interrupted by a host's
+death and waiting for ``hayata recover``); 6 recovery refused because tasks
 are uncertain (resolve, abandon or re-run them as idempotent); 130 detached
 with Ctrl-C.
 """

@@ -59,6 +59,11 @@ def print_result(result: AgentResult, as_json: bool) -> int:
         click.echo(f"completed {result.invocation_id}: {dumps(result.result)}")
     else:
         assert result.error is not None
+        if result.error.details.get("recoverable"):
+            # Not failed: the invocation is kept, unfinished, for `hayata recover`.
+            click.echo(f"interrupted {result.invocation_id}: {result.error.code}: "
+                       f"{result.error.message}", err=True)
+            return EXIT_RUNNING
         click.echo(f"failed {result.invocation_id}: {result.error.code}: "
                    f"{result.error.message}", err=True)
     return 0 if result.ok else EXIT_FAILED
