@@ -74,6 +74,26 @@ REMOTE_ASK_TIMEOUT = 2.0
 """How long :meth:`AgentSystem.tree` waits for an actor on another system."""
 
 
+class _Probe:
+    """A private Thespian endpoint with the ``ask``/``listen`` of a System, for
+    side queries that must not consume replies meant for the caller's endpoint."""
+
+    def __init__(self, system: System) -> None:
+        from thespian.actors import ExternalContext
+
+        self._ctx = ExternalContext(system.thespian._systemBase.external_clone())
+
+    def ask(self, address: Any, message: Any, timeout: float) -> Any:
+        return self._ctx.ask(address, message, timeout)
+
+    def listen(self, timeout: float) -> Any:
+        return self._ctx.listen(timeout)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._ctx.exit_clone()
+
+
 class _Inbox:
     """The calling process's own endpoint for ``subscriber=hy.CALLER``.
 
@@ -425,14 +445,18 @@ class AgentSystem:
         for inbox in inboxes:
             inbox.close()
 
-    def _agent_address(self, agent_id: str) -> tuple[Any, int | None]:
+    def _agent_address(self, agent_id: str, via: Any = None) -> tuple[Any, int | None]:
+        """The agent actor's address and pid; ``via``: the endpoint to ask through
+        (default this thread's)."""
+        endpoint = via if via is not None else self._system
+        top = SupervisorRef(endpoint, self._top.address, TOP_NAME, 0)
         try:
-            sup = self._top.child(AGENT_PREFIX + agent_id)
+            sup = top.child(AGENT_PREFIX + agent_id)
         except SupervisorError as exc:
             raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id) from exc
         if sup.address is None:
             raise AgentNotFound(f"agent {agent_id!r} is not running", agent_id=agent_id)
-        agent = SupervisorRef(self._system, sup.address, sup.id, sup.pid or 0).child("agent")
+        agent = SupervisorRef(endpoint, sup.address, sup.id, sup.pid or 0).child("agent")
         if agent.address is None:
             raise AgentNotFound(f"agent {agent_id!r} is restarting", agent_id=agent_id)
         return agent.address, agent.pid
@@ -558,20 +582,30 @@ class AgentRef:
         ref = next(_REFS)
         asked = self._current_address()
         self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
-                                    f"{timeout}s", invocation_id=invocation_id)
-            reply = self.system._system.listen(min(remaining, WAIT_CHECK_PERIOD))
-            if isinstance(reply, ResultReply) and reply.ref == ref \
-                    and reply.invocation_id == invocation_id:
-                break
-            if reply is None and self._restarted_since(asked):
-                # The agent we asked died: its successor answers (at once if the
-                # invocation now needs recover()).
-                asked = self._current_address()
-                self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
+        probe: _Probe | None = None
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
+                                        f"{timeout}s", invocation_id=invocation_id)
+                reply = self.system._system.listen(min(remaining, WAIT_CHECK_PERIOD))
+                if isinstance(reply, ResultReply) and reply.ref == ref \
+                        and reply.invocation_id == invocation_id:
+                    break
+                if reply is None:
+                    # Is the agent we asked still there? Asked through a private
+                    # endpoint: on this one the checks would take (and drop) the
+                    # reply we wait for if it arrived meanwhile.
+                    probe = probe or _Probe(self.system._system)
+                    if self._restarted_since(asked, probe):
+                        # Its successor answers (at once if the invocation now
+                        # needs recover()).
+                        asked = self._address
+                        self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
+        finally:
+            if probe is not None:
+                probe.close()
         if not reply.known:
             raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
                               invocation_id=invocation_id)
@@ -582,10 +616,10 @@ class AgentRef:
         assert reply.result is not None
         return reply.result
 
-    def _restarted_since(self, address: Any) -> bool:
+    def _restarted_since(self, address: Any, probe: _Probe) -> bool:
         """True if the agent now runs as another process than ``address``."""
         try:
-            current, pid = self.system._agent_address(self.id)
+            current, pid = self.system._agent_address(self.id, via=probe)
         except AgentNotFound:
             return False  # between two processes: look again later
         if current != address:

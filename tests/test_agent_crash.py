@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import hayata_py as hy
 from tests.helpers import alive, eventually
 
@@ -138,3 +140,20 @@ def test_wait_on_an_invocation_whose_agent_dies_says_recovery_required(
     assert time.monotonic() - killed_at < 10
     (error,) = outcome
     assert isinstance(error, hy.HayataError) and error.code == "recovery_required", error
+
+
+def test_wait_checks_never_swallow_the_result(
+    agents: hy.AgentSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wait() checks between listens that the agent still runs; those checks go
+    through their own endpoint, so the result arriving during one is never
+    taken for a check's stray reply. Checking all the time makes a collision
+    certain if they shared the caller's endpoint."""
+    import hayata_py._api as api
+
+    monkeypatch.setattr(api, "WAIT_CHECK_PERIOD", 0.001)
+    agent = agents.start_agent(hy.AgentConfig(
+        "patient", {"w": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted"))
+    for _ in range(5):
+        inv = agent.run({"steps": [["next", "w", {"sleep": 0.2}], ["finish", "done"]]})
+        assert agent.wait(inv, timeout=20).result == "done"
