@@ -82,6 +82,18 @@ def pids(system: hy.AgentSystem) -> set[int]:
     return {p.pid for p in system.processes()}
 
 
+def wait_right_in_flight(store: Any, inv: str, where: str) -> None:
+    """Until ``left`` has completed and ``right`` has started (held by its gate):
+    a kill then leaves exactly one task uncertain."""
+    left, right = task_id_for(inv, 1, "left"), task_id_for(inv, 1, "right")
+
+    def in_flight() -> bool:
+        tasks = {t.task_id: t.status for t in store.get_tasks(inv)}
+        return tasks.get(left) == "completed" and tasks.get(right) == "started"
+
+    eventually(in_flight, timeout=30, message=f"left done, right in flight on {where}")
+
+
 def gpu_config(**changes: Any) -> hy.AgentConfig:
     return dataclasses.replace(config(), node_placement={"right": {"gpu": True}}, **changes)
 
@@ -122,12 +134,7 @@ def test_member_killed_mid_invocation_is_reported_and_recovered(cluster: Cluster
     inv = agent.run({"effects": str(effects), "gates": {"right": str(gate)}})
     store = open_store(cluster.url)
     left, right = task_id_for(inv, 1, "left"), task_id_for(inv, 1, "right")
-
-    def in_flight() -> bool:
-        tasks = {t.task_id: t.status for t in store.get_tasks(inv)}
-        return tasks.get(left) == "completed" and tasks.get(right) == "started"
-
-    eventually(in_flight, timeout=30, message="left done, right in flight on B")
+    wait_right_in_flight(store, inv, "B")
     killed_at = time.monotonic()
     b.kill()
     result = agent.wait(inv, timeout=30)
@@ -191,13 +198,8 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
     effects, gate = cluster.tmp / "effects", cluster.tmp / "gate"
     inv = x.start_agent(cfg).run({"effects": str(effects), "gates": {"right": str(gate)}})
     store = open_store(cluster.url)
-    right, left = task_id_for(inv, 1, "right"), task_id_for(inv, 1, "left")
-
-    def in_flight() -> bool:
-        tasks = {t.task_id: t.status for t in store.get_tasks(inv)}
-        return tasks.get(left) == "completed" and tasks.get(right) == "started"
-
-    eventually(in_flight, timeout=30, message="left done, right in flight on X")
+    right = task_id_for(inv, 1, "right")
+    wait_right_in_flight(store, inv, "X")
     y, z = cluster.start("Y", member=False), cluster.start("Z", member=False)
     agents = [y.start_agent(cfg), z.start_agent(cfg)]
     assert [ag.status() for ag in agents] == ["recovery_required"] * 2
@@ -268,13 +270,8 @@ def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> 
     assert rows["agent"]["pid"] in pids(b) and rows["node:left"]["pid"] in pids(b)
     inv = agent.run({"effects": str(effects), "gates": {"right": str(gate)}})
     store = open_store(cluster.url)
-    right, left = task_id_for(inv, 1, "right"), task_id_for(inv, 1, "left")
-
-    def in_flight() -> bool:
-        tasks = {t.task_id: t.status for t in store.get_tasks(inv)}
-        return tasks.get(left) == "completed" and tasks.get(right) == "started"
-
-    eventually(in_flight, timeout=30, message="left done, right in flight on B")
+    right = task_id_for(inv, 1, "right")
+    wait_right_in_flight(store, inv, "B")
     b.kill()
 
     def waiting() -> bool:
