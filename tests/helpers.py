@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psutil
 
@@ -47,3 +48,25 @@ def actor_processes() -> set[int]:
         if "ActorAddr" in cmd or "MultiProcAdmin" in cmd:
             found.add(proc.pid)
     return found
+
+
+def race(*calls: Callable[[], Any], timeout: float = 60.0) -> list[Any]:
+    """Run ``calls`` in threads released at the same moment (a barrier); return
+    what each returned or raised (the exception object), in order."""
+    barrier = threading.Barrier(len(calls))
+    outcomes: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[i] = calls[i]()
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the caller checks
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), "a racer did not finish"
+    return outcomes

@@ -13,7 +13,6 @@ on loopback, one shared PostgreSQL store (a real server).
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import open_store, task_id_for
-from tests.helpers import eventually
+from tests.helpers import eventually, race
 from tests.test_runtime_postgres import pg_url  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.postgres
@@ -216,21 +215,7 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
         return expires is not None and expires < time.time()
 
     eventually(expired, timeout=10, message="X's lease expired")
-    barrier = threading.Barrier(2)
-    outcomes: list[Any] = [None, None]
-
-    def recover(i: int) -> None:
-        barrier.wait()
-        try:
-            outcomes[i] = agents[i].recover()
-        except hy.RecoveryRejected as exc:
-            outcomes[i] = exc
-
-    threads = [threading.Thread(target=recover, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    outcomes = race(agents[0].recover, agents[1].recover)
     winners = [i for i, o in enumerate(outcomes) if o == inv]
     losers = [o for o in outcomes if isinstance(o, hy.RecoveryRejected)]
     assert len(winners) == 1 and len(losers) == 1, outcomes

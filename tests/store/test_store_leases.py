@@ -14,13 +14,13 @@ The rules, as the runtime uses them:
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
 
 from hayata_py._errors import InvocationBusy, StaleWriter
 from hayata_py.store import SqlTaskStore
+from tests.helpers import race
 from tests.store.conftest import FakeClock
 from tests.store.util import invocation, task
 
@@ -115,22 +115,10 @@ def test_concurrent_claims_after_expiry_exactly_one_wins(
         clock.advance(1.01)
         for n in range(20):
             inv = f"inv-{n}"
-            barrier = threading.Barrier(2)
-            outcomes: list[Any] = [None, None]
-
-            def claim(i: int, inv: str = inv, barrier: threading.Barrier = barrier,
-                      outcomes: list[Any] = outcomes) -> None:
-                barrier.wait()
-                try:
-                    outcomes[i] = racers[i].claim_invocation(inv, owner=f"racer-{i}",
-                                                             lease_seconds=10)
-                except InvocationBusy as exc:
-                    outcomes[i] = exc
-            threads = [threading.Thread(target=claim, args=(i,)) for i in range(2)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=30)
+            outcomes = race(*(
+                lambda i=i, inv=inv: racers[i].claim_invocation(
+                    inv, owner=f"racer-{i}", lease_seconds=10)
+                for i in range(2)))
             won = [o for o in outcomes if isinstance(o, int)]
             busy = [o for o in outcomes if isinstance(o, InvocationBusy)]
             assert won == [2] and len(busy) == 1, (inv, outcomes)
