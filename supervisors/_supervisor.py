@@ -113,6 +113,12 @@ def _is_retry(message: Any) -> bool:
     return isinstance(message, WakeupMessage) and isinstance(message.payload, _PlacementRetry)
 
 
+PLACED_START_TIMEOUT_MIN = 2.0
+"""A child with requirements must answer its start within ten heartbeat
+windows (``10 * heartbeat * heartbeat_misses``, 15 s by default), and at least
+this many seconds."""
+
+
 def _should_restart(restart: Restart, normal: bool) -> bool:
     if restart is Restart.PERMANENT:
         return True
@@ -462,9 +468,23 @@ class Supervisor(SupervisedActor):
                                  parent_pid=os.getpid(), host=self._host,
                                  heartbeat=self.flags.heartbeat,
                                  heartbeat_misses=self.flags.heartbeat_misses))
+        placed_timeout = None
+        if start.requirements:
+            # It may be created on another system, which may die before the child
+            # answers; Thespian would never say so, and heartbeats start only
+            # once it has answered.
+            placed_timeout = max(PLACED_START_TIMEOUT_MIN,
+                                 10 * self.flags.heartbeat * self.flags.heartbeat_misses)
+            self.wakeupAfter(timedelta(seconds=placed_timeout), _StopTimeout(token))
         reply = yield lambda m: (
             isinstance(m, (_Started, _StartFailed)) and m.token == token
-        ) or (isinstance(m, ChildActorExited) and m.childAddress == address)
+        ) or (isinstance(m, ChildActorExited) and m.childAddress == address) or (
+            isinstance(m, WakeupMessage) and m.payload == _StopTimeout(token))
+        if isinstance(reply, WakeupMessage):
+            self.send(address, _KillSelf())  # if it is alive after all, it exits
+            child.status, child.unplaced = "terminated", True
+            return (f"no answer within {placed_timeout:.0f} s from the actor placed for "
+                    f"requirements {start.requirements!r} (its system may have died)")
         if isinstance(reply, _Started):
             child.address, child.pid, child.status = self._last_sender, reply.pid, "running"
             child.remote, child.admin = reply.remote, reply.admin

@@ -71,3 +71,10 @@ class CountingCrasher(Echo):
                 f.write(f"{os.getpid()}\n")
             raise RuntimeError("counted")
         super().on_receive(message, sender)
+
+
+class SlowStart(Echo):
+    """Its start never answers in time (a system that died during the start)."""
+
+    def on_start(self, *args: Any, **kwargs: Any) -> None:
+        time.sleep(60)
