@@ -445,21 +445,31 @@ class AgentSystem:
         for inbox in inboxes:
             inbox.close()
 
-    def _agent_address(self, agent_id: str, via: Any = None) -> tuple[Any, int | None]:
-        """The agent actor's address and pid; ``via``: the endpoint to ask through
+    def _agent_address(self, agent_id: str, via: Any = None,
+                       timeout: float = ASK_TIMEOUT) -> tuple[Any, int | None]:
+        """The agent actor's address and pid (None if it runs on another system: a
+        pid there means nothing here); ``via``: the endpoint to ask through
         (default this thread's)."""
         endpoint = via if via is not None else self._system
         top = SupervisorRef(endpoint, self._top.address, TOP_NAME, 0)
         try:
-            sup = top.child(AGENT_PREFIX + agent_id)
+            sup = top.child(AGENT_PREFIX + agent_id, timeout)
         except SupervisorError as exc:
+            if exc.code != "not_found":
+                raise HayataError(f"agent {agent_id!r} could not be looked up: {exc}",
+                                  code=exc.code, agent_id=agent_id) from exc
             raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id) from exc
         if sup.address is None:
             raise AgentNotFound(f"agent {agent_id!r} is not running", agent_id=agent_id)
-        agent = SupervisorRef(endpoint, sup.address, sup.id, sup.pid or 0).child("agent")
+        try:
+            agent = SupervisorRef(endpoint, sup.address, sup.id, sup.pid or 0).child(
+                "agent", REMOTE_ASK_TIMEOUT if sup.remote else timeout)
+        except SupervisorError as exc:
+            raise HayataError(f"agent {agent_id!r} could not be looked up: {exc}",
+                              code=exc.code, agent_id=agent_id) from exc
         if agent.address is None:
             raise AgentNotFound(f"agent {agent_id!r} is restarting", agent_id=agent_id)
-        return agent.address, agent.pid
+        return agent.address, None if sup.remote else agent.pid
 
 
 def _alive(pid: int) -> bool:
@@ -619,9 +629,10 @@ class AgentRef:
     def _restarted_since(self, address: Any, probe: _Probe) -> bool:
         """True if the agent now runs as another process than ``address``."""
         try:
-            current, pid = self.system._agent_address(self.id, via=probe)
-        except AgentNotFound:
-            return False  # between two processes: look again later
+            current, pid = self.system._agent_address(self.id, via=probe,
+                                                      timeout=REMOTE_ASK_TIMEOUT)
+        except HayataError:
+            return False  # between two processes, or no answer now: look again later
         if current != address:
             self._address, self._pid = current, pid
             return True

@@ -176,13 +176,15 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         if self._sa_remote and init.heartbeat > 0:
             # Generous: the supervisor may be busy for a while between pings.
             self._sa_orphan_after = 2 * init.heartbeat * init.heartbeat_misses + 2.0
-            self._sa_last_ping = time.monotonic()
-            threading.Thread(target=self._sa_watchdog, name="supervisors-watchdog",
-                             daemon=True).start()
         self._sa_begin(init, sender)
 
     def _sa_started_reply(self, init: _Init) -> _Started:
-        """The answer to a successful start."""
+        """The answer to a successful start; a remote child's watchdog starts now
+        (the supervisor pings only children that have started)."""
+        if self._sa_orphan_after > 0:
+            self._sa_last_ping = time.monotonic()
+            threading.Thread(target=self._sa_watchdog, name="supervisors-watchdog",
+                             daemon=True).start()
         return _Started(init.child_id, init.token, os.getpid(), self._sa_remote,
                         own_admin())
 

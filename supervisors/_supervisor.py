@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import psutil
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
 from supervisors._actor import SupervisedActor, describe_exception
@@ -88,6 +89,7 @@ class _Child:
     remote: bool = False  # placed in another actor system: no pids, heartbeats
     admin: str = ""  # host:port of a remote child's admin
     last_seen: float = 0.0  # when a remote child last answered (monotonic)
+    unanswered: int = 0  # pings sent to a remote child since its last answer
     unplaced: bool = False  # its last start failed: no live system satisfies its placement
 
     def info(self) -> ChildInfo:
@@ -269,21 +271,23 @@ class Supervisor(SupervisedActor):
         if isinstance(message, _Pong):
             child = self._find(sender)
             if child is not None:
-                child.last_seen = time.monotonic()
+                child.last_seen, child.unanswered = time.monotonic(), 0
             return True
         if not (isinstance(message, WakeupMessage) and isinstance(message.payload,
                                                                    _HeartbeatTick)):
             return False
         self._heartbeat_armed = False
         now = time.monotonic()
-        limit = self.flags.heartbeat * self.flags.heartbeat_misses
         silent = []
         for child in self._children:
             if child.remote and child.address is not None:
-                if now - child.last_seen > limit:
+                # Counted in pings, not in wall time: a supervisor whose own loop
+                # was busy for a while sent no pings meanwhile and blames nobody.
+                if child.unanswered >= self.flags.heartbeat_misses:
                     silent.append(child)
                 else:
                     self.send(child.address, _Ping())
+                    child.unanswered += 1
         for child in silent:
             self._unreachable(child, now - child.last_seen)
         self._arm_heartbeat()
@@ -303,9 +307,14 @@ class Supervisor(SupervisedActor):
         convention at once if its admin does not accept a connection either (it
         re-registers by itself if it is alive after all), so that the restart
         is not placed on a dead host."""
-        reason = f"unreachable: no heartbeat answer for {silent:.1f} s"
+        reason = (f"unreachable: no answer to {child.unanswered} heartbeats "
+                  f"({silent:.1f} s)")
         self.log.error("child_unreachable", supervisor_id=self.sup_id, child=child.spec.id,
                        child_pid=child.pid, admin=child.admin, silent_s=round(silent, 2))
+        if child.address is not None:
+            # If it is alive after all (a partition, a frozen host), it exits when
+            # this arrives; otherwise its watchdog ends it.
+            self.send(child.address, _KillSelf())
         if not child.normal_exit:
             child.reason = reason
         if child.admin and not admin_reachable(child.admin):
@@ -481,14 +490,18 @@ class Supervisor(SupervisedActor):
         ) or (isinstance(m, ChildActorExited) and m.childAddress == address) or (
             isinstance(m, WakeupMessage) and m.payload == _StopTimeout(token))
         if isinstance(reply, WakeupMessage):
+            child.status = "terminated"
+            if self._kill_unknown_children():
+                # It was placed here, and is merely stuck in its start.
+                return f"no answer to its start within {placed_timeout:.0f} s (killed)"
             self.send(address, _KillSelf())  # if it is alive after all, it exits
-            child.status, child.unplaced = "terminated", True
+            child.unplaced = True
             return (f"no answer within {placed_timeout:.0f} s from the actor placed for "
                     f"requirements {start.requirements!r} (its system may have died)")
         if isinstance(reply, _Started):
             child.address, child.pid, child.status = self._last_sender, reply.pid, "running"
             child.remote, child.admin = reply.remote, reply.admin
-            child.last_seen = time.monotonic()
+            child.last_seen, child.unanswered = time.monotonic(), 0
             self._arm_heartbeat()
             self.log.info("child_started", supervisor_id=self.sup_id, child=spec.id,
                           child_pid=reply.pid, remote=reply.remote, admin=reply.admin)
@@ -508,6 +521,16 @@ class Supervisor(SupervisedActor):
             return (f"exited during start: no live actor system satisfies requirements "
                     f"{start.requirements!r} (or the actor died while starting)")
         return "exited during start"
+
+    def _kill_unknown_children(self) -> list[int]:
+        """SIGKILL this process's child processes that are no known child: the
+        one being started (operations run one at a time). Returns their pids."""
+        known = {c.pid for c in self._children if c.pid is not None}
+        try:
+            procs = psutil.Process().children()
+        except psutil.Error:
+            return []
+        return [p.pid for p in procs if p.pid not in known and kill_child_process(p.pid)]
 
     def _stop_child(self, child: _Child, *, kill: bool = False) -> Op:
         """Stop a running child: ``_Shutdown``, then SIGKILL after its shutdown time."""

@@ -160,8 +160,8 @@ class System:
             caps[CONVENTION_ADDRESS] = (convention_leader[0], int(convention_leader[1]))
         self.convention_leader = convention_leader
         # Every actor of this system learns its admin's address by inheritance.
-        os.environ[ADMIN_ENV] = f"{os.environ.get('THESPIAN_BASE_IPADDR', bind)}:" \
-                                f"{self.admin_port}"
+        # (Unknown for a wildcard bind: then a dead member is not deregistered early.)
+        os.environ[ADMIN_ENV] = "" if bind in ("", "0.0.0.0") else f"{bind}:{self.admin_port}"
         self._asys = ActorSystem(
             SYSTEM_BASE, caps, logDefs=log_defs(None), transientUnique=True
         )

@@ -13,6 +13,8 @@ on loopback, one shared PostgreSQL store (a real server).
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -239,6 +241,12 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
     assert rerun.result["right"] == "right-done"
     record = store.get_invocation(inv)
     assert record is not None and record.status == "completed"
+    # The loser learns from the store that the invocation ended elsewhere: it is
+    # free again and answers with the stored result.
+    loser = agents[1 - winners[0]]
+    assert loser.status() == "idle"
+    assert loser.wait(inv, timeout=10).ok
+    assert loser.wait(loser.run({"effects": str(effects)}), timeout=60).ok
     store.close()
 
 
@@ -299,6 +307,15 @@ def test_a_run_for_a_node_without_a_host_is_interrupted_at_once(cluster: Cluster
                    for r in _walk(a.tree()))
 
     eventually(waiting, timeout=10, message="node right waits for a gpu system")
+    # A restarted agent learns which nodes wait for a host too.
+    agent_row = next(r for r in _walk(a.tree()) if r["id"] == "agent")
+    os.kill(agent_row["pid"], signal.SIGKILL)
+
+    def agent_back() -> bool:
+        row = next(r for r in _walk(a.tree()) if r["id"] == "agent")
+        return row["status"] == "running" and row["pid"] != agent_row["pid"]
+
+    eventually(agent_back, timeout=10, message="agent restarted")
     began = time.monotonic()
     inv = agent.run({"effects": str(effects)})
     result = agent.wait(inv, timeout=30)

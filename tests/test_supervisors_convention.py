@@ -294,3 +294,32 @@ def test_a_placed_child_whose_system_dies_during_its_start_fails_the_start(
     assert "no answer within 3 s" in str(error) and "its system may have died" in str(error)
     assert elapsed < 10, elapsed
     assert sup.which_children() == []  # and the supervisor answers again
+
+
+def test_one_miss_allowed_does_not_restart_healthy_children(cluster: Cluster) -> None:
+    """Misses are counted in unanswered pings, so even heartbeat_misses=1 gives a
+    healthy child a whole period to answer each ping."""
+    cluster.member({"gpu": True})
+    flags = SupervisorFlags(intensity=50, period=10, heartbeat=0.1, heartbeat_misses=1)
+    sup = cluster.leader.start_supervisor("top", flags, [gpu_child()])
+    (before,) = sup.which_children()
+    end = time.monotonic() + 1.5  # fifteen heartbeats: time passing is the test
+    while time.monotonic() < end:
+        time.sleep(0.1)
+    (after,) = sup.which_children()
+    assert after.restarts == 0 and after.pid == before.pid
+
+
+def test_a_locally_placed_child_stuck_in_its_start_is_killed() -> None:
+    """The start deadline of a child with requirements also covers a child the
+    local system hosts: it is SIGKILLed, not left behind."""
+    with System(capabilities={"gpu": True}) as system:
+        sup = system.start_supervisor("top", FLAGS, [])
+        began = time.monotonic()
+        with pytest.raises(StartFailed) as info:
+            sup.start_child(gpu_child("slow", SlowStart), timeout=30)
+        assert "no answer to its start within 3 s (killed)" in str(info.value)
+        assert time.monotonic() - began < 10
+        eventually(lambda: not [p for p in system.processes()
+                                if "SlowStart" in " ".join(p.cmdline())],
+                   timeout=5, message="the stuck child was killed")

@@ -147,6 +147,8 @@ class WatchNodes:
 @dataclass(frozen=True)
 class NodeTable:
     nodes: dict[str, Any]
+    waiting: dict[str, str] = field(default_factory=dict)
+    """Nodes waiting for a system that satisfies their placement, with the reason."""
 
 
 @dataclass(frozen=True)

@@ -185,8 +185,7 @@ class AgentActor(SupervisedActor):
             self._on_timer(message.payload)
         elif isinstance(message, NodeTable):
             self.node_addresses = dict(message.nodes)
-            for node_id in message.nodes:
-                self.unplaced.pop(node_id, None)
+            self.unplaced = dict(message.waiting)
             for node_id in list(self.outbox):
                 self._flush(node_id)
         elif isinstance(message, NodeUp):
@@ -196,6 +195,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, NodeDown):
             self._on_node_down(message)
         elif isinstance(message, GetStatus):
+            self._refresh_recovering()
             self.send(sender, dataclasses.replace(self._status(), ref=message.ref))
         elif isinstance(message, Recover):
             self._reply(sender, self._on_recover(message, sender))
@@ -207,6 +207,7 @@ class AgentActor(SupervisedActor):
             reply = self._result_reply(message.invocation_id)
             self.send(sender, dataclasses.replace(reply, ref=message.ref))
         elif isinstance(message, WaitResult):
+            self._refresh_recovering()
             reply = self._result_reply(message.invocation_id)
             if reply.result is None and self.recovering is not None \
                     and self.recovering.invocation_id == message.invocation_id:
@@ -217,6 +218,30 @@ class AgentActor(SupervisedActor):
                     (sender, message.ref))
             else:
                 self.send(sender, dataclasses.replace(reply, ref=message.ref))
+
+    def _refresh_recovering(self) -> None:
+        """Forget an unfinished invocation that has ended meanwhile (another system
+        recovered or abandoned it): keep its stored result, answer its waiters."""
+        record = self.recovering
+        if record is None or self.store is None:
+            return
+        try:
+            now = self.store.get_invocation(record.invocation_id)
+        except Exception as raw:  # noqa: BLE001 - keep what we know; report later
+            self.log.warning("store_unavailable", code=as_store_error(raw).code)
+            return
+        if now is not None and now.status == "running":
+            return
+        self.recovering = None
+        self.log.info("unfinished_invocation_ended_elsewhere",
+                      invocation_id=record.invocation_id)
+        if now is None:
+            return
+        error = ErrorInfo.from_dict(now.error) if now.error else None
+        result = AgentResult(now.invocation_id, now.status == "completed", now.result, error)
+        self.results[now.invocation_id] = result
+        for waiter, ref in self.waiters.pop(now.invocation_id, []):
+            self.send(waiter, ResultReply(now.invocation_id, result, ref=ref))
 
     def _status(self) -> AgentStatus:
         if self.recovering is not None:
@@ -246,6 +271,7 @@ class AgentActor(SupervisedActor):
     # -- invocation lifecycle -----------------------------------------------------------
 
     def _on_run(self, run: Run, sender: Any) -> None:
+        self._refresh_recovering()
         rejected = validate_run(run)
         if rejected is None and self.recovering is not None:
             rejected = RunRejected(
@@ -361,15 +387,19 @@ class AgentActor(SupervisedActor):
         execution.deadline = time.monotonic() + self.spec.execution_timeout + DEADLINE_MARGIN
         self._arm_timer(execution.deadline)
 
+    def _record_of(self, inv: _Invocation) -> InvocationRecord:
+        """The checkpoint of ``inv`` as it stands in memory."""
+        execution = inv.execution
+        active = None if execution is None else ActiveExecution(
+            execution.id, inv.step, execution.nodes, execution.input, execution.parallel)
+        return InvocationRecord(inv.id, self.spec.id, "running", inv.step, inv.state,
+                                inv.input, active, inv.parallel_results, inv.last_result)
+
     def _checkpoint(self, inv: _Invocation) -> bool:
         """Save the invocation's checkpoint; on refusal fail it (without writing)."""
         if self.store is None:
             return True
-        execution = inv.execution
-        active = None if execution is None else ActiveExecution(
-            execution.id, inv.step, execution.nodes, execution.input, execution.parallel)
-        record = InvocationRecord(inv.id, self.spec.id, "running", inv.step, inv.state,
-                                  inv.input, active, inv.parallel_results, inv.last_result)
+        record = self._record_of(inv)
         try:
             self.store.save_checkpoint(record, token=inv.token)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
@@ -440,7 +470,8 @@ class AgentActor(SupervisedActor):
         execution = self.inv.execution if self.inv else None
         if execution is not None and down.node_id in execution.pending:
             execution.pending.discard(down.node_id)
-            if down.reason.startswith("unreachable") and self.store is not None:
+            if down.reason.startswith(("unreachable", "waiting_for_placement")) \
+                    and self.store is not None:
                 self._interrupt(execution, down)
                 return
             self._fail_invocation(ErrorInfo("node_crashed",
@@ -474,10 +505,10 @@ class AgentActor(SupervisedActor):
         self.results.pop(inv.id, None)  # not its result: recover() will produce that
         try:
             record = self.store.get_invocation(inv.id)
-        except Exception as raw:  # noqa: BLE001 - the store is unreachable: say so
+        except Exception as raw:  # noqa: BLE001 - the store is unreachable right now
             self.log.error("store_unavailable", invocation_id=inv.id,
                            code=as_store_error(raw).code)
-            record = None
+            record = self._record_of(inv)  # what we know; re-read on the next request
         if record is not None and record.status == "running":
             self.recovering = record
 
@@ -511,18 +542,23 @@ class AgentActor(SupervisedActor):
             inv.renew_at = time.monotonic() + self.spec.lease_seconds / 3
             self._arm_timer(inv.renew_at)
 
+    def _lose_ownership(self, inv: _Invocation) -> None:
+        """Another system took the invocation over (fenced): stop at once and
+        write nothing more; the invocation is kept, the new owner runs it."""
+        self.log.error("ownership_lost", invocation_id=inv.id)
+        self._stop_run_keep_invocation(inv, ErrorInfo(
+            "ownership_lost", f"another system took over invocation {inv.id} (this "
+            "system's lease was not renewed in time): this system stops it and writes "
+            "nothing more", {"owner": self.owner, "recoverable": True}))
+
     def _renew(self, inv: _Invocation) -> bool:
         """Extend the lease; False if the invocation was lost to another owner."""
         assert self.store is not None
         try:
             self.store.renew_lease(inv.id, owner=self.owner, token=inv.token,
                                    lease_seconds=self.spec.lease_seconds)
-        except (StaleWriter, InvocationBusy) as exc:
-            self.log.error("ownership_lost", invocation_id=inv.id, code=exc.code)
-            self._stop_run_keep_invocation(inv, ErrorInfo(
-                "ownership_lost", f"another system took over invocation {inv.id} (its lease "
-                f"was not renewed in time): this system stops it and writes nothing more",
-                {"owner": self.owner, "recoverable": True}))
+        except (StaleWriter, InvocationBusy):
+            self._lose_ownership(inv)
             return False
         except Exception as raw:  # noqa: BLE001 - a store hiccup: try again soon
             self.log.warning("lease_renewal_failed", invocation_id=inv.id,
@@ -544,6 +580,11 @@ class AgentActor(SupervisedActor):
                          event: str = "invocation_failed") -> None:
         inv = self.inv
         assert inv is not None
+        if error.code == "stale_writer" and self.store is not None:
+            # A write of this run (checkpoint, an edge's record) was fenced: another
+            # system owns the invocation now. Not a failure of the invocation.
+            self._lose_ownership(inv)
+            return
         execution = inv.execution
         if execution is not None:
             for node_id in execution.pending:
@@ -570,6 +611,9 @@ class AgentActor(SupervisedActor):
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             exc = as_store_error(raw)
             self.log.error("finish_refused", invocation_id=inv.id, code=exc.code)
+            if isinstance(exc, StaleWriter):
+                self._lose_ownership(inv)
+                return False
             error = ErrorInfo(exc.code, f"the terminal result could not be recorded: {exc}",
                               dict(exc.details))
             self._emit("invocation_failed", {"reason": error.code, "message": error.message,
@@ -614,6 +658,7 @@ class AgentActor(SupervisedActor):
                                 code="nothing_to_recover")
 
     def _on_recover(self, message: Recover, sender: Any) -> Any:
+        self._refresh_recovering()
         record = self.recovering
         if record is None or self.store is None:
             return self._nothing()
@@ -678,6 +723,7 @@ class AgentActor(SupervisedActor):
         return None
 
     def _on_resolve(self, message: ResolveTask) -> Any:
+        self._refresh_recovering()
         record = self.recovering
         if record is None or self.store is None:
             return self._nothing()
@@ -700,6 +746,7 @@ class AgentActor(SupervisedActor):
         return Ack(message.task_id)
 
     def _on_abandon(self, message: Abandon) -> Any:
+        self._refresh_recovering()
         record = self.recovering
         if record is None or self.store is None:
             return self._nothing()

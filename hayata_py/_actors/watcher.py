@@ -39,6 +39,7 @@ class EdgeWatcher(SupervisedActor):
         self.agent_id = agent_id
         self.subscriber: Any = None
         self.nodes: dict[str, Any] = {}
+        self.waiting: dict[str, str] = {}  # node id -> why it waits for a host
         self.edges: dict[str, dict[str, tuple[int, float]]] = {}
         self.log = self.log.bind(agent_id=agent_id)
 
@@ -61,15 +62,18 @@ class EdgeWatcher(SupervisedActor):
         elif isinstance(message, WatchNodes):
             self.subscriber = message.subscriber
             self.nodes.update(message.nodes)
-            self.send(self.subscriber, NodeTable(dict(self.nodes)))
+            self.send(self.subscriber, NodeTable(dict(self.nodes), dict(self.waiting)))
 
     def _on_node_event(self, event: NodeEvent) -> None:
         if event.up:
+            self.waiting.pop(event.node_id, None)
             self.nodes[event.node_id] = event.address
             if self.subscriber is not None:
                 self.send(self.subscriber, NodeUp(event.node_id, event.address, event.pid))
             return
         self.nodes.pop(event.node_id, None)
+        if (event.reason or "").startswith("waiting_for_placement"):
+            self.waiting[event.node_id] = event.reason or ""
         killed = self._kill_edges(event.node_id)
         self.log.info("node_down", node_id=event.node_id, node_pid=event.pid,
                       reason=event.reason, edges_killed=killed)
