@@ -52,10 +52,11 @@ class Liveness:
     """How fast a system notices that another system of its convention died.
 
     - ``heartbeat`` / ``heartbeat_misses``: supervisors ping every child placed
-      on another system every ``heartbeat`` seconds; one that has not answered
-      for ``heartbeat * heartbeat_misses`` seconds is taken for dead and
-      restarted (on a system that satisfies its placement). Costs about 4 ms
-      of CPU per ping.
+      on another system every ``heartbeat`` seconds; one that left
+      ``heartbeat_misses`` pings in a row unanswered is taken for dead and
+      restarted (on a system that satisfies its placement): noticed
+      ``heartbeat * heartbeat_misses`` to ``heartbeat * (heartbeat_misses + 1)``
+      seconds after it died. Costs about 4 ms of CPU per ping.
     - ``convention_period`` / ``convention_misses``: members re-register with
       the leader every ``convention_period`` seconds and are dropped after
       ``convention_misses`` missed registrations (Thespian's own, slower check).

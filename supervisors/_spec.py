@@ -238,8 +238,8 @@ class SupervisorFlags:
     ``heartbeat`` / ``heartbeat_misses``: how the supervisor watches children
     placed in another actor system (a remote host's death is never reported by
     Thespian): it pings them every ``heartbeat`` seconds and takes a child that
-    has not answered for ``heartbeat * heartbeat_misses`` seconds for dead
-    (exit reason ``unreachable: ...``). Local children are not pinged.
+    left ``heartbeat_misses`` pings in a row unanswered for dead (exit reason
+    ``unreachable: ...``). Local children are not pinged.
     """
 
     strategy: Strategy = Strategy.ONE_FOR_ONE
