@@ -587,6 +587,7 @@ class AgentRef:
         Raises ``HayataError(code="recovery_required")`` if nothing runs it any
         more: the agent process died (its restarted successor found it
         unfinished) or its run was interrupted; :meth:`recover` continues it.
+        ``HayataError(code="no_system")`` if the whole actor system died.
         """
         deadline = time.monotonic() + timeout
         ref = next(_REFS)
@@ -603,6 +604,11 @@ class AgentRef:
                 if isinstance(reply, ResultReply) and reply.ref == ref \
                         and reply.invocation_id == invocation_id:
                     break
+                if reply is None and not _alive(self.system._system.admin_pid):
+                    raise HayataError(
+                        f"the actor system (admin pid {self.system._system.admin_pid}) "
+                        f"died while waiting for invocation {invocation_id}; restart it "
+                        "and recover()", code="no_system", invocation_id=invocation_id)
                 if reply is None:
                     # Is the agent we asked still there? Asked through a private
                     # endpoint: on this one the checks would take (and drop) the

@@ -157,3 +157,34 @@ def test_wait_checks_never_swallow_the_result(
     for _ in range(5):
         inv = agent.run({"steps": [["next", "w", {"sleep": 0.2}], ["finish", "done"]]})
         assert agent.wait(inv, timeout=20).result == "done"
+
+
+def test_wait_notices_that_the_whole_system_died(tmp_path: Path) -> None:
+    import threading
+
+    system = hy.AgentSystem(tmp_path / "data")
+    try:
+        agent = system.start_agent(hy.AgentConfig(
+            "doomed", {"w": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted",
+            execution_timeout=60.0))
+        inv = agent.run({"steps": [["next", "w", {"sleep": 60}]]})
+        outcome: list[BaseException] = []
+
+        def wait() -> None:
+            try:
+                agent.wait(inv, timeout=60)
+            except BaseException as exc:  # noqa: BLE001 - the outcome is what is tested
+                outcome.append(exc)
+
+        thread = threading.Thread(target=wait)
+        thread.start()
+        eventually(lambda: agent.status() == "running", message="invocation running")
+        killed_at = time.monotonic()
+        system.kill()
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        assert time.monotonic() - killed_at < 10
+        (error,) = outcome
+        assert isinstance(error, hy.HayataError) and error.code == "no_system", error
+    finally:
+        system.kill()
