@@ -60,3 +60,12 @@ def agents(tmp_path: Path) -> Iterator[object]:
 
     with hy.AgentSystem(tmp_path / "data") as system:
         yield system
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database (real server) for one test."""
+    from tests.pg import fresh_database
+
+    with fresh_database("hayata_rt") as url:
+        yield url

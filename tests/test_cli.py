@@ -21,7 +21,6 @@ from click.testing import CliRunner
 
 from hayata_py.cli import cli
 from tests.helpers import alive, eventually
-from tests.test_runtime_postgres import pg_url  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -391,7 +390,7 @@ def test_logs_renders_filters_and_limits(tmp_path: Path) -> None:
 @pytest.mark.postgres
 @pytest.mark.timeout(120)
 def test_cluster_leader_and_member_place_a_node_on_the_member(tmp_path: Path,
-                                                              pg_url: str) -> None:  # noqa: F811
+                                                              pg_url: str) -> None:
     """A leader and a gpu member started through the CLI on loopback with one
     PostgreSQL store: the agent's node needing gpu runs on the member and `ps`
     marks it remote; when the member is killed the node waits for a host."""

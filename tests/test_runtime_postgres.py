@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,19 +10,6 @@ import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import open_store, task_id_for
 from tests.helpers import eventually
-from tests.store.conftest import PG_HOST, PG_PORT, _admin_connect
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    admin, user = _admin_connect()
-    name = f"hayata_rt_{secrets.token_hex(6)}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.mark.postgres

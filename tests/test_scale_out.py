@@ -27,7 +27,6 @@ import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import open_store, task_id_for
 from tests.helpers import eventually, race
-from tests.test_runtime_postgres import pg_url  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.postgres
 
@@ -63,7 +62,7 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str) -> Iterator[Cluster]:  # noqa: F811
+def cluster(tmp_path: Path, pg_url: str) -> Iterator[Cluster]:
     c = Cluster(tmp_path, pg_url)
     try:
         yield c

@@ -11,16 +11,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
 from hayata_py.store import SqlTaskStore
-
-PG_HOST = "127.0.0.1"
-PG_PORT = 5432
-PG_USERS = ("postgres", "root")
+from tests.pg import fresh_database
 
 
 class FakeClock:
@@ -36,36 +32,11 @@ class FakeClock:
         self.now += seconds
 
 
-def _admin_connect() -> tuple[psycopg.Connection[Any], str]:
-    errors = []
-    for user in PG_USERS:
-        try:
-            conn = psycopg.connect(
-                host=PG_HOST,
-                port=PG_PORT,
-                user=user,
-                dbname="test",
-                autocommit=True,
-                connect_timeout=10,
-            )
-        except psycopg.OperationalError as exc:
-            errors.append(f"{user}: {exc}")
-            continue
-        return conn, user
-    raise RuntimeError(f"PostgreSQL at {PG_HOST}:{PG_PORT} is unreachable: {errors}")
-
-
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session; yields its base URL."""
-    admin, user = _admin_connect()
-    name = f"hayata_t_{secrets.token_hex(6)}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("hayata_t") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
