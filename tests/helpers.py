@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import psutil
@@ -50,23 +51,30 @@ def actor_processes() -> set[int]:
     return found
 
 
+def in_thread(call: Callable[[], Any]) -> Future[Any]:
+    """Run ``call`` in a thread; its future holds what it returned or raised."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return future
+
+
 def race(*calls: Callable[[], Any], timeout: float = 60.0) -> list[Any]:
     """Run ``calls`` in threads released at the same moment (a barrier); return
     what each returned or raised (the exception object), in order."""
     barrier = threading.Barrier(len(calls))
-    outcomes: list[Any] = [None] * len(calls)
 
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            outcomes[i] = calls[i]()
-        except Exception as exc:  # noqa: BLE001 - the outcome is what the caller checks
-            outcomes[i] = exc
+    def released(call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            barrier.wait()
+            return call()
+        return run
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=timeout)
-    assert not any(t.is_alive() for t in threads), "a racer did not finish"
-    return outcomes
+    futures = [in_thread(released(call)) for call in calls]
+    return [f.exception(timeout) or f.result() for f in futures]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from tests.helpers import alive, eventually
+from tests.helpers import alive, eventually, in_thread
 
 
 def find(tree: dict[str, Any], role: str, ident: str | None = None) -> dict[str, Any] | None:
@@ -110,35 +110,18 @@ def test_wait_on_an_invocation_whose_agent_dies_says_recovery_required(
 ) -> None:
     """A waiter is not left hanging until its timeout: the restarted agent finds
     the invocation unfinished and the wait ends with ``recovery_required``."""
-    import threading
-    import time
-
     agent = agents.start_agent(hy.AgentConfig(
         "mortal", {"w": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted",
         execution_timeout=60.0))
     inv = agent.run({"steps": [["next", "w", {"sleep": 60}]]})
-    outcome: list[BaseException] = []
-    waiting = threading.Event()
-
-    def wait() -> None:
-        waiting.set()
-        try:
-            agent.wait(inv, timeout=60)
-        except BaseException as exc:  # noqa: BLE001 - the outcome is what is tested
-            outcome.append(exc)
-
-    thread = threading.Thread(target=wait)
-    thread.start()
-    waiting.wait(10)
+    waited = in_thread(lambda: agent.wait(inv, timeout=60))
     eventually(lambda: agent.status() == "running", message="invocation running")
     before = find(agents.tree(), "agent")
     assert before is not None
     killed_at = time.monotonic()
     os.kill(before["pid"], signal.SIGKILL)
-    thread.join(timeout=30)
-    assert not thread.is_alive()
+    error = waited.exception(timeout=30)
     assert time.monotonic() - killed_at < 10
-    (error,) = outcome
     assert isinstance(error, hy.HayataError) and error.code == "recovery_required", error
 
 
@@ -160,31 +143,18 @@ def test_wait_checks_never_swallow_the_result(
 
 
 def test_wait_notices_that_the_whole_system_died(tmp_path: Path) -> None:
-    import threading
-
     system = hy.AgentSystem(tmp_path / "data")
     try:
         agent = system.start_agent(hy.AgentConfig(
             "doomed", {"w": "tests.graph_nodes:worker"}, "tests.graph_nodes:scripted",
             execution_timeout=60.0))
         inv = agent.run({"steps": [["next", "w", {"sleep": 60}]]})
-        outcome: list[BaseException] = []
-
-        def wait() -> None:
-            try:
-                agent.wait(inv, timeout=60)
-            except BaseException as exc:  # noqa: BLE001 - the outcome is what is tested
-                outcome.append(exc)
-
-        thread = threading.Thread(target=wait)
-        thread.start()
+        waited = in_thread(lambda: agent.wait(inv, timeout=60))
         eventually(lambda: agent.status() == "running", message="invocation running")
         killed_at = time.monotonic()
         system.kill()
-        thread.join(timeout=30)
-        assert not thread.is_alive()
+        error = waited.exception(timeout=30)
         assert time.monotonic() - killed_at < 10
-        (error,) = outcome
         assert isinstance(error, hy.HayataError) and error.code == "no_system", error
     finally:
         system.kill()

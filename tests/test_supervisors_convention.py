@@ -29,7 +29,7 @@ from supervisors import (
     System,
 )
 from supervisors._errors import SupervisorError
-from tests.helpers import eventually
+from tests.helpers import eventually, in_thread
 from tests.sup_actors import Echo, SlowStart, Stubborn
 
 PERIOD = 1.0  # convention re-registration period (s)
@@ -269,27 +269,15 @@ def test_a_placed_child_whose_system_dies_during_its_start_fails_the_start(
     """Its system dies while the child starts: Thespian never reports it and
     heartbeats have not begun, so without a deadline the supervisor would wait
     forever. It fails the start after ten heartbeat windows."""
-    import threading
-
     member = cluster.member({"gpu": True})
     sup = cluster.leader.start_supervisor("top", FLAGS, [])
-    outcome: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            sup.start_child(gpu_child("slow", SlowStart), timeout=30)
-        except BaseException as exc:  # noqa: BLE001 - the outcome is what is tested
-            outcome.append(exc)
-
-    thread = threading.Thread(target=start)
-    thread.start()
+    started = in_thread(lambda: sup.start_child(gpu_child("slow", SlowStart), timeout=30))
     eventually(lambda: [p for p in member.processes() if "SlowStart" in " ".join(
         p.cmdline())], timeout=15, message="the child is starting on the member")
     killed = time.monotonic()
     member.kill()
-    thread.join(timeout=30)
+    error = started.exception(timeout=30)
     elapsed = time.monotonic() - killed
-    (error,) = outcome
     assert isinstance(error, StartFailed), error
     assert "no answer within 3 s" in str(error) and "its system may have died" in str(error)
     assert elapsed < 10, elapsed

@@ -25,7 +25,7 @@ from supervisors import (
     SupervisorRef,
     System,
 )
-from tests.helpers import alive, eventually
+from tests.helpers import alive, eventually, in_thread
 from tests.sup_actors import Echo, FailsToStart, Stubborn
 
 
@@ -213,24 +213,11 @@ def test_child_dying_while_its_siblings_are_stopped_does_not_wedge_shutdown(
         ChildSpec("b", Start(Stubborn, kwargs=kw), shutdown=1.5),
     ])
     a = sup.child("a").pid or 0
-    done: list[BaseException | None] = []
-
-    import threading
-
-    def shut() -> None:
-        try:
-            sup.shutdown(timeout=20)
-            done.append(None)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            done.append(exc)
-
-    worker = threading.Thread(target=shut)
-    worker.start()
+    shut = in_thread(lambda: sup.shutdown(timeout=20))
     eventually(lambda: "stop b" in stops.read_text() if stops.exists() else False,
                message="b's stop began")
     os.kill(a, signal.SIGKILL)  # a dies while the supervisor waits for b
-    worker.join(timeout=20)
-    assert done == [None], done
+    assert shut.exception(timeout=20) is None
     assert not alive(a)
     eventually(lambda: not alive(sup.pid), message="supervisor exits after answering")
 
