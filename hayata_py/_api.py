@@ -74,26 +74,6 @@ REMOTE_ASK_TIMEOUT = 2.0
 """How long :meth:`AgentSystem.tree` waits for an actor on another system."""
 
 
-class _Probe:
-    """A private Thespian endpoint with the ``ask``/``listen`` of a System, for
-    side queries that must not consume replies meant for the caller's endpoint."""
-
-    def __init__(self, system: System) -> None:
-        from thespian.actors import ExternalContext
-
-        self._ctx = ExternalContext(system.thespian._systemBase.external_clone())
-
-    def ask(self, address: Any, message: Any, timeout: float) -> Any:
-        return self._ctx.ask(address, message, timeout)
-
-    def listen(self, timeout: float) -> Any:
-        return self._ctx.listen(timeout)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._ctx.exit_clone()
-
-
 class _Inbox:
     """The calling process's own endpoint for ``subscriber=hy.CALLER``.
 
@@ -103,9 +83,7 @@ class _Inbox:
     """
 
     def __init__(self, system: System) -> None:
-        from thespian.actors import ExternalContext
-
-        self._ctx = ExternalContext(system.thespian._systemBase.external_clone())
+        self._ctx = system.new_endpoint()
         self._events: dict[str, dict[int, AgentEvent]] = {}
         self._results: dict[str, AgentResult] = {}
         self._next: dict[str, int] = {}
@@ -395,10 +373,9 @@ class AgentSystem:
         system that does not answer within 2 s is marked ``unreachable``."""
         return {"role": "supervisor", "id": TOP_NAME, "pid": self._top.pid or None,
                 "restarts": 0, "status": "running",
-                "children": self._subtree(self._top.address, depth=0)}
+                "children": self._subtree(self._top.address)}
 
-    def _subtree(self, address: Any, depth: int,
-                 timeout: float = ASK_TIMEOUT) -> list[dict[str, Any]]:
+    def _subtree(self, address: Any, timeout: float = ASK_TIMEOUT) -> list[dict[str, Any]]:
         ref = SupervisorRef(self._system, address, "", 0)
         rows = []
         for info in ref.which_children(timeout):
@@ -413,7 +390,7 @@ class AgentSystem:
             wait = REMOTE_ASK_TIMEOUT if elsewhere else ASK_TIMEOUT
             try:
                 if info.address is not None and role == "supervisor":
-                    row["children"] = self._subtree(info.address, depth + 1, wait)
+                    row["children"] = self._subtree(info.address, wait)
                 elif info.address is not None and role == "node":
                     reply = self._system.ask(info.address, Describe(), wait)
                     if isinstance(reply, Description):
@@ -593,7 +570,7 @@ class AgentRef:
         ref = next(_REFS)
         asked = self._current_address()
         self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
-        probe: _Probe | None = None
+        probe: Any = None
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -613,7 +590,7 @@ class AgentRef:
                     # Is the agent we asked still there? Asked through a private
                     # endpoint: on this one the checks would take (and drop) the
                     # reply we wait for if it arrived meanwhile.
-                    probe = probe or _Probe(self.system._system)
+                    probe = probe or self.system._system.new_endpoint()
                     if self._restarted_since(asked, probe):
                         # Its successor answers (at once if the invocation now
                         # needs recover()).
@@ -621,7 +598,8 @@ class AgentRef:
                         self.system._system.tell(asked, WaitResult(invocation_id, ref=ref))
         finally:
             if probe is not None:
-                probe.close()
+                with contextlib.suppress(Exception):
+                    probe.exit_clone()
         if not reply.known:
             raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
                               invocation_id=invocation_id)
@@ -632,7 +610,7 @@ class AgentRef:
         assert reply.result is not None
         return reply.result
 
-    def _restarted_since(self, address: Any, probe: _Probe) -> bool:
+    def _restarted_since(self, address: Any, probe: Any) -> bool:
         """True if the agent now runs as another process than ``address``."""
         try:
             current, pid = self.system._agent_address(self.id, via=probe,

@@ -101,7 +101,8 @@ class AgentSpec:
     store_url: str = ""
     """Set by the AgentSystem: where the agent and its edges record their work."""
     instance: str = ""
-    """Set by the AgentSystem: the id of this system start (the store's owner name)."""
+    """Set by the AgentSystem: the id of this system start (recorded with each task
+    as the system instance that ran it; the lease owner is ``owner``)."""
 
 
 def validate_config(config: Any) -> AgentSpec:

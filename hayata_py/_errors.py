@@ -88,7 +88,8 @@ class RunRejected(HayataError):
     """A run was refused; nothing was started and no notification is sent.
 
     Codes: ``agent_busy``, ``recovery_required``, ``invalid_option``,
-    ``agent_not_found``.
+    ``invalid_input``, and the store's codes when the invocation could not be
+    recorded (e.g. ``store_unavailable``).
     """
 
     code = "run_rejected"

@@ -67,7 +67,9 @@ class AgentEvent:
     Types and ``data`` keys: ``invocation_started`` (input), ``node_started``
     (node_id, execution_id), ``node_partial_result`` (node_id, execution_id,
     edge_id, result), ``node_completed`` (node_id, execution_id),
-    ``invocation_completed`` (result), ``invocation_failed`` (reason).
+    ``invocation_completed`` (result), ``invocation_failed`` (reason, message,
+    details) and ``invocation_interrupted`` (the same keys; the invocation is
+    kept for ``recover()``).
     """
 
     invocation_id: str

@@ -116,6 +116,8 @@ class Start:
         return f"{self.actor.__module__}.{self.actor.__qualname__}"
 
     def with_extra_args(self, extra: tuple[Any, ...]) -> Start:
+        if not extra:
+            return self  # no new Start: it would import and pickle everything again
         return Start(self.actor, self.args + tuple(extra), self.kwargs, self.requirements)
 
 

@@ -163,7 +163,7 @@ class System:
         # (Unknown for a wildcard bind: then a dead member is not deregistered early.)
         os.environ[ADMIN_ENV] = "" if bind in ("", "0.0.0.0") else f"{bind}:{self.admin_port}"
         self._asys = ActorSystem(
-            SYSTEM_BASE, caps, logDefs=log_defs(None), transientUnique=True
+            SYSTEM_BASE, caps, logDefs=log_defs(), transientUnique=True
         )
         self._init_endpoints()
         self._owner = True
@@ -219,9 +219,7 @@ class System:
             return self._asys
         endpoint = getattr(self._local, "endpoint", None)
         if endpoint is None:
-            from thespian.actors import ExternalContext
-
-            endpoint = ExternalContext(self._asys._systemBase.external_clone())
+            endpoint = self.new_endpoint()
             self._local.endpoint = endpoint
             with self._clones_lock:
                 # Close the endpoints of threads that have ended (one socket each).
@@ -232,6 +230,13 @@ class System:
                 with contextlib.suppress(Exception):
                     old.exit_clone()
         return endpoint
+
+    def new_endpoint(self) -> Any:
+        """A private Thespian endpoint (``tell``/``ask``/``listen``): its replies
+        never mix with another endpoint's. Close it with ``exit_clone()``."""
+        from thespian.actors import ExternalContext
+
+        return ExternalContext(self._asys._systemBase.external_clone())
 
     def _close_endpoints(self) -> None:
         with self._clones_lock:
@@ -318,7 +323,7 @@ class System:
                             or os.environ.get("SUPERVISORS_BIND", "127.0.0.1"))
         self.admin_port = admin_port
         self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
-                                 logDefs=log_defs(None), transientUnique=True)
+                                 logDefs=log_defs(), transientUnique=True)
         self._init_endpoints()
         self._owner = False
         self._top = []

@@ -119,18 +119,13 @@ def free_port(host: str = DEFAULT_BIND) -> int:
         return int(s.getsockname()[1])
 
 
-def log_defs(path: str | None) -> dict[str, Any]:
-    """Thespian's own logging: to ``path`` if given, otherwise warnings to stderr."""
-    handler: dict[str, Any] = (
-        {"class": "logging.FileHandler", "filename": path, "level": "INFO"}
-        if path
-        else {"class": "logging.StreamHandler", "level": "WARNING"}
-    )
+def log_defs() -> dict[str, Any]:
+    """Thespian's own logging: warnings and errors to stderr."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "handlers": {"main": handler},
-        "root": {"handlers": ["main"], "level": "INFO" if path else "WARNING"},
+        "handlers": {"main": {"class": "logging.StreamHandler", "level": "WARNING"}},
+        "root": {"handlers": ["main"], "level": "WARNING"},
     }
 
 

@@ -2,7 +2,8 @@
 between transitions and dispatching nodes.
 
 Every transition has an ``execution_id`` (``<invocation>:<step>``) and every
-node in it a ``task_id`` (``<invocation>:<step>:<node>``); both are stable,
+node in it a ``task_id`` (derived from invocation, step and node by
+``store.task_id_for``); both are stable,
 so a checkpoint taken at a step boundary identifies the work exactly.
 Stale messages (an outcome of a finished or cancelled execution, a partial
 from a replaced edge) are recognised by these ids and dropped; they never
@@ -114,6 +115,13 @@ class _Invocation:
     token: int = 0
     span: telemetry.Span | None = None
     renew_at: float = math.inf
+
+
+def _stored_result(record: InvocationRecord) -> AgentResult:
+    """The result of a finished invocation, as the store has it."""
+    error = ErrorInfo.from_dict(record.error) if record.error else None
+    return AgentResult(record.invocation_id, record.status == "completed", record.result,
+                       error)
 
 
 def validate_run(run: Any) -> RunRejected | None:
@@ -235,13 +243,8 @@ class AgentActor(SupervisedActor):
         self.recovering = None
         self.log.info("unfinished_invocation_ended_elsewhere",
                       invocation_id=record.invocation_id)
-        if now is None:
-            return
-        error = ErrorInfo.from_dict(now.error) if now.error else None
-        result = AgentResult(now.invocation_id, now.status == "completed", now.result, error)
-        self.results[now.invocation_id] = result
-        for waiter, ref in self.waiters.pop(now.invocation_id, []):
-            self.send(waiter, ResultReply(now.invocation_id, result, ref=ref))
+        if now is not None:
+            self._publish(_stored_result(now))
 
     def _status(self) -> AgentStatus:
         if self.recovering is not None:
@@ -263,9 +266,7 @@ class AgentActor(SupervisedActor):
             if record is not None and record.agent_id == self.spec.id:
                 if record.status == "running":
                     return ResultReply(invocation_id, None, known=True)
-                error = ErrorInfo.from_dict(record.error) if record.error else None
-                result = AgentResult(invocation_id, record.status == "completed",
-                                     record.result, error)
+                result = _stored_result(record)
         return ResultReply(invocation_id, result, known=result is not None or running)
 
     # -- invocation lifecycle -----------------------------------------------------------
@@ -638,11 +639,15 @@ class AgentActor(SupervisedActor):
                     else "failed")
                 telemetry.span_stop(inv.span, status,
                                     metadata={"error_code": error.code} if error else None)
+        if inv.subscriber is not None:
+            self.send(inv.subscriber, result)
+        self._publish(result)
+
+    def _publish(self, result: AgentResult) -> None:
+        """Keep ``result`` (the last RESULTS_KEPT) and answer its waiters."""
         self.results[result.invocation_id] = result
         while len(self.results) > RESULTS_KEPT:
             self.results.popitem(last=False)
-        if inv.subscriber is not None:
-            self.send(inv.subscriber, result)
         for waiter, ref in self.waiters.pop(result.invocation_id, []):
             self.send(waiter, ResultReply(result.invocation_id, result, ref=ref))
 
@@ -763,10 +768,7 @@ class AgentActor(SupervisedActor):
             exc = as_store_error(raw)
             return RecoveryRejected(str(exc), code=exc.code)
         self.recovering = None
-        result = AgentResult(record.invocation_id, False, None, error)
-        self.results[record.invocation_id] = result
-        for waiter, ref in self.waiters.pop(record.invocation_id, []):
-            self.send(waiter, ResultReply(record.invocation_id, result, ref=ref))
+        self._publish(AgentResult(record.invocation_id, False, None, error))
         self.log.info("invocation_abandoned", invocation_id=record.invocation_id)
         return Ack(record.invocation_id)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from hayata_py._errors import StoreError
 from hayata_py.store import TaskStore
@@ -21,10 +20,6 @@ def store_for(url: str) -> TaskStore:
 
         store = _STORES[key] = open_store(url)
     return store
-
-
-def error_dict(code: str, message: str, **details: Any) -> dict[str, Any]:
-    return {"code": code, "message": message, "details": details}
 
 
 def as_store_error(exc: Exception) -> StoreError:

@@ -111,12 +111,12 @@ class EdgeActor(SupervisedActor):
         if run.direct:
             # The only edge of its execution: its result is the node's outcome.
             # Straight to the agent (recorded above, before anyone hears of it);
-            # the reducer is told for its books.
+            # the reducer is told for its books (without the value: it needs none).
             self.send(execute.agent, Outcome(execute.execution_id, execute.node_id,
                                              error is None, result, error, partials))
         self.send(run.reducer, EdgeResult(
-            execute.execution_id, execute.node_id, run.edge_id, error is None, result, error,
-            partials, delivered=run.direct))
+            execute.execution_id, execute.node_id, run.edge_id, error is None,
+            None if run.direct else result, error, partials, delivered=run.direct))
 
     def _record_start(self, execute: Execute) -> ErrorInfo | None:
         """Record ``started`` durably before the node function runs.

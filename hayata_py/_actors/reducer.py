@@ -1,14 +1,15 @@
 """The reducer: collects the edge results of an execution into one outcome.
 
 One reducer per node, reused across executions. It owns the execution's
-deadline (one timer per execution): if edges are still pending when it
-fires, the outcome is ``execution_timeout`` naming them. Results that arrive
-before the node's :class:`Expect` (message order between different actors
-is not guaranteed) wait in a buffer.
+deadline (a single pending timer, re-armed for the earliest deadline): if
+edges are still pending when it fires, the outcome is ``execution_timeout``
+naming them. Results that arrive before the node's :class:`Expect`
+(message order between different actors is not guaranteed) wait in a buffer.
 
 When an execution has a single edge, the edge sends the agent the outcome
-itself (``EdgeResult.delivered``) and the reducer only keeps the books: the
-deadline, :class:`ReducerDone` for the node, telemetry.
+itself (``EdgeResult.delivered``, sent without the value) and the reducer
+only keeps the books: the deadline, :class:`ReducerDone` for the node,
+telemetry.
 """
 
 from __future__ import annotations
@@ -83,25 +84,29 @@ class ReducerActor(SupervisedActor):
             return
         del self.pending[result.execution_id]
         expect = entry.expect
-        partials = sum(r.partials for r in entry.results.values())
-        if failed is not None:
-            outcome = Outcome(expect.execution_id, expect.node_id, False, error=failed.error,
-                              partials=partials)
-        else:
-            ordered = [entry.results[e].result for e in expect.edge_ids]
-            value = ordered[0] if len(ordered) == 1 else ordered
-            outcome = Outcome(expect.execution_id, expect.node_id, True, value,
-                              partials=partials)
-        # The node first, so its edge is free before the agent schedules more work.
+        # The node first: on the reducer's path its edge is then free before the
+        # agent schedules more work (on the direct path the agent has the
+        # outcome already, and the node queues work until ReducerDone).
         pending = tuple(e for e in expect.edge_ids if e not in entry.results)
         error_class = None
         if failed is not None and failed.error is not None:
             error_class = failed.error.details.get("type")
         self.send(entry.node, ReducerDone(expect.execution_id, pending,
                                           "failed" if failed else "completed", error_class))
-        if not (len(expect.edge_ids) == 1 and result.delivered):
-            self.send(expect.agent, outcome)  # else the edge sent it already
+        if not (len(expect.edge_ids) == 1 and result.delivered):  # else the edge sent it
+            self.send(expect.agent, self._outcome(entry, failed))
         self._stop(entry, "failed" if failed else "completed", pending)
+
+    @staticmethod
+    def _outcome(entry: _Pending, failed: EdgeResult | None) -> Outcome:
+        expect = entry.expect
+        partials = sum(r.partials for r in entry.results.values())
+        if failed is not None:
+            return Outcome(expect.execution_id, expect.node_id, False, error=failed.error,
+                           partials=partials)
+        ordered = [entry.results[e].result for e in expect.edge_ids]
+        value = ordered[0] if len(ordered) == 1 else ordered
+        return Outcome(expect.execution_id, expect.node_id, True, value, partials=partials)
 
     def _arm_timer(self, deadline: float) -> None:
         """At most one pending timer (Thespian stalls with many); since every

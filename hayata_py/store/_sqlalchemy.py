@@ -1,9 +1,10 @@
 """SQLAlchemy implementation of :class:`TaskStore` for SQLite and PostgreSQL.
 
-Every write runs :meth:`EngineHolder.run` (one transaction, ``BEGIN
-IMMEDIATE`` on SQLite) and starts by locking the invocation row
-(``SELECT ... FOR UPDATE``; SQLite's write lock already covers it), then
-checks the fencing token, then writes. Values are encoded before the
+The hot writes (checkpoint, task started/completed, finish) first try one
+fenced statement (``_fast``); when it changes nothing, or for any other
+write, :meth:`EngineHolder.run` runs one transaction (``BEGIN IMMEDIATE`` on
+SQLite) that locks the invocation row (``SELECT ... FOR UPDATE``; SQLite's
+write lock already covers it), checks the fencing token, then writes. Values are encoded before the
 transaction opens. Timestamps are float unix seconds from ``clock``.
 """
 

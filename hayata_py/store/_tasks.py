@@ -14,7 +14,11 @@ from hayata_py._codec import decode, encode
 from hayata_py._errors import StaleWriter, StoreError
 from hayata_py.store import _fast
 from hayata_py.store._engine import EngineHolder
-from hayata_py.store._records import TERMINAL_INVOCATION_STATUSES, TaskRecord
+from hayata_py.store._records import (
+    FINISHED_TASK_STATUSES,
+    TERMINAL_INVOCATION_STATUSES,
+    TaskRecord,
+)
 from hayata_py.store._rows import task_from_row, task_values
 from hayata_py.store._schema import invocations as inv
 from hayata_py.store._schema import tasks as tk
@@ -195,7 +199,7 @@ class TaskWrites:
                 if new_row is None:
                     raise _task_error(task_id, "task_not_found", "no such task")
                 conn.execute(tk.insert(), new_row | started | {"resolved": False})
-            elif row.status in ("completed", "failed"):
+            elif row.status in FINISHED_TASK_STATUSES:
                 raise _task_error(task_id, "task_finished", f"already {row.status}")
             elif row.status == "started" and attempt <= row.attempt:
                 if attempt == row.attempt and system_instance == row.system_instance:
@@ -228,7 +232,7 @@ class TaskWrites:
         def apply(conn: Connection, row: Any) -> None:
             if row is None:
                 raise _task_error(task_id, "task_not_found", "no such task")
-            if row.status in ("completed", "failed"):
+            if row.status in FINISHED_TASK_STATUSES:
                 same = (
                     row.status == status
                     and not row.resolved
