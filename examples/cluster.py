@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,15 @@ def config() -> hy.AgentConfig:
         idempotent_nodes=frozenset({"embed"}),
         execution_timeout=60.0,
     )
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` until it holds, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout} s")
+        time.sleep(0.02)
 
 
 def where(system: hy.AgentSystem, node: str) -> str:
@@ -103,9 +113,8 @@ def main() -> int:
             hold = Path(tmp) / "hold"
             hold.touch()  # embed keeps working while this file exists
             inv = agent.run({"text": "crash test", "hold": str(hold)})
-            while not any(t.node_id == "embed" and t.status == "started"
-                          for t in a.store.get_tasks(inv)):
-                time.sleep(0.02)  # until embed has started its long computation
+            wait_for(lambda: any(t.node_id == "embed" and t.status == "started"
+                                 for t in a.store.get_tasks(inv)), "embed started")
             killed = time.monotonic()
             gpu1.kill()
             print("gpu-1 SIGKILLed while embed works")
@@ -117,8 +126,7 @@ def main() -> int:
             print(f"  a noticed after {time.monotonic() - killed:.2f} s: {code}; "
                   f"agent status {agent.status()}")
             start("gpu-2", convention_leader=leader, capabilities={"gpu": True})
-            while "another system" not in where(a, "embed"):
-                time.sleep(0.05)
+            wait_for(lambda: "another system" in where(a, "embed"), "embed on gpu-2")
             print(f"gpu-2 joined; node embed restarted there: {where(a, 'embed')}")
             hold.unlink()  # the re-run on gpu-2 finishes at once
             agent.recover()

@@ -561,9 +561,12 @@ class AgentRef:
     def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
         """Block until the invocation ends (raises TimeoutError after ``timeout`` s).
 
+        A wait in progress when the run is interrupted returns that run's result
+        (``invocation_interrupted``/``ownership_lost``, ``details["recoverable"]``).
         Raises ``HayataError(code="recovery_required")`` if nothing runs it any
         more: the agent process died (its restarted successor found it
-        unfinished) or its run was interrupted; :meth:`recover` continues it.
+        unfinished) or its run was interrupted earlier; :meth:`recover`
+        continues it.
         ``HayataError(code="no_system")`` if the whole actor system died.
         """
         deadline = time.monotonic() + timeout

@@ -116,7 +116,7 @@ def connect(data_dir: Path, *, with_store: bool = False
         raise CliError(f"admin port {record.admin_port} is served by another system (session "
                        f"{system.session_id}, not {record.session_id})", EXIT_NO_SYSTEM)
     # Agents started through this handle run as the recorded system instance
-    # (the owner their invocations and tasks are recorded under).
+    # (recorded with the tasks they run; the lease owner is the system's name).
     system.instance = record.instance or system.instance
     return system, record
 

@@ -39,7 +39,8 @@ class SystemRecord:
     started_at: float
     version: int = RECORD_VERSION
     instance: str = ""
-    """The system instance id (the owner of the invocations its agents run)."""
+    """The system instance id (recorded with each task it ran; the lease owner is
+    ``name``)."""
     name: str = ""
     """The system's stable name: the owner of its invocations' leases."""
     bind: str = "127.0.0.1"

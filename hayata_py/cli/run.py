@@ -103,8 +103,10 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
         data_dir: Path) -> None:
     """Run AGENT with --input, print its events (with --stream) and then its result.
 
-    Exit status 0 on success, 1 on failure (the error code is printed). Ctrl-C
-    detaches without stopping the invocation and prints how to fetch its result.
+    Exit status 0 on success, 1 on failure (the error code is printed), 5 if
+    the run was interrupted or refused with recovery_required (the invocation
+    is kept: `hayata recover`), 3 if the system died. Ctrl-C (130) detaches
+    without stopping the invocation and prints how to fetch its result.
     """
     value = parse_json(input_json, "--input")
     system, record = connect(data_dir)
