@@ -122,7 +122,12 @@ def counted_raise(ctx: hy.NodeContext) -> dict[str, Any]:
 
 
 def touch_and_wait(ctx: hy.NodeContext) -> dict[str, Any]:
-    """Writes its pid to ``ctx.input['pid_file']`` then sleeps ``ctx.input['sleep']``."""
+    """Writes its pid to ``ctx.input['pid_file']``, then works for
+    ``ctx.input['sleep']`` seconds, or until the file ``ctx.input['gate']``
+    exists if one is named (the test decides when the work ends)."""
     Path(ctx.input["pid_file"]).write_text(str(os.getpid()))
-    time.sleep(ctx.input.get("sleep", 30))
+    end = time.monotonic() + ctx.input.get("sleep", 30)
+    gate = ctx.input.get("gate")
+    while time.monotonic() < end and not (gate and Path(gate).exists()):
+        time.sleep(0.005)  # the node's work
     return {"slept": True}

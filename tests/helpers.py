@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -41,14 +41,33 @@ def alive(pid: int) -> bool:
         return False
 
 
-def actor_processes() -> set[int]:
-    """Pids of every Thespian process on the machine (named by setproctitle)."""
-    found = set()
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if "ActorAddr" in cmd or "MultiProcAdmin" in cmd:
-            found.add(proc.pid)
-    return found
+def pids(system: Any) -> set[int]:
+    """Pids of every live process of ``system`` (a System or an AgentSystem)."""
+    return {p.pid for p in system.processes()}
+
+
+def walk(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every row of an ``AgentSystem.tree()``, depth first."""
+    yield tree
+    for child in tree.get("children", []):
+        yield from walk(child)
+
+
+def find(tree: dict[str, Any], role: str, ident: str | None = None) -> dict[str, Any] | None:
+    """The first row of ``tree`` with ``role`` (and id ``ident``), or None."""
+    return next((r for r in walk(tree) if r["role"] == role
+                 and (ident is None or r["id"] == ident)), None)
+
+
+def lease_row(url: str, invocation_id: str) -> tuple[str, int, float | None]:
+    """(owner, token, lease expiry) of an invocation, read from the database."""
+    from tests.store.util import raw_execute
+
+    rows = raw_execute(url, "SELECT owner, token, lease_expires_at FROM hayata_invocations "
+                            "WHERE invocation_id = :i", i=invocation_id)
+    assert rows, invocation_id
+    owner, token, expires = rows[0]
+    return str(owner), int(token), expires
 
 
 def in_thread(call: Callable[[], Any]) -> Future[Any]:

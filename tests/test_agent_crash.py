@@ -11,17 +11,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from tests.helpers import alive, eventually, in_thread
-
-
-def find(tree: dict[str, Any], role: str, ident: str | None = None) -> dict[str, Any] | None:
-    if tree["role"] == role and (ident is None or tree["id"] == ident):
-        return tree
-    for child in tree["children"]:
-        found = find(child, role, ident)
-        if found is not None:
-            return found
-    return None
+from tests.helpers import alive, eventually, find, in_thread
 
 
 def test_killing_a_node_mid_execution_fails_fast_and_the_node_comes_back(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import sqlite3
 import time
 from pathlib import Path
 
@@ -19,16 +18,11 @@ import pytest
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import open_store, task_id_for
-from tests.helpers import alive, eventually
-from tests.test_agent_crash import find
+from tests.helpers import alive, eventually, find, lease_row
 
 
 def _lease(db: Path, invocation_id: str) -> tuple[str, int, float | None]:
-    with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT owner, token, lease_expires_at FROM hayata_invocations "
-                           "WHERE invocation_id = ?", (invocation_id,)).fetchone()
-    assert row is not None
-    return str(row[0]), int(row[1]), row[2]
+    return lease_row(f"sqlite:///{db}", invocation_id)
 
 
 def test_the_lease_is_renewed_while_the_invocation_runs(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import hayata_py as hy
 from hayata_py.store import task_id_for
-from tests.helpers import alive, eventually
+from tests.helpers import alive, eventually, find
 
 NODES = {name: "tests.graph_nodes:worker" for name in ("a", "b", "c", "slow", "fast", "worker")}
 
@@ -164,7 +164,6 @@ def test_node_function_runs_once_when_it_raises(agents: hy.AgentSystem, tmp_path
 
 
 def test_failed_branch_cancels_its_sibling(agents: hy.AgentSystem, tmp_path: Path) -> None:
-    from tests.test_agent_crash import find
 
     agent = agents.start_agent(hy.AgentConfig(
         "par", {"slow": "tests.graph_nodes:touch_and_wait", "bad": "tests.graph_nodes:worker"},
@@ -189,10 +188,10 @@ def test_failed_branch_cancels_its_sibling(agents: hy.AgentSystem, tmp_path: Pat
 def test_busy_agent_rejects_a_second_run_and_sends_it_nothing(
     agents: hy.AgentSystem, tmp_path: Path
 ) -> None:
-    pid_file = tmp_path / "pid"
+    pid_file, gate = tmp_path / "pid", tmp_path / "gate"
     agent = agents.start_agent(hy.AgentConfig(
         "busy", {"w": "tests.graph_nodes:touch_and_wait"}, "tests.graph_nodes:scripted"))
-    first = agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "sleep": 1.0}],
+    first = agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "gate": str(gate)}],
                                  ["finish", "first"]]})
     eventually(lambda: pid_file.exists(), message="first run started")
     assert agent.status() == "running"
@@ -200,6 +199,7 @@ def test_busy_agent_rejects_a_second_run_and_sends_it_nothing(
         agent.run({"steps": []}, subscriber=hy.CALLER)
     assert err.value.code == "agent_busy"
     assert agent.get_result(first) is None
+    gate.touch()
     assert agent.wait(first, 30).result == "first"
     assert agent.status() == "idle"
 

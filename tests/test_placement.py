@@ -12,7 +12,7 @@ import pytest
 
 import hayata_py as hy
 from examples.drills.graph import config
-from tests.test_agent_crash import find
+from tests.helpers import find
 
 
 def test_a_placement_the_local_system_satisfies_runs_here(tmp_path: Path) -> None:

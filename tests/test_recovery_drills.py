@@ -22,8 +22,7 @@ import pytest
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import TaskRecord, open_store, task_id_for
-from tests.helpers import alive, eventually
-from tests.test_agent_crash import find
+from tests.helpers import alive, eventually, find
 
 
 class Drill:

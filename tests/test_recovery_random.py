@@ -104,5 +104,4 @@ def test_random_whole_system_crashes(tmp_path: Path) -> None:
     finally:
         system.shutdown()
     print(dict(outcomes))
-    assert sum(outcomes.values()) == RUNS
     assert outcomes["recovered"] > 0

@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import open_store, task_id_for
-from tests.helpers import eventually, race
+from tests.helpers import eventually, lease_row, pids, race, walk
+from tests.store.util import raw_execute
 
 pytestmark = pytest.mark.postgres
 
@@ -78,10 +78,6 @@ def starts(path: Path, task_id: str) -> int:
     return sum(1 for line in effects_of(path) if line.startswith(f"start {task_id} "))
 
 
-def pids(system: hy.AgentSystem) -> set[int]:
-    return {p.pid for p in system.processes()}
-
-
 def wait_right_in_flight(store: Any, inv: str, where: str) -> None:
     """Until ``left`` has completed and ``right`` has started (held by its gate):
     a kill then leaves exactly one task uncertain."""
@@ -104,7 +100,7 @@ def test_node_placed_on_another_system_runs_and_streams_to_a(cluster: Cluster) -
     effects = cluster.tmp / "effects"
     agent = a.start_agent(gpu_config())
     tree = a.tree()
-    nodes = {row["id"]: row for row in _walk(tree)}
+    nodes = {row["id"]: row for row in walk(tree)}
     assert nodes["node:right"]["pid"] in pids(b)
     assert nodes["node:left"]["pid"] in pids(a)
     inv = agent.run({"effects": str(effects)}, subscriber=hy.CALLER, stream=True)
@@ -118,12 +114,6 @@ def test_node_placed_on_another_system_runs_and_streams_to_a(cluster: Cluster) -
     right_pid = int(next(line.split()[3] for line in effects_of(effects)
                          if line.startswith("start") and " right " in line))
     assert right_pid in pids(b) and right_pid not in pids(a)
-
-
-def _walk(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield row
-    for child in row.get("children", []):
-        yield from _walk(child)
 
 
 def test_member_killed_mid_invocation_is_reported_and_recovered(cluster: Cluster) -> None:
@@ -167,29 +157,17 @@ def test_member_killed_mid_invocation_is_reported_and_recovered(cluster: Cluster
     assert report_pid in pids(a)
 
     def right_on_b2() -> bool:
-        rows = {row["id"]: row for row in _walk(a.tree())}
+        rows = {row["id"]: row for row in walk(a.tree())}
         return rows["node:right"]["pid"] in pids(b2)
 
     eventually(right_on_b2, timeout=15, message="node right restarted on B2")
     store.close()
 
 
-def _lease(url: str, invocation_id: str) -> tuple[str, int, float | None]:
-    sync_url = url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(sync_url) as conn:
-        row = conn.execute("SELECT owner, token, lease_expires_at FROM hayata_invocations "
-                           "WHERE invocation_id = %s", (invocation_id,)).fetchone()
-    assert row is not None
-    return str(row[0]), int(row[1]), row[2]
-
-
 def _task_row(url: str, task_id: str) -> tuple[Any, ...]:
-    sync_url = url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(sync_url) as conn:
-        row = conn.execute("SELECT * FROM hayata_tasks "
-                           "WHERE task_id = %s", (task_id,)).fetchone()
-    assert row is not None
-    return tuple(row)
+    rows = raw_execute(url, "SELECT * FROM hayata_tasks WHERE task_id = :t", t=task_id)
+    assert rows, task_id
+    return tuple(rows[0])
 
 
 def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluster) -> None:
@@ -207,12 +185,12 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
     with pytest.raises(hy.RecoveryRejected) as busy:
         agents[0].recover()
     assert busy.value.code == "invocation_busy"
-    owner, old_token, _ = _lease(cluster.url, inv)
+    owner, old_token, _ = lease_row(cluster.url, inv)
     assert owner == "X"
     x.kill()
 
     def expired() -> bool:
-        _owner, _token, expires = _lease(cluster.url, inv)
+        _owner, _token, expires = lease_row(cluster.url, inv)
         return expires is not None and expires < time.time()
 
     eventually(expired, timeout=10, message="X's lease expired")
@@ -222,7 +200,7 @@ def test_two_systems_recover_one_invocation_exactly_one_proceeds(cluster: Cluste
     assert len(winners) == 1 and len(losers) == 1, outcomes
     assert losers[0].code == "invocation_busy"
     winner_name = "YZ"[winners[0]]
-    owner, new_token, _ = _lease(cluster.url, inv)
+    owner, new_token, _ = lease_row(cluster.url, inv)
     assert owner == winner_name and new_token > old_token
     # The winner re-runs the idempotent task (it waits at the gate, writing nothing).
     eventually(lambda: (t := store.get_task(right)) is not None and t.attempt == 2
@@ -258,7 +236,7 @@ def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> 
     effects, gate = cluster.tmp / "effects", cluster.tmp / "gate"
     cfg = dataclasses.replace(config(idempotent=frozenset({"right"})), placement={"zone": "b"})
     agent = a.start_agent(cfg)
-    rows = {row["id"]: row for row in _walk(a.tree())}
+    rows = {row["id"]: row for row in walk(a.tree())}
     assert rows["agent"]["pid"] in pids(b) and rows["node:left"]["pid"] in pids(b)
     inv = agent.run({"effects": str(effects), "gates": {"right": str(gate)}})
     store = open_store(cluster.url)
@@ -268,7 +246,7 @@ def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> 
 
     def waiting() -> bool:
         return any(r["id"] == "agent:drill" and r["status"] == "waiting_for_placement"
-                   for r in _walk(a.tree()))
+                   for r in walk(a.tree()))
 
     eventually(waiting, timeout=10, message="the agent waits for a zone-b system")
     b2 = cluster.start("B2", capabilities={"zone": "b"})
@@ -281,7 +259,7 @@ def test_agent_placed_on_a_member_moves_when_its_host_dies(cluster: Cluster) -> 
 
     eventually(restarted_and_found_it, timeout=30,
                message="the agent restarted on B2 finds the invocation")
-    rows = {row["id"]: row for row in _walk(a.tree())}
+    rows = {row["id"]: row for row in walk(a.tree())}
     assert rows["agent"]["pid"] in pids(b2)
     assert agent.recover() == inv  # right is idempotent: re-run
     gate.touch()
@@ -303,15 +281,15 @@ def test_a_run_for_a_node_without_a_host_is_interrupted_at_once(cluster: Cluster
 
     def waiting() -> bool:
         return any(r["id"] == "node:right" and r["status"] == "waiting_for_placement"
-                   for r in _walk(a.tree()))
+                   for r in walk(a.tree()))
 
     eventually(waiting, timeout=10, message="node right waits for a gpu system")
     # A restarted agent learns which nodes wait for a host too.
-    agent_row = next(r for r in _walk(a.tree()) if r["id"] == "agent")
+    agent_row = next(r for r in walk(a.tree()) if r["id"] == "agent")
     os.kill(agent_row["pid"], signal.SIGKILL)
 
     def agent_back() -> bool:
-        row = next(r for r in _walk(a.tree()) if r["id"] == "agent")
+        row = next(r for r in walk(a.tree()) if r["id"] == "agent")
         return row["status"] == "running" and row["pid"] != agent_row["pid"]
 
     eventually(agent_back, timeout=10, message="agent restarted")

@@ -65,14 +65,3 @@ def store(store_url: str, clock: FakeClock) -> Iterator[SqlTaskStore]:
         yield opened
     finally:
         opened.close()
-
-
-@pytest.fixture(autouse=True)
-def no_leaked_processes() -> Iterator[None]:
-    """Store tests start no actor processes; skip the machine-wide actor-leak scan.
-
-    The scan in ``tests/conftest.py`` looks at every Thespian process on the
-    machine, so it would blame these tests for actor tests running
-    concurrently elsewhere. Child processes started here are waited for.
-    """
-    yield
