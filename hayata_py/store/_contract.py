@@ -111,8 +111,9 @@ class TaskStore(abc.ABC):
     def save_checkpoint(self, record: InvocationRecord, *, token: int) -> None:
         """Overwrite the checkpoint of a running invocation with ``record``.
 
-        Writes step, state, input, active execution, parallel results and last
-        result; ``agent_id`` and ``created_at`` never change. ``record.status``
+        Writes step, state, active execution, parallel results and last
+        result; ``agent_id``, ``input`` (written once, at creation) and
+        ``created_at`` never change. ``record.status``
         must be ``running`` (else ``invalid_status``; use
         :meth:`finish_invocation`). Raises :class:`StaleWriter` if ``token`` is
         not current, ``invocation_finished`` if terminal,

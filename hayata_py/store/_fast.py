@@ -91,12 +91,13 @@ FAIL_TASK = Stmt(
 
 CHECKPOINT = Stmt(
     """
-    UPDATE hayata_invocations SET updated_at = ?, step = ?, state = ?, input = ?,
+    UPDATE hayata_invocations SET updated_at = ?, step = ?, state = ?,
         active_execution = ?, parallel_results = ?, last_result = ?
     WHERE invocation_id = ? AND token = ? AND status = 'running'
     """
 )
-"""Params: updated_at, the six checkpoint columns, iid, token."""
+"""Params: updated_at, the five checkpoint columns (see ``checkpoint_values``),
+iid, token."""
 
 _FINISH = """
     UPDATE hayata_invocations SET status = ?, updated_at = ?, owner = NULL,

@@ -9,6 +9,7 @@ from hayata_py._errors import CorruptRecord
 from hayata_py.store._records import ActiveExecution, InvocationRecord, TaskRecord
 
 __all__ = [
+    "checkpoint_values",
     "invocation_from_row",
     "invocation_values",
     "task_from_row",
@@ -28,17 +29,25 @@ def _active_to_plain(active: ActiveExecution | None) -> dict[str, Any] | None:
     }
 
 
-def invocation_values(record: InvocationRecord) -> dict[str, Any]:
-    """Encode the checkpoint columns of ``record`` (raises EncodingError)."""
+def checkpoint_values(record: InvocationRecord) -> dict[str, Any]:
+    """Encode what a checkpoint changes (raises EncodingError); the input never
+    changes after creation, so it is not written again at every step."""
     return {
         "step": int(record.step),
         "state": encode(record.state, key="state"),
-        "input": encode(record.input, key="input"),
         "active_execution": encode(
             _active_to_plain(record.active_execution), key="active_execution"
         ),
         "parallel_results": encode(record.parallel_results, key="parallel_results"),
         "last_result": encode(record.last_result, key="last_result"),
+    }
+
+
+def invocation_values(record: InvocationRecord) -> dict[str, Any]:
+    """Encode every value column of ``record`` (raises EncodingError)."""
+    return {
+        **checkpoint_values(record),
+        "input": encode(record.input, key="input"),
         "result": encode(record.result, key="result"),
         "error": encode(record.error, key="error"),
     }

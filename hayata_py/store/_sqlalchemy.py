@@ -28,7 +28,12 @@ from hayata_py.store._records import (
     InvocationRecord,
     TaskRecord,
 )
-from hayata_py.store._rows import invocation_from_row, invocation_values, task_from_row
+from hayata_py.store._rows import (
+    checkpoint_values,
+    invocation_from_row,
+    invocation_values,
+    task_from_row,
+)
 from hayata_py.store._schema import invocations as inv
 from hayata_py.store._schema import tasks as tk
 from hayata_py.store._tasks import TaskWrites, fence, lock_invocation
@@ -240,14 +245,11 @@ class SqlTaskStore(TaskWrites, TaskStore):
                 code="invalid_status",
                 invocation_id=record.invocation_id,
             )
-        values = invocation_values(record)
-        values.pop("result")
-        values.pop("error")
+        values = checkpoint_values(record)
         fast = (
             float(self.clock()),
             values["step"],
             values["state"],
-            values["input"],
             values["active_execution"],
             values["parallel_results"],
             values["last_result"],

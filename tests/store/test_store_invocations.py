@@ -86,6 +86,14 @@ def test_checkpoint_saved_with_current_token(store: SqlTaskStore, clock: FakeClo
     assert got == dataclasses.replace(new, created_at=created, updated_at=clock.now)
 
 
+def test_checkpoint_never_rewrites_the_input(store: SqlTaskStore) -> None:
+    """The input is written once, at creation; a checkpoint leaves it as it was."""
+    token = store.create_invocation(invocation(), owner="o1")
+    store.save_checkpoint(invocation(step=2, input={"other": "input"}), token=token)
+    got = store.get_invocation("inv-1")
+    assert got is not None and got.step == 2 and got.input == invocation().input
+
+
 def test_lease_busy_for_other_owner(store: SqlTaskStore, clock: FakeClock) -> None:
     """Another owner cannot claim while the lease is unexpired."""
     store.create_invocation(invocation(), owner="o1", lease_seconds=10)
