@@ -10,9 +10,11 @@ from supervisors._intensity import add_restart
 from supervisors._messages import (
     ChildCounts,
     ChildEvent,
+    ChildEventKind,
     ChildInfo,
     CountChildren,
     DeleteChild,
+    ExitKind,
     GetPid,
     Reply,
     RestartChild,
@@ -22,6 +24,7 @@ from supervisors._messages import (
     TerminateChild,
     WhichChildren,
 )
+from supervisors._os import host_id, kill_child_process
 from supervisors._spec import (
     BRUTAL_KILL,
     INFINITY,
@@ -35,17 +38,19 @@ from supervisors._spec import (
     SupervisorFlags,
 )
 from supervisors._supervisor import Supervisor
-from supervisors._system import SupervisorRef, System
+from supervisors._system import SupervisorRef, System, wait_gone
 
 __all__ = [
     "BRUTAL_KILL",
     "INFINITY",
     "ChildCounts",
     "ChildEvent",
+    "ChildEventKind",
     "ChildInfo",
     "ChildSpec",
     "CountChildren",
     "DeleteChild",
+    "ExitKind",
     "GetPid",
     "InvalidSpec",
     "Kind",
@@ -69,4 +74,7 @@ __all__ = [
     "TerminateChild",
     "WhichChildren",
     "add_restart",
+    "host_id",
+    "kill_child_process",
+    "wait_gone",
 ]

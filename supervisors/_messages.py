@@ -10,6 +10,7 @@ children; user code never sends them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from supervisors._spec import ChildSpec, Kind
@@ -44,18 +45,45 @@ class ChildCounts:
     workers: int
 
 
+class ChildEventKind(StrEnum):
+    """What happened to a child (:attr:`ChildEvent.kind`)."""
+
+    STARTED = "started"
+    EXITED = "exited"
+    WAITING = "waiting"
+    """Its restart waits for a live system that satisfies its placement."""
+
+
+class ExitKind(StrEnum):
+    """Why a child exited (:attr:`ChildEvent.exit`): decide on this, never on
+    the text of :attr:`ChildEvent.reason`, which is for people."""
+
+    NORMAL = "normal"
+    """It stopped by itself, normally (``StopNormally`` or a clean exit)."""
+    SHUTDOWN = "shutdown"
+    """Its supervisor stopped it (terminate, a sibling's restart, shutdown)."""
+    CRASHED = "crashed"
+    """It reported a failure (an exception in a handler) and was killed."""
+    KILLED = "killed"
+    """Its process died without a word (SIGKILL, OOM, a failed start)."""
+    UNREACHABLE = "unreachable"
+    """A remote child whose pings went unanswered (its host is gone)."""
+
+
 @dataclass(frozen=True)
 class ChildEvent:
     """What :meth:`Supervisor.on_child_event` sees: ``kind`` is ``started``,
     ``exited`` or ``waiting`` (its restart waits for a system that satisfies its
-    placement); for exits, ``reason`` and whether the exit was ``normal``."""
+    placement); for exits, ``exit`` says why (typed), ``reason`` describes it
+    for people, and ``normal`` whether the exit was normal."""
 
-    kind: str
+    kind: ChildEventKind
     child_id: str
     address: Any
     pid: int | None
     reason: str | None = None
     normal: bool = False
+    exit: ExitKind | None = None
 
 
 @dataclass(frozen=True)

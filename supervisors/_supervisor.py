@@ -32,9 +32,11 @@ from supervisors._intensity import add_restart
 from supervisors._messages import (
     ChildCounts,
     ChildEvent,
+    ChildEventKind,
     ChildInfo,
     CountChildren,
     DeleteChild,
+    ExitKind,
     Reply,
     RestartChild,
     ShutdownSupervisor,
@@ -84,6 +86,7 @@ class _Child:
     restarts: int = 0
     status: str = "terminated"
     reason: str | None = None  # crash reason reported by the child before it dies
+    cause: ExitKind = ExitKind.KILLED  # why its coming exit happens (if not normal)
     normal_exit: bool = False  # the coming exit was requested (normal)
     exited: bool = False  # its ChildActorExited arrived while an operation ran
     remote: bool = False  # placed in another actor system: no pids, heartbeats
@@ -253,7 +256,7 @@ class Supervisor(SupervisedActor):
         child = self._find(sender)
         if child is None:
             return
-        child.reason = message.reason
+        child.reason, child.cause = message.reason, ExitKind.CRASHED
         self._kill(child)
 
     def _kill(self, child: _Child) -> None:
@@ -316,7 +319,7 @@ class Supervisor(SupervisedActor):
             # this arrives; otherwise its watchdog ends it.
             self.send(child.address, _KillSelf())
         if not child.normal_exit:
-            child.reason = reason
+            child.reason, child.cause = reason, ExitKind.UNREACHABLE
         if child.admin and not admin_reachable(child.admin):
             self.log.error("member_unreachable", supervisor_id=self.sup_id, admin=child.admin)
             try:
@@ -379,6 +382,11 @@ class Supervisor(SupervisedActor):
             self.on_child_event(event)
         except Exception as exc:  # noqa: BLE001 - a hook must not break supervision
             self.log.error("child_event_hook_failed", reason=describe_exception(exc))
+
+    def child_infos(self) -> list[ChildInfo]:
+        """This supervisor's children as :class:`ChildInfo` rows, in start order
+        (what ``which_children`` answers, for code running in the actor)."""
+        return [child.info() for child in self._children]
 
     def child_address(self, child_id: str) -> Any:
         """The current address of child ``child_id`` (None if it is not running)."""
@@ -463,6 +471,7 @@ class Supervisor(SupervisedActor):
         start = spec.start.with_extra_args(child.extra_args)
         token = next(self._tokens)
         child.reason, child.normal_exit, child.exited = None, False, False
+        child.cause = ExitKind.KILLED
         try:
             args = tuple(self._resolve(a) for a in start.args)
             kwargs = {k: self._resolve(v) for k, v in start.kwargs.items()}
@@ -505,7 +514,7 @@ class Supervisor(SupervisedActor):
             self._arm_heartbeat()
             self.log.info("child_started", supervisor_id=self.sup_id, child=spec.id,
                           child_pid=reply.pid, remote=reply.remote, admin=reply.admin)
-            self._emit(ChildEvent("started", spec.id, child.address, reply.pid))
+            self._emit(ChildEvent(ChildEventKind.STARTED, spec.id, child.address, reply.pid))
             return None
         if isinstance(reply, _StartFailed):
             child.pid = reply.pid
@@ -543,7 +552,8 @@ class Supervisor(SupervisedActor):
             self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
                           child_pid=pid, already_exited=True)
             child.address, child.pid, child.status = None, None, "terminated"
-            self._emit(ChildEvent("exited", child.spec.id, address, pid, "shutdown", True))
+            self._emit(ChildEvent(ChildEventKind.EXITED, child.spec.id, address, pid,
+                                  "shutdown", True, ExitKind.SHUTDOWN))
             return
         child.status, child.normal_exit = "stopping", True
         shutdown = child.spec.shutdown
@@ -572,14 +582,16 @@ class Supervisor(SupervisedActor):
         self.log.info("child_stopped", supervisor_id=self.sup_id, child=child.spec.id,
                       child_pid=pid)
         child.address, child.pid, child.status = None, None, "terminated"
-        self._emit(ChildEvent("exited", child.spec.id, address, pid, "shutdown", True))
+        self._emit(ChildEvent(ChildEventKind.EXITED, child.spec.id, address, pid,
+                                  "shutdown", True, ExitKind.SHUTDOWN))
 
     def _op_child_exited(self, child: _Child) -> Op:
         normal = child.normal_exit
         reason = "normal" if normal else (child.reason or "killed")
         self.log.info("child_exited", supervisor_id=self.sup_id, child=child.spec.id,
                       child_pid=child.pid, reason=reason, normal=normal)
-        event = ChildEvent("exited", child.spec.id, child.address, child.pid, reason, normal)
+        event = ChildEvent(ChildEventKind.EXITED, child.spec.id, child.address, child.pid,
+                           reason, normal, ExitKind.NORMAL if normal else child.cause)
         child.address, child.pid, child.status = None, None, "terminated"
         self._emit(event)
         if not _should_restart(child.spec.restart, normal):
@@ -627,7 +639,7 @@ class Supervisor(SupervisedActor):
         child.status = "waiting_for_placement"
         self.log.warning("waiting_for_placement", supervisor_id=self.sup_id,
                          child=child.spec.id, reason=reason)
-        self._emit(ChildEvent("waiting", child.spec.id, None, None,
+        self._emit(ChildEvent(ChildEventKind.WAITING, child.spec.id, None, None,
                               f"waiting_for_placement: {reason}"))
         if not self._retry_armed:
             self._retry_armed = True

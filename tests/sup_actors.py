@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from supervisors import SupervisedActor, Supervisor
+from supervisors import ChildEvent, ChildSpec, SupervisedActor, Supervisor, SupervisorFlags
 
 CLOCK_ENV = "SUPERVISORS_TEST_CLOCK"
 
@@ -78,3 +78,16 @@ class SlowStart(Echo):
 
     def on_start(self, *args: Any, **kwargs: Any) -> None:
         time.sleep(60)
+
+
+class EventRecorder(Supervisor):
+    """A supervisor that appends ``kind child exit`` for each child event to
+    the file given as its third start argument."""
+
+    def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
+        self.event_log = args[2]
+        return args[0], list(args[1])
+
+    def on_child_event(self, event: ChildEvent) -> None:
+        with open(self.event_log, "a") as f:
+            f.write(f"{event.kind} {event.child_id} {event.exit}\n")

@@ -29,12 +29,13 @@ def test_hayata_exports() -> None:
 def test_supervisors_exports() -> None:
     assert supervisors.__all__ == isort_style(supervisors.__all__)
     assert set(supervisors.__all__) == {
-        "BRUTAL_KILL", "INFINITY", "ChildCounts", "ChildEvent", "ChildInfo", "ChildSpec",
-        "CountChildren", "DeleteChild", "GetPid", "InvalidSpec", "Kind", "Reply", "Restart",
+        "BRUTAL_KILL", "INFINITY", "ChildCounts", "ChildEvent", "ChildEventKind", "ChildInfo",
+        "ChildSpec", "CountChildren", "DeleteChild", "ExitKind", "GetPid", "InvalidSpec", "Kind",
+        "Reply", "Restart",
         "RestartChild", "Shutdown", "ShutdownSupervisor", "Sibling", "Start", "StartChild",
         "StartFailed", "StopNormally", "Strategy", "SupervisedActor", "Supervisor",
         "SupervisorError", "SupervisorFlags", "SupervisorRef", "System", "TerminateChild",
-        "WhichChildren", "add_restart",
+        "WhichChildren", "add_restart", "host_id", "kill_child_process", "wait_gone",
     }
 
 
@@ -44,3 +45,24 @@ def test_supervisors_does_not_import_hayata() -> None:
 
     code = "import sys, supervisors; assert 'hayata_py' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_hayata_uses_only_the_public_api_of_supervisors() -> None:
+    """No module of hayata_py imports a private module of supervisors or
+    reaches into a private attribute of one of its classes."""
+    import ast
+    from pathlib import Path
+
+    offenders = []
+    for path in sorted(Path(hayata_py.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            offenders += [f"{path.name}:{node.lineno} {name}" for name in names
+                          if name.startswith("supervisors.")]
+    assert offenders == []

@@ -36,8 +36,7 @@ from hayata_py._errors import (
 )
 from hayata_py._policy import NodeContext
 from hayata_py.store import TaskRecord
-from supervisors import SupervisedActor
-from supervisors._os import host_id
+from supervisors import SupervisedActor, host_id
 
 
 class _Streamer:

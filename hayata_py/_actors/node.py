@@ -34,8 +34,7 @@ from hayata_py._actors._protocol import (
     UseWatcher,
 )
 from hayata_py._errors import ErrorInfo
-from supervisors import GetPid, SupervisedActor
-from supervisors._os import host_id, kill_child_process
+from supervisors import GetPid, SupervisedActor, host_id, kill_child_process
 
 
 @dataclass

@@ -109,7 +109,7 @@ class NodeSupervisor(Supervisor):
     def _nodes(self) -> dict[str, Any]:
         return {
             info.id[len(NODE_PREFIX):]: info.address
-            for info in (c.info() for c in self._children)
+            for info in self.child_infos()
             if info.id.startswith(NODE_PREFIX) and info.address is not None
         }
 

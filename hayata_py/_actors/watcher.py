@@ -26,9 +26,7 @@ from hayata_py._actors._protocol import (
     NodeUp,
     WatchNodes,
 )
-from supervisors import SupervisedActor
-from supervisors._os import host_id
-from supervisors._system import wait_gone
+from supervisors import SupervisedActor, host_id, wait_gone
 
 
 class EdgeWatcher(SupervisedActor):
