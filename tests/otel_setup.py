@@ -81,3 +81,15 @@ def read(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def otlp() -> TracerProvider:
+    """The README's setup: batches spans to the OTLP/HTTP collector that the
+    standard ``OTEL_EXPORTER_OTLP_*`` variables name."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "hayata-test"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider

@@ -69,7 +69,7 @@ def test_a_three_step_invocation_is_one_trace(tmp_path: Path, spans_file: Path) 
     shape = tree(spans)
     root = shape["root"]
     assert root["name"] == "invoke_agent t" and root["status"] == "UNSET"
-    assert root["trace_id"] == result.invocation_id  # find the trace by invocation id
+    assert root["trace_id"] == f"{otel.trace_id_for(result.invocation_id):032x}"
     assert root["attributes"] == {
         "hayata.agent_id": "t", "hayata.invocation_id": result.invocation_id,
         "hayata.status": "completed", "gen_ai.operation.name": "invoke_agent",

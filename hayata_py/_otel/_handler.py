@@ -15,8 +15,11 @@ variable says which), and the SDK's own generator otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
+import multiprocessing
+import multiprocessing.util
 import os
 import threading
 import time
@@ -26,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
 import structlog
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -57,6 +61,9 @@ TRACER_NAME = "hayata_py"
 SPAN_EVENTS: tuple[Event, ...] = tuple(sorted(e for e in EVENTS if e[:-1] in LEVELS))
 """The events the handler needs: each span is made when its work ends (``stop``
 or ``exception``), with the start time its ``start`` event gave, if any."""
+EXIT_FLUSH_SECONDS = 2.0
+"""How long an exiting actor process waits for its batched spans to be exported."""
+EXIT_PRIORITY = 10
 STARTS_KEPT = 4096
 """Start times kept per process for spans still running (oldest dropped first)."""
 
@@ -200,7 +207,22 @@ def _start() -> _Process:
         return _Process(os.getpid(), options, None)
     if not isinstance(tracer.id_generator, _ChosenIds):
         tracer.id_generator = _ChosenIds(tracer.id_generator)
+    if multiprocessing.parent_process() is not None:
+        # Actor processes end through multiprocessing, which skips atexit (where
+        # the SDK flushes): flush batched spans from its exit finalizers instead.
+        multiprocessing.util.Finalize(None, _flush, (provider,), exitpriority=EXIT_PRIORITY)
     return _Process(os.getpid(), options, tracer)
+
+
+def _flush(provider: Any) -> None:
+    """At a process's exit: let its child processes (edges, reducers) exit first,
+    since they die with it (PDEATHSIG) and may still be exporting, then export
+    this process's batched spans; each for at most :data:`EXIT_FLUSH_SECONDS`."""
+    with contextlib.suppress(psutil.Error):  # no children left to wait for
+        psutil.wait_procs(psutil.Process().children(), timeout=EXIT_FLUSH_SECONDS)
+    flush = getattr(provider, "force_flush", None)
+    if callable(flush):
+        flush(int(EXIT_FLUSH_SECONDS * 1000))
 
 
 def _version() -> str | None:

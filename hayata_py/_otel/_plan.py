@@ -7,8 +7,7 @@ parent, name, attributes, status, times) that ``_handler`` hands to the SDK.
 Ids are derived from the ids the metadata carries, so every process computes
 the same ones without talking to the others:
 
-- trace id: the invocation id when it is 32 hex digits (a uuid4 hex, as
-  today: the trace id *is* the invocation id), else 128 bits of SHA-256 of it;
+- trace id: 128 bits of SHA-256 of the invocation id (:func:`trace_id_for`);
   in ``"parent"`` caller mode with a caller ``traceparent``, the caller's trace.
 - a span id: 64 bits of SHA-256 over the span's level and identity, where the
   identity of a node-level span is its :data:`NODE_KEYS` plus whichever
@@ -26,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -65,9 +63,6 @@ HIDDEN_KEYS = frozenset({"input", "inputs", "output", "result", "results", "mess
                          "traceparent", "tracestate"})
 """Never exported as attributes (user data, or trace context used for ids)."""
 ERROR_STATUSES = frozenset({"failed", "timed_out"})
-
-_HEX128 = re.compile(r"[0-9a-f]{32}")
-
 
 @dataclass(frozen=True)
 class Caller:
@@ -120,9 +115,10 @@ def invocation_of(metadata: Mapping[str, Any]) -> str | None:
 
 
 def trace_id_for(invocation_id: str) -> int:
-    """The trace id of an invocation (never 0: a valid W3C trace id)."""
-    if _HEX128.fullmatch(invocation_id) and int(invocation_id, 16):
-        return int(invocation_id, 16)
+    """The trace id of an invocation (never 0: a valid W3C trace id).
+
+    A hash, not the invocation id itself: a uuid4's low 64 bits always start
+    with its variant bits ``10``, and ratio samplers decide on those bits."""
     digest = hashlib.sha256(b"hayata-trace\x1f" + invocation_id.encode()).digest()
     return int.from_bytes(digest[:16], "big") or 1
 
