@@ -1,8 +1,8 @@
 """Export hayata_py's lifecycle telemetry as OpenTelemetry traces (``pip install hayata_py[otel]``).
 
-One trace per invocation (its trace id is the invocation id), a span per node
-execution, edge task and reducer, each edge's span a child of its node's even
-though they run in other processes::
+One trace per invocation (its trace id is :func:`trace_id_for` of the
+invocation id), a span per node execution, edge task and reducer, each edge's
+span a child of its node's even though they run in other processes::
 
     import hayata_py as hy
     from hayata_py import otel

@@ -58,6 +58,8 @@ class FileExporter(SpanExporter):
 
 
 def to_file() -> TracerProvider:
+    with open(os.environ["HAYATA_TEST_OTEL"] + ".setups", "a") as f:
+        f.write(f"{os.getpid()}\n")
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(FileExporter(os.environ["HAYATA_TEST_OTEL"])))
     return provider

@@ -103,6 +103,9 @@ def test_a_three_step_invocation_is_one_trace(tmp_path: Path, spans_file: Path) 
     assert edges[0]["end"] <= nodes[1]["start"] and edges[1]["end"] <= nodes[2]["start"]
     assert root["start"] <= nodes[0]["start"] and edges[2]["end"] <= root["end"]
     assert len({s["pid"] for s in spans}) >= 4  # agent, node(s), edge(s), reducer(s)
+    setups = Path(f"{spans_file}.setups").read_text().split()
+    assert len(setups) == len(set(setups))  # setup ran once per process...
+    assert {str(s["pid"]) for s in spans} <= set(setups)  # ...in each that exported
     assert SECRET not in spans_file.read_text()
 
 

@@ -91,10 +91,11 @@ def handlers(*, setup: str | Callable[[], Any] | None = None,
       inherit it), or none (spans are dropped).
     - ``caller_context``: what a caller's ``traceparent`` in the run's
       metadata does: ``"link"`` (default) links the invocation's span to the
-      caller's span and keeps one trace per invocation, its trace id the
-      invocation id; ``"parent"`` makes the invocation a child of the caller's
-      span, in the caller's trace (this needs ``traceparent`` on the events of
-      every node and edge of the invocation, not only on the agent's).
+      caller's span and keeps one trace per invocation (its trace id is
+      :func:`trace_id_for` of the invocation id); ``"parent"`` makes the
+      invocation a child of the caller's span, in the caller's trace (this
+      needs ``traceparent`` on the events of every node and edge of the
+      invocation, not only on the agent's).
 
     Raises :class:`ConfigError` naming the option when ``setup`` cannot be
     imported or an option is unknown; nothing is changed then. Otherwise the
@@ -156,7 +157,7 @@ class _Process:
     tracer: SdkTracer | None
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a setup may emit events itself
 _process: _Process | None = None
 _starts: OrderedDict[str, int] = OrderedDict()
 _starts_pid = os.getpid()
