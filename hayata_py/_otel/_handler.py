@@ -47,6 +47,7 @@ from hayata_py._otel._plan import (
     Caller,
     CallerMode,
     SpanPlan,
+    StartKey,
     plan_span,
     start_key,
 )
@@ -159,11 +160,11 @@ class _Process:
 
 _lock = threading.RLock()  # re-entrant: a setup may emit events itself
 _process: _Process | None = None
-_starts: OrderedDict[str, int] = OrderedDict()
+_starts: OrderedDict[StartKey, int] = OrderedDict()
 _starts_pid = os.getpid()
 
 
-def _starts_here() -> OrderedDict[str, int]:
+def _starts_here() -> OrderedDict[StartKey, int]:
     """This process's start times (a forked child drops its parent's); hold _lock."""
     global _starts_pid
     if _starts_pid != os.getpid():

@@ -24,14 +24,15 @@ change here; keys that could carry user data (:data:`HIDDEN_KEYS`) never are.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 AttributeValue = str | bool | int | float | tuple[str, ...] | tuple[int, ...] \
     | tuple[float, ...] | tuple[bool, ...]
 CallerMode = Literal["link", "parent"]
+StartKey = tuple[str, str, bool, tuple[tuple[str, str], ...]]
 CALLER_MODES: tuple[CallerMode, ...] = ("link", "parent")
 
 INVOCATION, NODE, EDGE, REDUCER = "invocation", "node", "edge", "reducer"
@@ -114,6 +115,7 @@ def invocation_of(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def trace_id_for(invocation_id: str) -> int:
     """The trace id of an invocation (never 0: a valid W3C trace id).
 
@@ -125,24 +127,36 @@ def trace_id_for(invocation_id: str) -> int:
 
 def span_id_for(level: str, invocation_id: str, identity: Mapping[str, Any]) -> int:
     """The span id of a span at ``level`` with ``identity`` (never 0)."""
-    raw = json.dumps([level, invocation_id, sorted((k, str(v)) for k, v in identity.items())],
-                     separators=(",", ":"))
+    return _span_id(level, invocation_id, _items(identity))
+
+
+@lru_cache(maxsize=4096)  # a span's id is computed by itself, its children and its parent
+def _span_id(level: str, invocation_id: str, items: tuple[tuple[str, str], ...]) -> int:
+    parts = [level, invocation_id, *(p for item in items for p in item)]
+    raw = "".join(f"{len(p)}:{p}" for p in parts)  # length-prefixed: unambiguous
     digest = hashlib.sha256(raw.encode()).digest()
     return int.from_bytes(digest[:8], "big") or 1
+
+
+def _items(identity: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in identity.items()))
 
 
 def identity(level: str, metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     """The keys that identify a span at ``level`` (None: it cannot be named)."""
     if level == INVOCATION:
         return {}
-    if not all(_scalar(metadata.get(k)) for k in NODE_KEYS):
-        return None
-    keys = NODE_KEYS + tuple(k for k in DISCRIMINATORS if _scalar(metadata.get(k)))
-    if level == EDGE:
-        if not all(_scalar(metadata.get(k)) for k in EDGE_KEYS):
+    out: dict[str, Any] = {}
+    for key in NODE_KEYS + EDGE_KEYS if level == EDGE else NODE_KEYS:
+        value = metadata.get(key)
+        if not _scalar(value):
             return None
-        keys += EDGE_KEYS
-    return {k: metadata[k] for k in keys}
+        out[key] = value
+    for key in DISCRIMINATORS:
+        value = metadata.get(key)
+        if _scalar(value):
+            out[key] = value
+    return out
 
 
 def attributes(metadata: Mapping[str, Any], invocation_id: str) -> dict[str, AttributeValue]:
@@ -157,16 +171,15 @@ def attributes(metadata: Mapping[str, Any], invocation_id: str) -> dict[str, Att
     return out
 
 
-def start_key(event: tuple[str, ...], metadata: Mapping[str, Any]) -> str | None:
+def start_key(event: tuple[str, ...], metadata: Mapping[str, Any]) -> StartKey | None:
     """What pairs a span's ``start`` event with its terminal event in one process
     (None when the event names no invocation)."""
     level = LEVELS.get(tuple(event[:-1]))
     invocation_id = invocation_of(metadata)
     if level is None or invocation_id is None:
         return None
-    own = identity(level, metadata) or {}
-    return json.dumps([level, invocation_id, bool(metadata.get("recovered")),
-                       sorted((k, str(v)) for k, v in own.items())], separators=(",", ":"))
+    return (level, invocation_id, bool(metadata.get("recovered")),
+            _items(identity(level, metadata) or {}))
 
 
 def plan_span(event: tuple[str, ...], measurements: Mapping[str, Any],
