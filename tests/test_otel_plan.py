@@ -245,3 +245,17 @@ def test_ids_are_valid_w3c_ids_and_deterministic(invocation: str,
     assert 0 < trace_id < 2**128 and 0 < span_id < 2**64
     assert span_id == otel.span_id_for("node", invocation, dict(reversed(identity.items())))
     assert span_id != otel.span_id_for("edge", invocation, identity)
+
+
+@pytest.mark.parametrize("traceparent", [
+    "garbage", f"00-{0:032x}-{CALLER_SPAN:016x}-01", f"00-{CALLER_TRACE:032x}-{0:016x}-01",
+    f"ff-{CALLER_TRACE:032x}-{CALLER_SPAN:016x}-01", 42])
+def test_a_malformed_traceparent_is_ignored(memory: list[ReadableSpan],
+                                            traceparent: object) -> None:
+    inv = uuid.uuid4().hex
+    emit(INV, "stop", {"agent_id": "t", "invocation_id": inv, "status": "completed",
+                       "traceparent": traceparent})
+    (root,) = otel_setup.MEMORY.get_finished_spans()
+    assert ids(root) == (otel.trace_id_for(inv), _plan.span_id_for("invocation", inv, {}),
+                         None)
+    assert not root.links
