@@ -4,6 +4,7 @@ SDK provider, set up by ``tests.otel_setup:to_file``)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +26,20 @@ def spans_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def run(tmp_path: Path, steps: list[Any], setup: str = "tests.otel_setup:to_file",
-        **config: Any) -> hy.AgentResult:
+def run(tmp_path: Path, steps: list[Any], spans: int, setup: str = "tests.otel_setup:to_file",
+        **config: Any) -> tuple[hy.AgentResult, list[dict[str, Any]]]:
+    """Runs ``steps`` and waits, while the system still runs, for ``spans`` spans
+    (a node's span may end after its invocation's)."""
     handlers = otel.handlers(setup=setup)
+    path = Path(os.environ["HAYATA_TEST_OTEL"])
     with hy.AgentSystem(tmp_path / "data", telemetry_handlers=handlers) as system:
         agent = system.start_agent(hy.AgentConfig(
             "t", {n: "tests.graph_nodes:worker" for n in ("a", "b")},
             "tests.graph_nodes:scripted", **config))
         result = agent.wait(agent.run({"steps": steps, "secret": SECRET}), 30)
-    return result
-
-
-def spans_when(path: Path, count: int) -> list[dict[str, Any]]:
-    return eventually(lambda: (s := otel_setup.read(path)) and len(s) >= count and s,
-                      message=f"{count} spans")
+        found = eventually(lambda: (s := otel_setup.read(path)) and len(s) >= spans and s,
+                           message=f"{spans} spans") if spans else []
+    return result, found
 
 
 def tree(spans: list[dict[str, Any]]) -> dict[str, Any]:
@@ -61,10 +62,9 @@ def tree(spans: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_a_three_step_invocation_is_one_trace(tmp_path: Path, spans_file: Path) -> None:
-    result = run(tmp_path, [["next", "a", {}], ["next", "b", {}], ["next", "a", {}],
-                            ["finish", 1]])
+    result, spans = run(tmp_path, [["next", "a", {}], ["next", "b", {}], ["next", "a", {}],
+                                   ["finish", 1]], spans=10)  # root + 3 x (node, edge, reducer)
     assert result.ok
-    spans = spans_when(spans_file, 10)  # root + 3 x (node, edge, reducer)
     assert len(spans) == 10
     shape = tree(spans)
     root = shape["root"]
@@ -111,9 +111,9 @@ def test_a_three_step_invocation_is_one_trace(tmp_path: Path, spans_file: Path) 
 
 def test_a_parallel_invocation_has_sibling_node_spans(tmp_path: Path,
                                                       spans_file: Path) -> None:
-    result = run(tmp_path, [["next", ["a", "b"], {}], ["finish", 2]])
+    result, spans = run(tmp_path, [["next", ["a", "b"], {}], ["finish", 2]],
+                        spans=7)  # root + 2 x (node, edge, reducer)
     assert result.ok
-    spans = spans_when(spans_file, 7)  # root + 2 x (node, edge, reducer)
     assert len(spans) == 7
     shape = tree(spans)
     nodes = shape["children"][shape["root"]["span_id"]]
@@ -129,9 +129,9 @@ def test_a_parallel_invocation_has_sibling_node_spans(tmp_path: Path,
 
 def test_a_failed_node_is_an_error_span_and_no_secret_leaks(tmp_path: Path,
                                                             spans_file: Path) -> None:
-    result = run(tmp_path, [["next", "a", {"raise": f"boom {SECRET}", "note": SECRET}]])
+    result, spans = run(tmp_path, [["next", "a", {"raise": f"boom {SECRET}", "note": SECRET}]],
+                        spans=4)
     assert result.error is not None and result.error.code == "node_failed"
-    spans = spans_when(spans_file, 4)
     assert len(spans) == 4
     shape = tree(spans)
     by = {s["name"]: s for s in spans}
@@ -155,9 +155,9 @@ def test_a_failed_node_is_an_error_span_and_no_secret_leaks(tmp_path: Path,
 
 
 def test_a_timed_out_node_is_an_error_span(tmp_path: Path, spans_file: Path) -> None:
-    result = run(tmp_path, [["next", "a", {"sleep": 5}]], execution_timeout=0.3)
+    result, spans = run(tmp_path, [["next", "a", {"sleep": 5}]], spans=3,  # the edge: killed
+                        execution_timeout=0.3)
     assert result.error is not None and result.error.code == "execution_timeout"
-    spans = spans_when(spans_file, 3)  # root, node, reducer: the edge was killed
     by = {s["name"]: s for s in spans}
     assert set(by) == {"invoke_agent t", "node a", "reduce a"}
     assert by["node a"]["status"] == "ERROR"
@@ -168,8 +168,8 @@ def test_a_timed_out_node_is_an_error_span(tmp_path: Path, spans_file: Path) -> 
 
 def test_a_setup_that_raises_detaches_the_handler_and_the_run_succeeds(
         tmp_path: Path, spans_file: Path) -> None:
-    result = run(tmp_path, [["next", "a", {}], ["finish", 3]],
-                 setup="tests.otel_setup:failing")
+    result, _ = run(tmp_path, [["next", "a", {}], ["finish", 3]], spans=0,
+                    setup="tests.otel_setup:failing")
     assert result.ok and result.result == 3
     log = (tmp_path / "data" / "hayata.log.jsonl").read_text()
     assert "telemetry_handler_detached" in log and "hayata.otel" in log
