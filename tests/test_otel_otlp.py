@@ -88,16 +88,18 @@ def test_spans_reach_an_otlp_collector_from_every_actor_process(
         result = agent.wait(agent.run({"steps": [["next", "a", {}], ["finish", 1]]}), 30)
         assert result.ok
         # Batches leave while the system runs: no shutdown needed to see them.
-        spans = eventually(lambda: (s := collector.received()) and len(s) >= 4 and s,
-                           message="4 spans at the collector")
-    assert sorted(s["name"] for s in spans) == ["edge a", "invoke_agent t", "node a",
-                                                "reduce a"]
+        required = {"invoke_agent t", "node a", "edge a"}  # and "reduce a" where reducers are
+        spans = eventually(lambda: (s := collector.received())
+                           and required <= {x["name"] for x in s} and s,
+                           message=f"{required} at the collector")
     by = {s["name"]: s for s in spans}
+    assert set(by) - {"reduce a"} == required and len(by) == len(spans)
     root = by["invoke_agent t"]
     assert root["trace_id"] == f"{otel.trace_id_for(result.invocation_id):032x}"
     assert root["parent_id"] is None
     assert by["node a"]["parent_id"] == root["span_id"]
-    assert by["edge a"]["parent_id"] == by["reduce a"]["parent_id"] == by["node a"]["span_id"]
+    assert by["edge a"]["parent_id"] == by["node a"]["span_id"]
+    assert by.get("reduce a", by["edge a"])["parent_id"] == by["node a"]["span_id"]
     assert {s["trace_id"] for s in spans} == {root["trace_id"]}
     assert {(s["service"], s["scope"]) for s in spans} == {("hayata-test", "hayata_py")}
     assert root["attributes"]["hayata.invocation_id"].string_value == result.invocation_id
