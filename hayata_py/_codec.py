@@ -10,8 +10,9 @@ Guarantees:
 * :func:`encode` either returns bytes that :func:`decode` turns back into an
   equal value (tuples come back as lists) or raises :class:`EncodingError`
   *before* anything is written; the error's message and ``details['key']``
-  give the path of the offending value, e.g. ``state.customer.created_at``
-  or ``state.items[2]``.
+  give the path of the offending value, e.g. ``state.customer.created_at``,
+  ``state.items[2]`` or ``state['a key'].x`` (keys that are not names are
+  quoted).
 * :func:`decode` either returns a plain value or raises
   :class:`CorruptRecord` with ``details['record']`` and ``details['column']``
   naming where the bytes came from. It never returns a half-decoded value.
@@ -44,6 +45,11 @@ _PREFIX = bytes([FORMAT_VERSION])
 
 def _describe(value: object) -> str:
     return type(value).__qualname__
+
+
+def _child_path(path: str, key: str) -> str:
+    """``path.key`` for a name-like key, else ``path['any key']`` (unambiguous)."""
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
 
 
 def check_encodable(value: Any, key: str) -> None:
@@ -83,7 +89,7 @@ def check_encodable(value: Any, key: str) -> None:
                         key=path,
                         type=_describe(k),
                     )
-                children.append((v, f"{path}.{k}", depth + 1))
+                children.append((v, _child_path(path, k), depth + 1))
             stack.extend(reversed(children))
             continue
         raise EncodingError(
