@@ -52,6 +52,21 @@ def _child_path(path: str, key: str) -> str:
     return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
 
 
+def _check_text(text: str, path: str) -> None:
+    """Strings are stored as UTF-8: a lone surrogate (``"\\ud800"``) cannot be."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodingError(
+            f"{path}: string {text[:40]!r} is not valid Unicode text ({exc.reason} at "
+            f"index {exc.start}) and cannot be stored as UTF-8",
+            key=path,
+            type="str",
+        ) from None
+
+
 def check_encodable(value: Any, key: str) -> None:
     """Raise :class:`EncodingError` naming the first unencodable path under ``key``.
 
@@ -60,7 +75,10 @@ def check_encodable(value: Any, key: str) -> None:
     stack: list[tuple[Any, str, int]] = [(value, key, 0)]
     while stack:
         item, path, depth = stack.pop()
-        if item is None or isinstance(item, bool | float | str | bytes):
+        if isinstance(item, str):
+            _check_text(item, path)
+            continue
+        if item is None or isinstance(item, bool | float | bytes):
             continue
         if isinstance(item, int):
             if not _INT_MIN <= item <= _INT_MAX:
@@ -89,6 +107,7 @@ def check_encodable(value: Any, key: str) -> None:
                         key=path,
                         type=_describe(k),
                     )
+                _check_text(k, path)
                 children.append((v, _child_path(path, k), depth + 1))
             stack.extend(reversed(children))
             continue

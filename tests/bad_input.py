@@ -37,9 +37,10 @@ def _self_list() -> list[Any]:
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(min_value=2**64 - 2, max_value=2**70),
     st.integers(min_value=-(2**70), max_value=-(2**63) + 1), st.floats(), st.text(max_size=12),
+    st.text(alphabet=st.characters(codec=None, categories=["Cs", "Ll"]), max_size=3),
     st.binary(max_size=12),
 )
-"""Plain values, including ints beyond 64 bits and NaN/infinities."""
+"""Plain values, including ints beyond 64 bits, NaN/infinities and lone surrogates."""
 
 odd = st.one_of(
     st.builds(Opaque), st.just(object()), st.frozensets(st.integers(), max_size=3),

@@ -133,6 +133,7 @@ def test_policy_answers_become_a_decision_or_an_error_naming_the_field(answer: A
         (hy.Finish([2**64]), "result", "result[0]"),
         (hy.Next("a", {1: "x"}), "input", "input"),
         (hy.Next(["a", "b"], deep(MAX_DEPTH + 1)), "input", None),
+        (hy.Finish({"t": "\ud800"}), "result", "result.t"),
     ],
 )
 def test_unstorable_policy_values_are_refused_by_the_pure_check(
@@ -203,3 +204,16 @@ def test_node_results_and_partials_store_exactly_or_name_the_bad_part(value: Any
         return
     stored = decode(encode(value, key="result"), record="task t", column="result")
     assert _plainly(stored) == _plainly(value)
+
+
+@pytest.mark.parametrize("value", ["\ud800", {"k": ["ok", "\udfff"]}, {"\ud800": 1}])
+def test_lone_surrogates_are_refused_by_the_check_not_by_the_store(value: Any) -> None:
+    """Regression: check_encodable passed them and encode() then failed in msgpack,
+    so a run input passed the boundary check and was refused only by the store."""
+    with pytest.raises(hy.EncodingError) as err:
+        check_encodable(value, "input")
+    assert "UTF-8" in str(err.value)
+    ref = hy.AgentRef(NoSystem(), "a")  # type: ignore[arg-type]
+    with pytest.raises(hy.RunRejected) as rejected:
+        ref.run(value)
+    assert rejected.value.code == "invalid_input"
