@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import hayata_py as hy
 
-FAST = settings(max_examples=150, deadline=None,
+FAST = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 """Bounded, deadline-free: a few seconds per test even on a busy machine."""
 

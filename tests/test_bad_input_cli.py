@@ -18,12 +18,11 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hayata_py.cli import cli
-from hayata_py.cli import system as system_cli
+from hayata_py.cli import _launch, cli
 from hayata_py.cli._common import EXIT_NO_SYSTEM, EXIT_USAGE
 from tests.bad_input import FAST, deep
 
-CLI_EXAMPLES = settings(FAST, max_examples=100, suppress_health_check=[
+CLI_EXAMPLES = settings(FAST, max_examples=60, suppress_health_check=[
     *FAST.suppress_health_check, HealthCheck.function_scoped_fixture])
 """The fixtures (a temporary data dir, a patched launcher) hold for every example."""
 
@@ -119,7 +118,7 @@ def no_launch(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         launched.append({"admin_port": admin_port, **options})
         raise Launched
 
-    monkeypatch.setattr(system_cli._launch, "launch", launch)
+    monkeypatch.setattr(_launch, "launch", launch)
     return launched
 
 

@@ -150,7 +150,7 @@ def test_unstorable_policy_values_are_refused_by_the_pure_check(
     [
         ({"not": "a decision"}, "invalid_policy_result", "answer"),
         (hy.Next([]), "invalid_policy_result", "node"),
-        (hy.Next(["a", 1]), "invalid_policy_result", "node"),
+        (hy.Next(["a", 1]), "invalid_policy_result", "node"),  # type: ignore[list-item]
         (hy.Next({"a"}), "invalid_policy_result", "node"),  # type: ignore[arg-type]
         (hy.Next(["a", "a"]), "duplicate_node", "node"),
         (hy.Next("zz"), "unknown_node", "node"),
