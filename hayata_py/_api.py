@@ -35,7 +35,7 @@ from hayata_py._actors.tree import (
     TopSupervisor,
     with_liveness,
 )
-from hayata_py._config import AgentConfig, Liveness, validate_config
+from hayata_py._config import AgentConfig, Liveness, valid_capabilities, validate_config
 from hayata_py._errors import (
     AgentAlreadyStarted,
     AgentNotFound,
@@ -195,9 +195,7 @@ class AgentSystem:
             raise ConfigError("liveness", f"must be hy.Liveness, got {type(liveness).__name__}")
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise ConfigError("name", f"must be a non-empty string, got {name!r}")
-        if capabilities is not None and not isinstance(capabilities, Mapping):
-            raise ConfigError("capabilities", "must be a mapping of capability name -> "
-                              f"value, got {type(capabilities).__name__}")
+        capabilities = capabilities if capabilities is None else valid_capabilities(capabilities)
         if not isinstance(bind, str) or not bind:
             raise ConfigError("bind", f"must be an IP address string, got {bind!r}")
         handlers = dict(telemetry_handlers or {})

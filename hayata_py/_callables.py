@@ -34,6 +34,9 @@ def callable_path(value: Any, field: str) -> str:
         module_name, sep, attr = path.partition(":")
         if not sep or not module_name or not attr:
             raise ConfigError(field, f"{value!r} is not 'package.module:function'")
+        if module_name.startswith("."):
+            raise ConfigError(field, f"{value!r} names a relative module; give the absolute "
+                                     "one, e.g. 'package.module:function'")
         _import(path, field)
         return path
     if not callable(value):
@@ -64,6 +67,9 @@ def _import(path: str, field: str) -> Callable[..., Any]:
         raise ConfigError(field, f"cannot import {path!r}: {exc}") from exc
     except AttributeError as exc:
         raise ConfigError(field, f"{path!r} not found: {exc}") from exc
+    except Exception as exc:
+        raise ConfigError(field, f"importing {path!r} raised {type(exc).__name__}: {exc}"
+                          ) from exc
 
 
 @lru_cache(maxsize=256)

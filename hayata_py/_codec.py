@@ -10,8 +10,9 @@ Guarantees:
 * :func:`encode` either returns bytes that :func:`decode` turns back into an
   equal value (tuples come back as lists) or raises :class:`EncodingError`
   *before* anything is written; the error's message and ``details['key']``
-  give the path of the offending value, e.g. ``state.customer.created_at``
-  or ``state.items[2]``.
+  give the path of the offending value, e.g. ``state.customer.created_at``,
+  ``state.items[2]`` or ``state['a key'].x`` (keys that are not names are
+  quoted).
 * :func:`decode` either returns a plain value or raises
   :class:`CorruptRecord` with ``details['record']`` and ``details['column']``
   naming where the bytes came from. It never returns a half-decoded value.
@@ -46,6 +47,26 @@ def _describe(value: object) -> str:
     return type(value).__qualname__
 
 
+def _child_path(path: str, key: str) -> str:
+    """``path.key`` for a name-like key, else ``path['any key']`` (unambiguous)."""
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
+
+
+def _check_text(text: str, path: str) -> None:
+    """Strings are stored as UTF-8: a lone surrogate (``"\\ud800"``) cannot be."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EncodingError(
+            f"{path}: string {text[:40]!r} is not valid Unicode text ({exc.reason} at "
+            f"index {exc.start}) and cannot be stored as UTF-8",
+            key=path,
+            type="str",
+        ) from None
+
+
 def check_encodable(value: Any, key: str) -> None:
     """Raise :class:`EncodingError` naming the first unencodable path under ``key``.
 
@@ -54,7 +75,10 @@ def check_encodable(value: Any, key: str) -> None:
     stack: list[tuple[Any, str, int]] = [(value, key, 0)]
     while stack:
         item, path, depth = stack.pop()
-        if item is None or isinstance(item, bool | float | str | bytes):
+        if isinstance(item, str):
+            _check_text(item, path)
+            continue
+        if item is None or isinstance(item, bool | float | bytes):
             continue
         if isinstance(item, int):
             if not _INT_MIN <= item <= _INT_MAX:
@@ -83,7 +107,8 @@ def check_encodable(value: Any, key: str) -> None:
                         key=path,
                         type=_describe(k),
                     )
-                children.append((v, f"{path}.{k}", depth + 1))
+                _check_text(k, path)
+                children.append((v, _child_path(path, k), depth + 1))
             stack.extend(reversed(children))
             continue
         raise EncodingError(

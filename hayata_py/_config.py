@@ -11,6 +11,9 @@ from hayata_py._callables import callable_path
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
 
+MAX_EXECUTION_TIMEOUT = 365 * 24 * 3600
+"""The longest ``execution_timeout`` accepted (seconds): the runtime's timers hold it."""
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -22,8 +25,10 @@ class AgentConfig:
       :class:`PolicyContext`, answers :class:`Next` or :class:`Finish`.
     - ``state``: the initial state of every invocation (must be msgpack-encodable).
     - ``max_steps``: transitions allowed per invocation (> 0).
-    - ``execution_timeout``: seconds one node execution may take (> 0).
-    - ``idempotent_nodes``: node ids whose uncertain tasks may be re-run on recovery.
+    - ``execution_timeout``: seconds one node execution may take (> 0, at most
+      :data:`MAX_EXECUTION_TIMEOUT`, 365 days).
+    - ``idempotent_nodes``: node ids whose uncertain tasks may be re-run on recovery
+      (a set, frozenset, list or tuple of node ids).
     - ``placement``: capabilities the agent's processes need, e.g.
       ``{"region": "eu"}``: the whole agent runs in an actor system of the
       convention whose ``capabilities`` include them (empty: the local system).
@@ -130,6 +135,9 @@ def validate_config(config: Any) -> AgentSpec:
             or not math.isfinite(timeout) or timeout <= 0:
         raise ConfigError("execution_timeout",
                           f"must be a positive number of seconds, got {timeout!r}")
+    if timeout > MAX_EXECUTION_TIMEOUT:
+        raise ConfigError("execution_timeout", f"must be at most {MAX_EXECUTION_TIMEOUT} s "
+                          f"(365 days), got {timeout!r}")
     if not isinstance(config.state, Mapping):
         raise ConfigError("state", f"must be a dict, got {type(config.state).__name__}")
     state = dict(config.state)
@@ -140,11 +148,11 @@ def validate_config(config: Any) -> AgentSpec:
     except EncodingError as exc:
         raise ConfigError("state", f"cannot be stored durably: {exc}",
                           key=exc.details.get("key")) from exc
-    idempotent = frozenset(config.idempotent_nodes)
+    idempotent = _node_ids(config.idempotent_nodes, "idempotent_nodes")
     unknown = sorted(idempotent - set(nodes))
     if unknown:
         raise ConfigError("idempotent_nodes", f"unknown node ids {unknown}")
-    placement = _capabilities(config.placement, "placement")
+    placement = valid_capabilities(config.placement, "placement")
     if not isinstance(config.node_placement, Mapping):
         raise ConfigError("node_placement", "must be a mapping of node id -> capabilities, "
                           f"got {type(config.node_placement).__name__}")
@@ -153,7 +161,7 @@ def validate_config(config: Any) -> AgentSpec:
         if node_id not in nodes:
             raise ConfigError("node_placement", f"unknown node id {node_id!r} (nodes: "
                               f"{sorted(nodes)})")
-        node_placement[node_id] = _capabilities(needs, f"node_placement[{node_id!r}]")
+        node_placement[node_id] = valid_capabilities(needs, f"node_placement[{node_id!r}]")
     lease = config.lease_seconds
     if isinstance(lease, bool) or not isinstance(lease, (int, float)) \
             or not math.isfinite(lease) or not 0.5 <= lease <= 3600:
@@ -162,7 +170,7 @@ def validate_config(config: Any) -> AgentSpec:
                      idempotent, placement, node_placement, float(lease))
 
 
-def _capabilities(value: Any, field_name: str) -> dict[str, Any]:
+def valid_capabilities(value: Any, field_name: str = "capabilities") -> dict[str, Any]:
     """A placement: capability name -> the value a system must declare."""
     if not isinstance(value, Mapping):
         raise ConfigError(field_name, f"must be a mapping of capability -> value, e.g. "
@@ -174,4 +182,16 @@ def _capabilities(value: Any, field_name: str) -> dict[str, Any]:
         if not isinstance(item, (str, int, float, bool)):
             raise ConfigError(field_name, f"capability {key!r} must be a str, int, float "
                                           f"or bool, got {type(item).__name__}")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(field_name, f"capability {key!r} must be a finite number, got "
+                                          f"{item!r} (NaN equals nothing, so never matches)")
     return dict(value)
+
+
+def _node_ids(value: Any, field_name: str) -> frozenset[str]:
+    """A set, frozenset, list or tuple of node ids (a lone string is refused)."""
+    if not isinstance(value, (set, frozenset, list, tuple)) \
+            or not all(isinstance(item, str) for item in value):
+        raise ConfigError(field_name, "must be a set of node ids, e.g. frozenset({'fetch'}); "
+                                      f"got {value!r}")
+    return frozenset(value)

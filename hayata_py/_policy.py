@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hayata_py._errors import ErrorInfo
+from hayata_py._codec import check_encodable
+from hayata_py._errors import EncodingError, ErrorInfo
 
 
 @dataclass(frozen=True)
@@ -87,34 +88,52 @@ def validate_decision(
     """Check a policy's answer; return a :class:`Decision` or the failure as data.
 
     Codes: ``invalid_policy_result`` (not Next/Finish, empty or malformed node
-    list), ``unknown_node``, ``duplicate_node``.
+    list, an input or result that cannot be stored durably), ``unknown_node``,
+    ``duplicate_node``. ``details['field']`` names what is wrong: ``answer``,
+    ``node``, ``input`` or ``result`` (with ``details['key']``, the path of the
+    unstorable part).
     """
     if isinstance(answer, Finish):
-        return Decision(True, answer.result)
+        unstorable = _unstorable(answer.result, "result", "Finish")
+        return unstorable or Decision(True, answer.result)
     if not isinstance(answer, Next):
         return ErrorInfo("invalid_policy_result",
                          f"the decision policy returned {type(answer).__name__}; "
-                         "expected hy.Next(...) or hy.Finish(...)",
-                         {"returned": type(answer).__name__})
+                         "expected hy.Next(...) or hy.Finish(...) as its answer",
+                         {"returned": type(answer).__name__, "field": "answer"})
     node: Any = answer.node
     if isinstance(node, str):
         nodes: tuple[str, ...] = (node,)
         parallel = False
     elif isinstance(node, (list, tuple)):
         if not node:
-            return ErrorInfo("invalid_policy_result", "Next() got an empty list of nodes", {})
+            return ErrorInfo("invalid_policy_result", "Next() got an empty list of nodes "
+                             "(field node)", {"field": "node"})
         if not all(isinstance(n, str) for n in node):
-            return ErrorInfo("invalid_policy_result", "Next() node ids must be strings", {})
+            return ErrorInfo("invalid_policy_result", "Next() node ids must be strings "
+                             "(field node)", {"field": "node"})
         nodes, parallel = tuple(node), True
         duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
         if duplicates:
-            return ErrorInfo("duplicate_node",
-                             f"parallel node list repeats {duplicates}", {"nodes": duplicates})
+            return ErrorInfo("duplicate_node", f"parallel node list repeats {duplicates} "
+                             "(field node)", {"nodes": duplicates, "field": "node"})
     else:
         return ErrorInfo("invalid_policy_result",
                          f"Next() node must be a node id or a list of ids, got "
-                         f"{type(node).__name__}", {})
+                         f"{type(node).__name__} (field node)", {"field": "node"})
     unknown = [n for n in nodes if n not in known_nodes]
     if unknown:
-        return ErrorInfo("unknown_node", f"unknown node id(s) {unknown}", {"nodes": unknown})
-    return Decision(False, nodes=nodes, input=answer.input, parallel=parallel)
+        return ErrorInfo("unknown_node", f"unknown node id(s) {unknown} (field node)",
+                         {"nodes": unknown, "field": "node"})
+    unstorable = _unstorable(answer.input, "input", "Next")
+    return unstorable or Decision(False, nodes=nodes, input=answer.input, parallel=parallel)
+
+
+def _unstorable(value: Any, field: str, answer: str) -> ErrorInfo | None:
+    """The error for a value the store cannot hold (it is checkpointed), or None."""
+    try:
+        check_encodable(value, field)
+    except EncodingError as exc:
+        return ErrorInfo("invalid_policy_result", f"{answer} {field} cannot be stored: {exc}",
+                         {**exc.details, "field": field})
+    return None

@@ -7,10 +7,14 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from supervisors._system import STARTED_SESSIONS, session_processes
+
+if TYPE_CHECKING:
+    from tests.pg import PgServer
 
 
 @pytest.fixture(autouse=True)
@@ -62,10 +66,19 @@ def agents(tmp_path: Path) -> Iterator[object]:
         yield system
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The PostgreSQL server of this session: the machine's, or a throwaway one (tests/pg.py)."""
+    from tests.pg import session_server
+
+    with session_server() as server:
+        yield server
+
+
 @pytest.fixture
-def pg_url() -> Iterator[str]:
+def pg_url(pg_server: PgServer) -> Iterator[str]:
     """A fresh, empty PostgreSQL database (real server) for one test."""
     from tests.pg import fresh_database
 
-    with fresh_database("hayata_rt") as url:
+    with fresh_database(pg_server, "hayata_rt") as url:
         yield url

@@ -457,7 +457,7 @@ START_ERRORS = [
     (("--bind", "somehost"), ("--bind must be an IPv4 address", "10.0.0.2")),
     (("--bind", "0.0.0.0"), ("--bind must be the one address", "not 0.0.0.0")),
     (("--capability", "gpu"), ("--capability must be KEY=VALUE", "gpu=true")),
-    (("--capability", "x=[1]"), ("--capability x: VALUE must be a string, a number",)),
+    (("--capability", "x=[1]"), ("--capability x: VALUE must be a string, a finite number",)),
     (("--capability", "a=1", "--capability", "a=2"), ("--capability a is given twice",)),
     (("--heartbeat", "fast"), ("--heartbeat must be a number of seconds", "0.5")),
     (("--heartbeat", "0"), ("--heartbeat must be seconds between", "--heartbeat 0.5")),
@@ -497,7 +497,7 @@ def test_a_record_of_an_older_version_loads_with_defaults(tmp_path: Path) -> Non
     from hayata_py.cli import _state
 
     old = {"data_dir": str(tmp_path), "admin_port": 1900, "admin_pid": 1, "admin_started": 0.0,
-           "session_id": 1, "store_url": None, "log_file": "l", "output_file": "o", "cwd": "/",
+           "session_id": 4242, "store_url": None, "log_file": "l", "output_file": "o", "cwd": "/",
            "started_at": 0.0, "version": 1, "instance": "i", "added_later": True}
     (tmp_path / "system.json").write_text(json.dumps(old))
     loaded = _state.load(tmp_path)

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import click
 
 from hayata_py._api import AgentSystem
-from hayata_py._errors import HayataError
+from hayata_py._codec import check_encodable
+from hayata_py._errors import EncodingError, HayataError
 from hayata_py.cli import _state
 from hayata_py.store import TaskStore
 
@@ -132,11 +133,21 @@ def open_store_of(store_url: str | None) -> TaskStore:
 
 
 def parse_json(text: str, option: str) -> Any:
+    """The value of a JSON option, checked to be storable (it is recorded durably):
+    a usage error naming ``option`` otherwise."""
+    example = f"e.g. {option} '{{\"q\": 1}}'"
     try:
-        return json.loads(text)
+        value = json.loads(text)
+    except RecursionError:
+        raise CliError(f"{option} is nested too deeply to read; {example}", EXIT_USAGE
+                       ) from None
     except ValueError as exc:
-        raise CliError(f"{option} is not valid JSON ({exc}); e.g. {option} '{{\"q\": 1}}'",
-                       EXIT_USAGE) from exc
+        raise CliError(f"{option} is not valid JSON ({exc}); {example}", EXIT_USAGE) from exc
+    try:
+        check_encodable(value, option.lstrip("-"))
+    except EncodingError as exc:
+        raise CliError(f"{option} cannot be stored durably: {exc.message}", EXIT_USAGE) from exc
+    return value
 
 
 def dumps(value: Any) -> str:

@@ -69,9 +69,30 @@ def load(data_dir: Path) -> SystemRecord | None:
     try:
         data = json.loads(record_path(data_dir).read_text(encoding="utf-8"))
         known = {f.name for f in fields(SystemRecord)}
-        return SystemRecord(**{k: v for k, v in data.items() if k in known})
-    except (OSError, ValueError, TypeError, AttributeError):
+        record = SystemRecord(**{k: v for k, v in data.items() if k in known})
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
         return None
+    return record if _plausible(record) else None
+
+
+def _plausible(record: SystemRecord) -> bool:
+    """The fields have the types ``save`` writes, and the session is not this
+    process's own (a system runs in a session of its own): a hand-edited or
+    garbage record is no record, so no command signals processes it names."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    ints = (record.admin_port, record.admin_pid, record.session_id, record.version)
+    texts = (record.data_dir, record.log_file, record.output_file, record.cwd,
+             record.instance, record.name, record.bind)
+    return (all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in ints)
+            and 0 < record.admin_port < 65536 and record.session_id > 1
+            and record.session_id != os.getsid(0)
+            and number(record.admin_started) and number(record.started_at)
+            and all(isinstance(v, str) for v in texts)
+            and isinstance(record.store_url, (str, type(None)))
+            and isinstance(record.leader, (str, type(None)))
+            and isinstance(record.capabilities, dict) and isinstance(record.liveness, dict))
 
 
 def save(data_dir: Path, record: SystemRecord) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import ipaddress
 import json
+import math
 import os
 import sys
 import time
@@ -65,7 +66,8 @@ def _parse_leader(text: str | None) -> tuple[str, int] | None:
     if text is None:
         return None
     host, sep, port = text.strip().rpartition(":")
-    if not (sep and host and port.isdigit() and 0 < int(port) < 65536) or " " in host:
+    if not (sep and host and port.isascii() and port.isdigit() and 0 < int(port) < 65536) \
+            or " " in host:
         raise CliError(f"--leader must be HOST:PORT, e.g. 10.0.0.1:1900 (the leader's "
                        f"--admin-port); got {text!r}", EXIT_USAGE)
     return host, int(port)
@@ -95,11 +97,12 @@ def _parse_capabilities(items: tuple[str, ...]) -> dict[str, Any]:
                            f"--capability region=eu; got {item!r}", EXIT_USAGE)
         try:
             value: Any = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = text
-        if value is None or not isinstance(value, (str, int, float, bool)):
-            raise CliError(f"--capability {key}: VALUE must be a string, a number, true or "
-                           f"false (what placement compares), got {text!r}", EXIT_USAGE)
+        if value is None or not isinstance(value, (str, int, float, bool)) \
+                or (isinstance(value, float) and not math.isfinite(value)):
+            raise CliError(f"--capability {key}: VALUE must be a string, a finite number, true "
+                           f"or false (what placement compares), got {text[:80]!r}", EXIT_USAGE)
         if key in capabilities:
             raise CliError(f"--capability {key} is given twice; give each KEY once",
                            EXIT_USAGE)

@@ -22,6 +22,8 @@ PostgreSQL (``%s``) variant next to it.
 
 from __future__ import annotations
 
+from hayata_py._codec import FORMAT_VERSION
+
 __all__ = [
     "CHECKPOINT",
     "COMPLETE_TASK",
@@ -48,8 +50,12 @@ class Stmt:
         return self.sqlite if is_sqlite else self.postgresql
 
 
+_FORMAT = f"format_version = {FORMAT_VERSION}"
+"""Rows of another value format are left to the general path, which refuses them."""
+
 _FENCE_RUNNING = (
-    "FROM hayata_invocations WHERE invocation_id = ? AND token = ? AND status = 'running'"
+    "FROM hayata_invocations WHERE invocation_id = ? AND token = ? AND status = 'running' "
+    f"AND {_FORMAT}"
 )
 
 START_NEW_TASK = Stmt(
@@ -65,10 +71,11 @@ START_NEW_TASK = Stmt(
 )
 """Create a started task; params: task columns (see _tasks), then iid, token."""
 
-_TASK_FENCE = """
+_TASK_FENCE = f"""
     AND EXISTS (SELECT 1 FROM hayata_invocations
                 WHERE hayata_invocations.invocation_id = hayata_tasks.invocation_id
-                AND hayata_invocations.token = ? {lock})
+                AND hayata_invocations.token = ?
+                AND hayata_invocations.{_FORMAT} {{lock}})
 """
 
 COMPLETE_TASK = Stmt(
@@ -90,19 +97,19 @@ FAIL_TASK = Stmt(
 """Params: finished_at, error bytes, task_id, token."""
 
 CHECKPOINT = Stmt(
-    """
+    f"""
     UPDATE hayata_invocations SET updated_at = ?, step = ?, state = ?,
         active_execution = ?, parallel_results = ?, last_result = ?
-    WHERE invocation_id = ? AND token = ? AND status = 'running'
+    WHERE invocation_id = ? AND token = ? AND status = 'running' AND {_FORMAT}
     """
 )
 """Params: updated_at, the five checkpoint columns (see ``checkpoint_values``),
 iid, token."""
 
-_FINISH = """
+_FINISH = f"""
     UPDATE hayata_invocations SET status = ?, updated_at = ?, owner = NULL,
-        lease_expires_at = NULL, result = ?, error = ? {state}
-    WHERE invocation_id = ? AND token = ? AND status = 'running'
+        lease_expires_at = NULL, result = ?, error = ? {{state}}
+    WHERE invocation_id = ? AND token = ? AND status = 'running' AND {_FORMAT}
 """
 FINISH_INVOCATION = Stmt(_FINISH.format(state=""))
 """Params: status, updated_at, result, error, iid, token."""

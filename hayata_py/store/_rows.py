@@ -1,14 +1,30 @@
-"""Conversion between records and table rows (encoding/decoding values)."""
+"""Conversion between records and table rows (encoding/decoding values).
+
+Reading a row checks it whole before a record is returned: the value columns
+decode (:func:`hayata_py._codec.decode`) to the kinds the record holds, the
+status is a known one, the integer columns are integers, and an invocation's
+``format_version`` is this code's (:class:`SchemaTooNew` for a record written
+by a newer hayata_py). Anything else raises :class:`CorruptRecord` naming the
+record and the column; nothing half-read is returned.
+"""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
-from hayata_py._codec import decode, encode
-from hayata_py._errors import CorruptRecord
-from hayata_py.store._records import ActiveExecution, InvocationRecord, TaskRecord
+from hayata_py._codec import FORMAT_VERSION, decode, encode
+from hayata_py._errors import CorruptRecord, SchemaTooNew
+from hayata_py.store._records import (
+    INVOCATION_STATUSES,
+    TASK_STATUSES,
+    ActiveExecution,
+    InvocationRecord,
+    TaskRecord,
+)
 
 __all__ = [
+    "check_control",
     "checkpoint_values",
     "invocation_from_row",
     "invocation_values",
@@ -53,42 +69,87 @@ def invocation_values(record: InvocationRecord) -> dict[str, Any]:
     }
 
 
+def _corrupt(where: str, column: str, why: str) -> CorruptRecord:
+    return CorruptRecord(f"{where}, column {column}: {why}", record=where, column=column)
+
+
+def check_control(row: Any, where: str) -> None:
+    """Refuse an invocation row of another value format or an unknown status.
+
+    Runs on every read and fenced write of an invocation, before anything else.
+    """
+    version = row.format_version
+    if not isinstance(version, int) or version < 1:
+        raise _corrupt(where, "format_version", f"not a format version: {version!r}")
+    if version > FORMAT_VERSION:
+        raise SchemaTooNew(
+            f"{where}, column format_version: written in value format {version} by a newer "
+            f"hayata_py; this version reads format {FORMAT_VERSION}. Upgrade hayata_py to use "
+            "it (the record was not changed).",
+            record=where, column="format_version", format_version=version,
+        )
+    if row.status not in INVOCATION_STATUSES:
+        raise _corrupt(where, "status", f"unknown invocation status {row.status!r}")
+
+
+def _integers(row: Any, where: str, columns: tuple[str, ...]) -> None:
+    for column in columns:
+        value = getattr(row, column)
+        if not isinstance(value, int):
+            raise _corrupt(where, column, f"not an integer: {value!r}")
+
+
+def _kind(value: Any, where: str, column: str, kinds: tuple[type, ...]) -> Any:
+    if not isinstance(value, kinds):
+        names = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+        raise _corrupt(where, column, f"holds a {type(value).__name__}, not {names}")
+    return value
+
+
+def _active_from_plain(raw: Any, where: str) -> ActiveExecution | None:
+    if raw is None:
+        return None
+    column = "active_execution"
+    if not isinstance(raw, dict) or not {"execution_id", "step", "node_ids"} <= raw.keys():
+        raise _corrupt(where, column, f"not an active execution: {raw!r:.200}")
+    node_ids, step, parallel = raw["node_ids"], raw["step"], raw.get("parallel", False)
+    if not isinstance(raw["execution_id"], str) or not isinstance(step, int) \
+            or not isinstance(node_ids, list) or not all(isinstance(n, str) for n in node_ids) \
+            or not isinstance(parallel, bool):
+        raise _corrupt(where, column, f"not an active execution: {raw!r:.200}")
+    return ActiveExecution(raw["execution_id"], step, tuple(node_ids), raw.get("input"),
+                           parallel)
+
+
+def _decoder(row: Any, where: str) -> Callable[..., Any]:
+    def dec(column: str, *kinds: type) -> Any:
+        value = decode(getattr(row, column), record=where, column=column)
+        return _kind(value, where, column, kinds) if kinds else value
+
+    return dec
+
+
+_NONE = type(None)
+
+
 def invocation_from_row(row: Any) -> InvocationRecord:
-    """Decode a full ``hayata_invocations`` row (raises CorruptRecord)."""
+    """Decode a full ``hayata_invocations`` row (raises CorruptRecord or SchemaTooNew)."""
     where = f"invocation {row.invocation_id}"
-
-    def dec(column: str) -> Any:
-        return decode(getattr(row, column), record=where, column=column)
-
-    active_raw = dec("active_execution")
-    active: ActiveExecution | None = None
-    if active_raw is not None:
-        try:
-            active = ActiveExecution(
-                execution_id=str(active_raw["execution_id"]),
-                step=int(active_raw["step"]),
-                node_ids=tuple(str(n) for n in active_raw["node_ids"]),
-                input=active_raw.get("input"),
-                parallel=bool(active_raw.get("parallel", False)),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CorruptRecord(
-                f"{where}, column active_execution: not an active execution ({exc!r})",
-                record=where,
-                column="active_execution",
-            ) from exc
+    check_control(row, where)
+    _integers(row, where, ("step",))
+    dec = _decoder(row, where)
     return InvocationRecord(
         invocation_id=row.invocation_id,
         agent_id=row.agent_id,
         status=row.status,
         step=row.step,
-        state=cast(dict[str, Any], dec("state")),
+        state=dec("state", dict),
         input=dec("input"),
-        active_execution=active,
-        parallel_results=dec("parallel_results"),
+        active_execution=_active_from_plain(dec("active_execution"), where),
+        parallel_results=dec("parallel_results", list, _NONE),
         last_result=dec("last_result"),
         result=dec("result"),
-        error=dec("error"),
+        error=dec("error", dict, _NONE),
         created_at=row.created_at,
         updated_at=row.updated_at,
         format_version=row.format_version,
@@ -119,10 +180,10 @@ def task_values(task: TaskRecord) -> dict[str, Any]:
 def task_from_row(row: Any) -> TaskRecord:
     """Decode a full ``hayata_tasks`` row (raises CorruptRecord)."""
     where = f"task {row.task_id}"
-
-    def dec(column: str) -> Any:
-        return decode(getattr(row, column), record=where, column=column)
-
+    if row.status not in TASK_STATUSES:
+        raise _corrupt(where, "status", f"unknown task status {row.status!r}")
+    _integers(row, where, ("step", "branch_index", "attempt"))
+    dec = _decoder(row, where)
     return TaskRecord(
         task_id=row.task_id,
         invocation_id=row.invocation_id,
@@ -133,7 +194,7 @@ def task_from_row(row: Any) -> TaskRecord:
         status=row.status,
         input=dec("input"),
         result=dec("result"),
-        error=dec("error"),
+        error=dec("error", dict, _NONE),
         attempt=row.attempt,
         started_at=row.started_at,
         finished_at=row.finished_at,

@@ -181,6 +181,10 @@ class SqlTaskStore(TaskWrites, TaskStore):
     ) -> int:
         def write(conn: Connection) -> int:
             row = lock_invocation(conn, invocation_id)
+            # The new owner will read the record: a corrupt one is refused now,
+            # before its token changes.
+            invocation_from_row(conn.execute(sa.select(inv).where(
+                inv.c.invocation_id == invocation_id)).one())
             if row.status in TERMINAL_INVOCATION_STATUSES:
                 raise StoreError(
                     f"invocation {invocation_id} is {row.status}; it cannot be claimed",

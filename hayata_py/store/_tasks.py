@@ -19,7 +19,7 @@ from hayata_py.store._records import (
     TERMINAL_INVOCATION_STATUSES,
     TaskRecord,
 )
-from hayata_py.store._rows import task_from_row, task_values
+from hayata_py.store._rows import check_control, task_from_row, task_values
 from hayata_py.store._schema import invocations as inv
 from hayata_py.store._schema import tasks as tk
 
@@ -27,7 +27,8 @@ __all__ = ["TaskWrites", "fence", "lock_invocation"]
 
 # Statements built once: SQLAlchemy then reuses their cache keys and compiled form.
 _LOCK_INVOCATION = (
-    sa.select(inv.c.token, inv.c.status, inv.c.owner, inv.c.lease_expires_at)
+    sa.select(inv.c.token, inv.c.status, inv.c.owner, inv.c.lease_expires_at,
+              inv.c.format_version)
     .where(inv.c.invocation_id == sa.bindparam("iid"))
     .with_for_update()
 )
@@ -37,7 +38,11 @@ _TASK_UPDATE = tk.update().where(tk.c.task_id == sa.bindparam("b_task_id"))
 
 
 def lock_invocation(conn: Connection, invocation_id: str) -> Any:
-    """Lock the invocation row for this transaction and return its control columns."""
+    """Lock the invocation row for this transaction and return its control columns.
+
+    Refuses a row of a newer value format (:class:`SchemaTooNew`) or with an
+    unknown status (:class:`CorruptRecord`): nothing is written to it.
+    """
     row = conn.execute(_LOCK_INVOCATION, {"iid": invocation_id}).first()
     if row is None:
         raise StoreError(
@@ -45,6 +50,7 @@ def lock_invocation(conn: Connection, invocation_id: str) -> Any:
             code="invocation_not_found",
             invocation_id=invocation_id,
         )
+    check_control(row, f"invocation {invocation_id}")
     return row
 
 
@@ -107,6 +113,8 @@ class TaskWrites:
             fence(conn, iid, token, running=running)
             if not self._db.is_sqlite:
                 row = conn.execute(_TASK_ROW_LOCKED, params).first()
+            if row is not None:
+                task_from_row(row)  # a corrupt row is refused, never written over
             return apply(conn, row)
 
         return self._db.run(write, write=True)

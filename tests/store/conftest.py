@@ -1,9 +1,9 @@
 """Store fixtures: every store test runs once on SQLite and once on PostgreSQL.
 
-PostgreSQL is real: the session creates a uniquely named database on
-127.0.0.1:5432 (user ``postgres``, else ``root``) and drops it at the end;
-each test gets its own schema in it. If the server is unreachable the
-PostgreSQL cases fail - they are never skipped.
+PostgreSQL is real: the session creates a uniquely named database on the
+session's server (127.0.0.1:5432, else a throwaway one: tests/pg.py) and
+drops it at the end; each test gets its own schema in it. If no server can be
+had the PostgreSQL cases fail - they are never skipped.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from hayata_py.store import SqlTaskStore
-from tests.pg import fresh_database
+from tests.pg import PgServer, fresh_database
 
 
 class FakeClock:
@@ -33,9 +33,9 @@ class FakeClock:
 
 
 @pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
+def pg_database(pg_server: PgServer) -> Iterator[str]:
     """A fresh PostgreSQL database for this test session; yields its base URL."""
-    with fresh_database("hayata_t") as url:
+    with fresh_database(pg_server, "hayata_t") as url:
         yield url
 
 

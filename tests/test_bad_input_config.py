@@ -1,0 +1,189 @@
+"""Bad input, systematically: AgentConfig, Liveness and the AgentSystem options.
+
+Each field gets arbitrary values; :func:`validate_config` (what
+``start_agent`` runs before any process starts) accepts the config or raises
+``ConfigError`` naming the field, never anything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import hayata_py as hy
+from hayata_py._codec import check_encodable
+from hayata_py._config import AgentSpec, validate_config
+from supervisors._system import STARTED_SESSIONS
+from tests.bad_input import FAST, anything, assert_refusal, plain, scalars
+from tests.graph_nodes import mock_node, once_policy
+
+FIELDS = {f.name for f in dataclasses.fields(hy.AgentConfig)}
+NODES = {"mock": mock_node, "other": "tests.graph_nodes:worker"}
+
+paths = st.one_of(
+    st.sampled_from([
+        "tests.graph_nodes:mock_node", "tests.graph_nodes:worker", ".graph_nodes:mock_node",
+        "..:x", "tests..graph_nodes:mock_node", "tests.graph_nodes:", ":mock_node",
+        "tests.graph_nodes:mock_node.nope", "tests.graph_nodes:hy", "tests:graph_nodes",
+        "tests.graph_nodes:mock_node:again", " tests.graph_nodes:mock_node ",
+        "tests.graph_nodes\x00:mock_node", "tests.graph_nodes:mock_node\x00",
+        "tests.nothing_here:f", "tests.graph_nodes:..", "tests/graph_nodes:mock_node",
+    ]),
+    st.text(max_size=10).map(lambda t: f"tests.{t}:{t}"),
+)
+functions = st.one_of(paths, st.sampled_from([mock_node, once_policy, print, len]), anything)
+capabilities = st.one_of(
+    st.dictionaries(st.text(max_size=4), scalars, max_size=3), anything)
+
+field_values: dict[str, st.SearchStrategy[Any]] = {
+    "id": st.one_of(st.text(max_size=8), anything),
+    "nodes": st.one_of(st.dictionaries(st.text(max_size=5), functions, max_size=3), anything),
+    "decision_policy": functions,
+    "state": st.one_of(st.dictionaries(st.text(max_size=5), plain, max_size=3), anything),
+    "max_steps": st.one_of(st.integers(), anything),
+    "execution_timeout": st.one_of(st.floats(), st.integers(), anything),
+    "idempotent_nodes": st.one_of(
+        st.frozensets(st.sampled_from(["mock", "other", "x"])), st.text(max_size=6),
+        st.lists(st.one_of(st.text(max_size=5), st.integers()), max_size=3), anything),
+    "placement": capabilities,
+    "node_placement": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]), capabilities, max_size=2),
+        anything),
+    "lease_seconds": st.one_of(st.floats(), st.integers(), anything),
+}
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> tuple[dict[str, Any], set[str]]:
+    """A valid config with some fields replaced by arbitrary values; and those fields."""
+    values: dict[str, Any] = {"id": "a", "nodes": NODES, "decision_policy": once_policy}
+    changed = draw(st.sets(st.sampled_from(sorted(field_values)), min_size=1, max_size=3))
+    for name in changed:
+        values[name] = draw(field_values[name])
+    return values, changed
+
+
+def _check_spec(spec: AgentSpec) -> None:
+    """An accepted config is plain data every process can use."""
+    assert isinstance(spec.id, str) and spec.id.strip() == spec.id and spec.id
+    assert spec.nodes and all(isinstance(k, str) and isinstance(v, str)
+                              for k, v in spec.nodes.items())
+    assert isinstance(spec.policy, str)
+    assert isinstance(spec.max_steps, int) and spec.max_steps > 0
+    assert 0 < spec.execution_timeout <= 365 * 24 * 3600
+    assert spec.idempotent_nodes <= set(spec.nodes)
+    assert set(spec.node_placement) <= set(spec.nodes)
+    check_encodable(spec.state, "state")
+    assert pickle.loads(pickle.dumps(spec)) == spec
+
+
+@FAST
+@given(configs())
+def test_any_config_is_accepted_or_refused_naming_a_field(
+        drawn: tuple[dict[str, Any], set[str]]) -> None:
+    values, changed = drawn
+    try:
+        spec = validate_config(hy.AgentConfig(**values))
+    except Exception as exc:  # noqa: BLE001 - the property is about which exceptions
+        field = assert_refusal(exc, FIELDS)
+        assert field.split("[", 1)[0] in changed, (field, changed)
+        return
+    _check_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "why"),
+    [
+        # Regressions found by the property above.
+        ({"nodes": {"m": ".graph_nodes:mock_node"}}, "nodes['m']", "relative"),
+        ({"decision_policy": "..:x"}, "decision_policy", "relative"),
+        ({"nodes": {"m": "tests.graph_nodes\x00:mock_node"}}, "nodes['m']", "cannot import"),
+        ({"idempotent_nodes": 3}, "idempotent_nodes", "set of node ids"),
+        ({"idempotent_nodes": "mock"}, "idempotent_nodes", "set of node ids"),
+        ({"idempotent_nodes": [["mock"]]}, "idempotent_nodes", "set of node ids"),
+        ({"idempotent_nodes": [1]}, "idempotent_nodes", "set of node ids"),
+        ({"execution_timeout": 1e300}, "execution_timeout", "at most"),
+        ({"placement": {"gpu": float("nan")}}, "placement", "finite"),
+        ({"node_placement": {"mock": {"mem": float("inf")}}}, "node_placement['mock']",
+         "finite"),
+    ],
+)
+def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: str) -> None:
+    values: dict[str, Any] = {"id": "a", "nodes": NODES, "decision_policy": once_policy}
+    values.update(overrides)
+    with pytest.raises(hy.ConfigError) as err:
+        validate_config(hy.AgentConfig(**values))
+    assert err.value.details["field"] == field
+    assert why in str(err.value)
+
+
+def test_idempotent_nodes_accepts_any_collection_of_ids() -> None:
+    for given_ids in (["mock"], ("mock",), {"mock"}, frozenset({"mock", "other"})):
+        spec = validate_config(hy.AgentConfig("a", NODES, once_policy,
+                                              idempotent_nodes=given_ids))  # type: ignore[arg-type]
+        assert spec.idempotent_nodes == frozenset(given_ids)
+
+
+liveness_values = st.one_of(st.floats(), st.integers(min_value=-5, max_value=10**6), anything)
+
+
+@FAST
+@given(st.dictionaries(st.sampled_from(["heartbeat", "heartbeat_misses", "convention_period",
+                                        "convention_misses"]), liveness_values, min_size=1))
+def test_any_liveness_is_accepted_or_refused_naming_a_field(values: dict[str, Any]) -> None:
+    try:
+        liveness = hy.Liveness(**values)
+    except Exception as exc:  # noqa: BLE001 - the property is about which exceptions
+        field = assert_refusal(exc, {f"liveness.{name}" for name in values})
+        assert field.removeprefix("liveness.") in values
+        return
+    assert 0.01 <= liveness.heartbeat <= 60 and 1 <= liveness.convention_period <= 3600
+    assert liveness.heartbeat_misses >= 1 and liveness.convention_misses >= 1
+
+
+system_values: dict[str, st.SearchStrategy[Any]] = {
+    "base": st.one_of(st.text(max_size=6), anything),
+    "admin_port": st.one_of(st.integers(max_value=0), st.integers(min_value=65536),
+                            anything.filter(lambda v: v is not None and not (
+                                isinstance(v, int) and 0 < v < 65536))),
+    "liveness": st.one_of(st.dictionaries(st.text(), st.integers(), max_size=2),
+                          anything.filter(lambda v: v is not None)),
+    "name": st.one_of(st.just(""), st.just("  "), st.integers(), st.builds(list)),
+    "capabilities": st.one_of(
+        st.dictionaries(st.one_of(st.integers(), st.just("")), scalars, min_size=1, max_size=2),
+        st.dictionaries(st.text(min_size=1, max_size=3), st.builds(list), min_size=1,
+                        max_size=2),
+        st.dictionaries(st.text(min_size=1, max_size=3), st.sampled_from(
+            [float("nan"), float("inf"), None]), min_size=1, max_size=2),
+        st.integers(), st.text(max_size=3)),
+    "bind": st.one_of(st.just(""), st.integers(), st.none(), st.builds(list)),
+}
+
+
+@FAST
+@given(st.sampled_from(sorted(system_values)).flatmap(
+    lambda name: st.tuples(st.just(name), system_values[name])))
+def test_bad_system_options_are_refused_before_anything_starts(
+        tmp_path_factory: pytest.TempPathFactory, option: tuple[str, Any]) -> None:
+    """Every drawn value is invalid: refused with ConfigError naming the option,
+    before the data dir is created or any process started."""
+    name, value = option
+    if name == "base" and value == "multiprocTCPBase":
+        return
+    data_dir = tmp_path_factory.mktemp("sys") / "data"
+    started = len(STARTED_SESSIONS)
+    try:
+        accepted = hy.AgentSystem(data_dir, **{name: value})
+    except Exception as exc:  # noqa: BLE001 - the property is about which exceptions
+        assert_refusal(exc, {name})
+    else:
+        accepted.shutdown()
+        pytest.fail(f"AgentSystem({name}={value!r}) was accepted")
+    assert len(STARTED_SESSIONS) == started
+    assert not Path(data_dir).exists()
