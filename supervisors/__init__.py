@@ -15,19 +15,19 @@ from supervisors._messages import (
     CountChildren,
     DeleteChild,
     ExitKind,
-    GetPid,
     Reply,
     RestartChild,
     ShutdownSupervisor,
     StartChild,
-    StopNormally,
     TerminateChild,
     WhichChildren,
 )
 from supervisors._os import host_id, kill_child_process
+from supervisors._protocol import GetPid, StopNormally
 from supervisors._spec import (
     BRUTAL_KILL,
     INFINITY,
+    AutoShutdown,
     ChildSpec,
     Kind,
     Restart,
@@ -43,6 +43,7 @@ from supervisors._system import SupervisorRef, System, wait_gone
 __all__ = [
     "BRUTAL_KILL",
     "INFINITY",
+    "AutoShutdown",
     "ChildCounts",
     "ChildEvent",
     "ChildEventKind",

@@ -36,10 +36,8 @@ from supervisors._messages import (
     StartChild,
     TerminateChild,
     WhichChildren,
-    _Init,
-    _Started,
-    _StartFailed,
 )
+from supervisors._protocol import _Init, _Started, _StartFailed
 from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_children
 from supervisors._thespian import (
     ADMIN_ENV,
