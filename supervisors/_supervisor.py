@@ -175,8 +175,8 @@ class Supervisor(ControlRequests):
         elif isinstance(message, (WakeupMessage, _StopTimeout)) and not _is_placement_retry(
                 message):
             pass  # a timer of an operation that already finished
-        elif self._closing:
-            self._refuse(message, sender)
+        elif self._closing or self._sa_exiting:
+            self._refuse(message, sender)  # nothing is restarted any more
         elif self._op is not None or self._queue:
             self._queue.append((message, sender))
         else:
