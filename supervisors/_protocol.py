@@ -122,3 +122,10 @@ class _TryAgain:
 @dataclass(frozen=True)
 class _PlacementRetry:
     """Timer payload: try again to start children waiting for a host."""
+
+
+@dataclass(frozen=True)
+class _CheckChildren:
+    """Supervisor to itself, after a child's exit: look for children whose
+    process is gone although no exit arrived (handled after Thespian's own
+    bookkeeping of that exit, which may reap other dead children)."""

@@ -8,8 +8,9 @@ A child's exit is decided by :func:`supervisors._rules.child_exited` and the
 decision carried out by :meth:`Supervisor._carry_out`.
 
 No exit is lost: Thespian's own loss is patched in ``_thespian.py``, and
-whenever one exit arrives the supervisor also checks every other local
-child's process (pid and start time) and treats one found dead as exited.
+after each exit (once Thespian is done with it) the supervisor also checks
+every other local child's process (pid and start time) and treats one found
+dead as exited.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from supervisors._os import child_alive
 from supervisors._protocol import (
     GetPid,
     StopNormally,
+    _CheckChildren,
     _ChildExiting,
     _ChildFailed,
     _Init,
@@ -105,6 +107,7 @@ class Supervisor(ControlRequests):
         self._restarts: _rules.Restarts = ()
         self._closing = False  # shutting down: requests refused, nothing restarted
         self._placement_armed = False
+        self._check_pending = False
         self._run(self._op_start_all(init, sender))
 
     def _refuse_start(self, init: _Init, sender: Any, reason: str) -> None:
@@ -159,16 +162,22 @@ class Supervisor(ControlRequests):
             self._sa_on_shutdown_request(sender)
         elif isinstance(message, StopNormally):
             self.stop_normally()
+        elif isinstance(message, _CheckChildren):
+            self._check_pending = False
+            for address in self._unreported_exits():
+                self._route(ChildActorExited(address), self.myAddress)
         elif not self._heartbeat(message, sender):
             self._route(message, sender)
 
     def _route(self, message: Any, sender: Any) -> None:
-        found_dead: list[Any] = []
         if isinstance(message, ChildActorExited):
             child = self.children.by_address(message.childAddress)
             if child is not None:
                 child.note_exit()
-                found_dead = self._unreported_exits()
+            if not self._check_pending:
+                # Even for an unknown address (a duplicate): Thespian reaps after each.
+                self._check_pending = True
+                self.send(self.myAddress, _CheckChildren())
         if self._op is not None and self._op.wait(message):
             self._last_sender = sender
             self._advance(message)
@@ -181,8 +190,6 @@ class Supervisor(ControlRequests):
             self._queue.append((message, sender))
         else:
             self._handle(message, sender)
-        for address in found_dead:
-            self._route(ChildActorExited(address), self.myAddress)
 
     def _unreported_exits(self) -> list[Any]:
         """Local children whose process is gone although their exit has not

@@ -99,7 +99,6 @@ def prepare_environment(bind: str) -> None:
     if bind not in ("0.0.0.0", ""):
         os.environ["THESPIAN_BASE_IPADDR"] = bind
     install_loopback_patch()
-install_exit_patch()
 
 
 def configure_convention(period: float, misses: int) -> None:
