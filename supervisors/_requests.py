@@ -10,14 +10,34 @@ from typing import Any
 from supervisors._children import Child
 from supervisors._errors import StartFailed, SupervisorError
 from supervisors._lifecycle import Op, Predicate
-from supervisors._messages import ChildInfo, Reply, StartChild
+from supervisors._messages import (
+    ChildInfo,
+    CountChildren,
+    DeleteChild,
+    Reply,
+    RestartChild,
+    ShutdownSupervisor,
+    StartChild,
+    TerminateChild,
+    WhichChildren,
+)
 from supervisors._remote import RemoteWatch
 from supervisors._spec import check_significant
+
+_REQUESTS = (WhichChildren, CountChildren, StartChild, TerminateChild, RestartChild,
+             DeleteChild, ShutdownSupervisor)
 
 
 class ControlRequests(RemoteWatch):
     """The request operations of the supervisor actor; each raises a
     :class:`SupervisorError` that :meth:`_op_request` sends back."""
+
+    def _refuse(self, message: Any, sender: Any) -> None:
+        """Answer a control request that arrives while the supervisor shuts down."""
+        if isinstance(message, _REQUESTS):
+            self.send(sender, Reply(False, error=SupervisorError(
+                f"supervisor {self.sup_id!r} is shutting down", code="shutting_down"),
+                ref=message.ref))
 
     def _op_request(self, sender: Any, ref: int, op: Op) -> Op:
         try:

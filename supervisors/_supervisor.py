@@ -26,8 +26,16 @@ from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
 from supervisors import _rules
 from supervisors._actor import describe_exception
-from supervisors._children import Child, ChildTable, Restarting, Running, Stopped, Waiting
-from supervisors._errors import InvalidSpec, SupervisorError
+from supervisors._children import (
+    Child,
+    ChildTable,
+    Restarting,
+    Running,
+    Stopped,
+    Stopping,
+    Waiting,
+)
+from supervisors._errors import InvalidSpec
 from supervisors._lifecycle import Op
 from supervisors._messages import (
     ChildEvent,
@@ -63,9 +71,6 @@ from supervisors._spec import (
     SupervisorFlags,
     validate_children,
 )
-
-_REQUESTS = (WhichChildren, CountChildren, StartChild, TerminateChild, RestartChild,
-             DeleteChild, ShutdownSupervisor)
 
 
 def _is_placement_retry(message: Any) -> bool:
@@ -198,20 +203,13 @@ class Supervisor(ControlRequests):
         found = []
         for child in self.children:
             state, proc = child.state, child.proc
-            if (proc is not None and not proc.remote and isinstance(state, Running)
+            if (proc is not None and not proc.remote and isinstance(state, (Running, Stopping))
                     and not state.gone and not child_alive(proc.pid, proc.started)):
                 self.log.warning("child_exit_unreported", supervisor_id=self.sup_id,
                                  child=child.spec.id, child_pid=proc.pid)
                 child.note_exit()
                 found.append(proc.address)
         return found
-
-    def _refuse(self, message: Any, sender: Any) -> None:
-        """Answer a control request that arrives while the supervisor shuts down."""
-        if isinstance(message, _REQUESTS):
-            self.send(sender, Reply(False, error=SupervisorError(
-                f"supervisor {self.sup_id!r} is shutting down", code="shutting_down"),
-                ref=message.ref))
 
     def _handle(self, message: Any, sender: Any) -> None:
         if isinstance(message, ChildActorExited):
