@@ -163,13 +163,17 @@ class ChildOps(SupervisedActor):
 
     def _kill_unknown_children(self) -> list[int]:
         """SIGKILL this process's child processes that are no known child: the
-        one being started (operations run one at a time). Returns their pids."""
+        one being started (operations run one at a time), and wait until they
+        are gone (a failed start leaves no process behind). Returns their pids."""
         known = {c.proc.pid for c in self.children if c.proc is not None}
         try:
             procs = psutil.Process().children()
         except psutil.Error:
             return []
-        return [p.pid for p in procs if p.pid not in known and kill_child_process(p.pid)]
+        killed = [p.pid for p in procs if p.pid not in known and kill_child_process(p.pid)]
+        for pid in killed:
+            wait_child_exit(pid, timeout=2.0)
+        return killed
 
     def _arm_heartbeat(self) -> None:
         raise NotImplementedError
