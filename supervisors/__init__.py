@@ -15,19 +15,21 @@ from supervisors._messages import (
     CountChildren,
     DeleteChild,
     ExitKind,
-    GetPid,
     Reply,
     RestartChild,
     ShutdownSupervisor,
     StartChild,
-    StopNormally,
     TerminateChild,
     WhichChildren,
 )
 from supervisors._os import host_id, kill_child_process
+from supervisors._protocol import GetPid, StopNormally
+from supervisors._ref import SupervisorRef
+from supervisors._sessions import wait_gone
 from supervisors._spec import (
     BRUTAL_KILL,
     INFINITY,
+    AutoShutdown,
     ChildSpec,
     Kind,
     Restart,
@@ -38,11 +40,12 @@ from supervisors._spec import (
     SupervisorFlags,
 )
 from supervisors._supervisor import Supervisor
-from supervisors._system import SupervisorRef, System, wait_gone
+from supervisors._system import System
 
 __all__ = [
     "BRUTAL_KILL",
     "INFINITY",
+    "AutoShutdown",
     "ChildCounts",
     "ChildEvent",
     "ChildEventKind",

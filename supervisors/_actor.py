@@ -31,7 +31,8 @@ from typing import Any
 from thespian.actors import Actor, ActorExitRequest
 
 from supervisors import _log
-from supervisors._messages import (
+from supervisors._os import die_with_parent, host_id
+from supervisors._protocol import (
     GetPid,
     StopNormally,
     _ChildExiting,
@@ -44,7 +45,6 @@ from supervisors._messages import (
     _Started,
     _StartFailed,
 )
-from supervisors._os import die_with_parent, host_id
 from supervisors._thespian import own_admin
 
 KILLED_EXIT = 70

@@ -55,15 +55,40 @@ def admin_reachable(admin: str, timeout: float = 0.25) -> bool:
         return False
 
 
-def child_alive(pid: int | None) -> bool:
-    """True while ``pid`` is a running (non-zombie) child of this process."""
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """State letter, parent pid and start time (clock ticks since boot) of
+    ``pid`` from ``/proc`` (one read), or None if it is gone or unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(b")") + 2:].split()
+    return fields[0].decode(), int(fields[1]), int(fields[19])
+
+
+def child_alive(pid: int | None, started: int = 0) -> bool:
+    """True while ``pid`` is a running (non-zombie) child of this process and,
+    if ``started`` (:func:`started_at`) is given, still the process that
+    started then (the pid of a reaped child may be reused)."""
     if pid is None:
         return False
-    try:
-        proc = psutil.Process(pid)
-        return proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    if not sys.platform.startswith("linux"):
+        try:
+            proc = psutil.Process(pid)
+            return proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+    stat = _stat(pid)
+    return (stat is not None and stat[0] not in ("Z", "X") and stat[1] == os.getpid()
+            and (not started or stat[2] == started))
+
+
+def started_at(pid: int) -> int:
+    """When process ``pid`` started, in clock ticks since boot (0 if gone or
+    unknown): with the pid, it names one process for good."""
+    stat = _stat(pid) if sys.platform.startswith("linux") else None
+    return 0 if stat is None else stat[2]
 
 
 def wait_child_exit(pid: int | None, timeout: float) -> bool:

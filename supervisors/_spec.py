@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from supervisors._actor import SupervisedActor
 from supervisors._errors import InvalidSpec
 
 
@@ -57,6 +58,19 @@ class Shutdown(enum.Enum):
     """SIGKILL at once, no clean stop."""
     INFINITY = "infinity"
     """Wait as long as the child needs (the default for supervisor children)."""
+
+
+class AutoShutdown(enum.Enum):
+    """When a supervisor shuts itself down because significant children
+    exited (OTP 24's ``auto_shutdown``). The shutdown is a *normal* exit: its
+    own supervisor does not restart it unless it is permanent there."""
+
+    NEVER = "never"
+    """Never (the default); no child may then be significant."""
+    ANY_SIGNIFICANT = "any_significant"
+    """As soon as any significant child has exited and is not restarted."""
+    ALL_SIGNIFICANT = "all_significant"
+    """Once every significant child has exited and none is to be restarted."""
 
 
 BRUTAL_KILL = Shutdown.BRUTAL_KILL
@@ -123,8 +137,6 @@ class Start:
 
 def resolve_actor_class(actor: type | str, *, field_name: str) -> type:
     """Import and check an actor class; raise :class:`InvalidSpec` naming ``field_name``."""
-    from supervisors._actor import SupervisedActor
-
     if isinstance(actor, str):
         module_name, _, attr = actor.rpartition(".")
         if not module_name or not attr:
@@ -186,6 +198,9 @@ class ChildSpec:
     - ``shutdown``: seconds to stop cleanly before being killed, ``BRUTAL_KILL``
       or ``INFINITY``; default 5 s for workers, ``INFINITY`` for supervisors.
     - ``kind``: :class:`Kind` (default worker).
+    - ``significant``: its exit (when it is not restarted) may shut the
+      supervisor down, as its ``auto_shutdown`` flag says (default False).
+      A permanent child cannot be significant (it is always restarted).
     """
 
     id: str
@@ -193,6 +208,7 @@ class ChildSpec:
     restart: Restart = Restart.PERMANENT
     shutdown: float | Shutdown | None = None
     kind: Kind = Kind.WORKER
+    significant: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -214,6 +230,12 @@ class ChildSpec:
                 raise InvalidSpec("shutdown", f"timeout must be a positive number, got {shutdown}")
             shutdown = float(shutdown)
         object.__setattr__(self, "shutdown", shutdown)
+        if not isinstance(self.significant, bool):
+            raise InvalidSpec("significant", f"must be True or False, got {self.significant!r}")
+        if self.significant and self.restart is Restart.PERMANENT:
+            raise InvalidSpec(
+                "significant", f"child {self.id!r} is permanent and so always restarted: "
+                "only a transient or temporary child can be significant", child_id=self.id)
 
 
 def _enum(cls: type[enum.Enum], value: Any, field_name: str) -> Any:
@@ -242,6 +264,9 @@ class SupervisorFlags:
     Thespian): it pings them every ``heartbeat`` seconds and takes a child that
     left ``heartbeat_misses`` pings in a row unanswered for dead (exit reason
     ``unreachable: ...``). Local children are not pinged.
+
+    ``auto_shutdown``: :class:`AutoShutdown` (default ``NEVER``): whether the
+    exit of significant children shuts the supervisor down (normally).
     """
 
     strategy: Strategy = Strategy.ONE_FOR_ONE
@@ -249,9 +274,12 @@ class SupervisorFlags:
     period: float = 5.0
     heartbeat: float = 0.5
     heartbeat_misses: int = 3
+    auto_shutdown: AutoShutdown = AutoShutdown.NEVER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", _enum(Strategy, self.strategy, "strategy"))
+        object.__setattr__(self, "auto_shutdown",
+                           _enum(AutoShutdown, self.auto_shutdown, "auto_shutdown"))
         if isinstance(self.intensity, bool) or not isinstance(self.intensity, int):
             raise InvalidSpec("intensity", f"must be an int >= 0, got {self.intensity!r}")
         if self.intensity < 0:
@@ -285,9 +313,21 @@ def validate_children(flags: SupervisorFlags, children: Any) -> tuple[ChildSpec,
         if spec.id in seen:
             raise InvalidSpec("children", f"duplicate child id {spec.id!r}", child_id=spec.id)
         seen.add(spec.id)
+    for spec in specs:
+        check_significant(flags, spec)
     if flags.strategy is Strategy.SIMPLE_ONE_FOR_ONE and len(specs) != 1:
         raise InvalidSpec(
             "children",
             f"a simple_one_for_one supervisor takes exactly one template spec, got {len(specs)}",
         )
     return specs
+
+
+def check_significant(flags: SupervisorFlags, spec: ChildSpec) -> None:
+    """Refuse a significant child under a supervisor that never shuts down
+    automatically (OTP refuses the combination too)."""
+    if spec.significant and flags.auto_shutdown is AutoShutdown.NEVER:
+        raise InvalidSpec(
+            "significant", f"child {spec.id!r} is significant but the supervisor's "
+            "auto_shutdown is NEVER: set SupervisorFlags(auto_shutdown=ANY_SIGNIFICANT or "
+            "ALL_SIGNIFICANT), or significant=False", child_id=spec.id)

@@ -3,42 +3,31 @@
 :class:`System` starts (or attaches to) a ``multiprocTCPBase`` actor system
 bound to loopback, starts top-level supervisors, and on :meth:`System.shutdown`
 stops them in order and makes sure no process of the system is left.
-:class:`SupervisorRef` offers the control requests as blocking calls.
+:class:`SupervisorRef` (``_ref.py``) offers the control requests as blocking calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import itertools
 import os
-import random
-import signal
 import threading
-import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psutil
-from thespian.actors import ActorSystem, PoisonMessage
+from thespian.actors import ActorSystem
 
 from supervisors import _log
 from supervisors._errors import StartFailed, SupervisorError
-from supervisors._messages import (
-    ChildCounts,
-    ChildInfo,
-    CountChildren,
-    DeleteChild,
-    Reply,
-    RestartChild,
-    ShutdownSupervisor,
-    StartChild,
-    TerminateChild,
-    WhichChildren,
-    _Init,
-    _Started,
-    _StartFailed,
+from supervisors._protocol import _Init, _Started, _StartFailed
+from supervisors._ref import DEFAULT_TIMEOUT, SupervisorRef
+from supervisors._sessions import (
+    kill_all,
+    listener_address,
+    listener_pid,
+    session_processes,
+    wait_gone,
 )
 from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_children
 from supervisors._thespian import (
@@ -51,63 +40,8 @@ from supervisors._thespian import (
     prepare_environment,
 )
 
-DEFAULT_TIMEOUT = 30.0
-
-_REFS = itertools.count(random.randrange(1, 2**31))
-"""Request references: unique within this process (random start: several processes)."""
-
 STARTED_SESSIONS: list[int] = []
 """Session ids of every system this process started (leak checks use it)."""
-
-
-def _listener_pid(port: int) -> int | None:
-    """The admin's pid, found through the process listening on ``port``.
-
-    The admin's logger inherits the listening socket and psutil names only one
-    owner, so the listener may be the logger: the admin is the process of the
-    listener's session whose parent is outside the session (it double-forked
-    and called setsid)."""
-    owner = next(
-        (conn.pid for conn in psutil.net_connections(kind="tcp")
-         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
-         and conn.pid is not None),
-        None,
-    )
-    if owner is None:
-        return None
-    try:
-        session = os.getsid(owner)
-    except ProcessLookupError:
-        return None
-    for proc in session_processes(session):
-        try:
-            parent = proc.ppid()
-            if parent <= 1 or os.getsid(parent) != session:
-                return int(proc.pid)
-        except (ProcessLookupError, psutil.NoSuchProcess):
-            continue
-    return int(owner)
-
-
-def _listener_address(port: int) -> str | None:
-    """The IP address something listens on at ``port`` (None if unknown or any)."""
-    for conn in psutil.net_connections(kind="tcp"):
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-            ip = str(conn.laddr.ip)
-            return None if ip in ("0.0.0.0", "::", "") else ip
-    return None
-
-
-def session_processes(session_id: int) -> list[psutil.Process]:
-    """Every live (non-zombie) process of the session ``session_id``."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if os.getsid(proc.pid) == session_id and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
-            continue
-    return found
 
 
 class System:
@@ -169,7 +103,7 @@ class System:
         self._owner = True
         self._top: list[SupervisorRef] = []
         self._tokens = 0
-        pid = _listener_pid(self.admin_port)
+        pid = listener_pid(self.admin_port)
         if pid is None:
             with contextlib.suppress(Exception):
                 self._asys.shutdown()
@@ -312,14 +246,14 @@ class System:
         """Attach to a running system (started by another process) on ``admin_port``.
 
         :meth:`shutdown` on an attached handle only detaches; it stops nothing."""
-        pid = _listener_pid(admin_port)
+        pid = listener_pid(admin_port)
         if pid is None:
             raise SupervisorError(f"no actor system listens on port {admin_port}",
                                   code="no_admin", admin_port=admin_port)
         self = cls.__new__(cls)
         # Talk to the admin on the address it listens on: with any other address
         # Thespian would find no admin there and start a second one.
-        prepare_environment(_listener_address(admin_port)
+        prepare_environment(listener_address(admin_port)
                             or os.environ.get("SUPERVISORS_BIND", "127.0.0.1"))
         self.admin_port = admin_port
         self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
@@ -400,106 +334,5 @@ def _thread_alive(ref: weakref.ref[threading.Thread]) -> bool:
     return thread is not None and thread.is_alive()
 
 
-def kill_all(procs: Iterable[psutil.Process]) -> None:
-    for proc in procs:
-        try:
-            proc.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            continue
-
-
-def wait_gone(procs: Iterable[psutil.Process], timeout: float) -> list[psutil.Process]:
-    """Wait until every process exited (or is a zombie); return those left."""
-    deadline = time.monotonic() + timeout
-    left = list(procs)
-    while left and time.monotonic() < deadline:
-        _gone, left = psutil.wait_procs(left, timeout=min(0.05, deadline - time.monotonic()))
-        left = [p for p in left if _alive(p)]
-    return left
-
-
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        return bool(proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
-
-
-class SupervisorRef:
-    """Blocking control of one supervisor from outside the actor system.
-
-    Each call sends a request message and waits for the :class:`Reply`;
-    errors come back as :class:`SupervisorError` with a stable ``code``.
-    Children are referred to by id: a restarted child has a new address and
-    pid, so look them up again with :meth:`which_children`.
-    """
-
-    def __init__(self, system: System, address: Any, supervisor_id: str, pid: int) -> None:
-        self.system = system
-        self.address = address
-        self.id = supervisor_id
-        self.pid = pid
-
-    def _call(self, request: Any, timeout: float) -> Any:
-        """Send ``request`` with a fresh ``ref`` and wait for the :class:`Reply`
-        carrying it; anything else (a late reply to an earlier call that timed
-        out) is dropped, so it can never be taken for this call's answer."""
-        ref = next(_REFS)
-        request = dataclasses.replace(request, ref=ref)
-        deadline = time.monotonic() + timeout
-        reply = self.system.ask(self.address, request, timeout)
-        while reply is not None and not (isinstance(reply, Reply) and reply.ref == ref):
-            if isinstance(reply, PoisonMessage) and getattr(reply, "poisonMessage", None) \
-                    == request:
-                raise SupervisorError(f"{type(request).__name__} could not be delivered",
-                                      code="no_reply")
-            remaining = deadline - time.monotonic()
-            reply = self.system.listen(remaining) if remaining > 0 else None
-        if reply is None:
-            raise SupervisorError(
-                f"no reply from supervisor {self.id!r} to {type(request).__name__} "
-                f"within {timeout}s", code="timeout")
-        if reply.ok:
-            return reply.value
-        assert reply.error is not None
-        raise reply.error
-
-    def which_children(self, timeout: float = DEFAULT_TIMEOUT) -> list[ChildInfo]:
-        return list(self._call(WhichChildren(), timeout))
-
-    def count_children(self, timeout: float = DEFAULT_TIMEOUT) -> ChildCounts:
-        result: ChildCounts = self._call(CountChildren(), timeout)
-        return result
-
-    def start_child(
-        self, spec_or_args: ChildSpec | Sequence[Any] = (), timeout: float = DEFAULT_TIMEOUT
-    ) -> ChildInfo:
-        """A ChildSpec for a static supervisor, or the extra args for simple_one_for_one."""
-        request = (
-            StartChild(spec=spec_or_args)
-            if isinstance(spec_or_args, ChildSpec)
-            else StartChild(args=tuple(spec_or_args))
-        )
-        result: ChildInfo = self._call(request, timeout)
-        return result
-
-    def terminate_child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._call(TerminateChild(child_id), timeout)
-
-    def restart_child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> ChildInfo:
-        result: ChildInfo = self._call(RestartChild(child_id), timeout)
-        return result
-
-    def delete_child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._call(DeleteChild(child_id), timeout)
-
-    def child(self, child_id: str, timeout: float = DEFAULT_TIMEOUT) -> ChildInfo:
-        for info in self.which_children(timeout):
-            if info.id == child_id:
-                return info
-        raise SupervisorError(f"no child with id {child_id!r}", code="not_found",
-                              child_id=child_id)
-
-    def shutdown(self, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Stop the children right to left, then the supervisor."""
-        self._call(ShutdownSupervisor(), timeout)
+__all__ = ["DEFAULT_TIMEOUT", "STARTED_SESSIONS", "SupervisorRef", "System", "kill_all",
+           "session_processes", "wait_gone"]

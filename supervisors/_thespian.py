@@ -8,6 +8,11 @@
   multi-host deployments inside a private network.
 - Actor processes are forked from the admin, which inherits the patched
   class and the environment, so the setting holds in every process.
+- **Every child's death is reported.** Thespian 4.0.1 reaps, while handling
+  one ``ChildActorExited``, every other child process that is dead by then,
+  and never reports those: two children killed a few milliseconds apart
+  leave their parent believing one still runs. :func:`install_exit_patch`
+  makes it report each one it reaps (see ``MultiProcReplicator._childExited``).
 - **Conventions** (several systems, possibly on several hosts): Thespian reads
   its convention timings once, at import, from environment variables;
   :func:`configure_convention` sets them for the admins started afterwards.
@@ -22,7 +27,12 @@ from datetime import timedelta
 from typing import Any
 
 import thespian.system.admin.convention as _convention
+from thespian.actors import ChildActorExited
+from thespian.system.addressManager import CannotPickleAddress
+from thespian.system.multiprocCommon import MultiProcReplicator
+from thespian.system.transport import TransmitIntent
 from thespian.system.transport.IPBase import IPActorAddress
+from thespian.system.utilis import partition
 
 BIND_ENV = "SUPERVISORS_BIND"
 ADMIN_ENV = "SUPERVISORS_ADMIN"
@@ -50,6 +60,37 @@ def install_loopback_patch() -> None:
         return
     IPActorAddress.bindArgs = property(_bind_args)
     IPActorAddress._supervisors_patched = True
+
+
+def _child_exited(self: Any, child_address: Any) -> None:
+    """``MultiProcReplicator._childExited`` that loses no exit.
+
+    Thespian calls it after the actor handled ``ChildActorExited(child_address)``
+    and drops every dead child process from its table there. Its own version
+    drops them silently; the ``SIGCHLD`` handler (``childDied``), which would
+    have reported them, then finds nothing left to report. Here each dead child
+    other than ``child_address`` gets its ``ChildActorExited``, exactly as
+    ``childDied`` sends it: a child leaves the table only with its exit sent.
+    """
+    children = getattr(self, "_child_procs", [])
+    self._child_procs, dead = partition(self._checkChildLiveness, children)
+    for each in dead:
+        address = getattr(each, "childRealAddr", each.childAddr)
+        if address == child_address or each.childAddr == child_address:
+            continue
+        try:
+            self.transport.scheduleTransmit(
+                None, TransmitIntent(self.transport.myAddress, ChildActorExited(address)))
+        except CannotPickleAddress:
+            continue  # a child that never got a real address: nobody knows it
+
+
+def install_exit_patch() -> None:
+    """Make Thespian report every child process it reaps (see :func:`_child_exited`)."""
+    if getattr(MultiProcReplicator, "_supervisors_patched", False):
+        return
+    MultiProcReplicator._childExited = _child_exited
+    MultiProcReplicator._supervisors_patched = True
 
 
 def prepare_environment(bind: str) -> None:
@@ -130,3 +171,4 @@ def log_defs() -> dict[str, Any]:
 
 
 install_loopback_patch()
+install_exit_patch()

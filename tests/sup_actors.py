@@ -91,3 +91,30 @@ class EventRecorder(Supervisor):
     def on_child_event(self, event: ChildEvent) -> None:
         with open(self.event_log, "a") as f:
             f.write(f"{event.kind} {event.child_id} {event.exit}\n")
+
+
+class StartsUntilFlagged(Echo):
+    """Starts normally until the file ``flag`` exists; from then on its start
+    raises (``then="raise"``) or never answers (``then="hang"``). Every start
+    attempt appends to ``start_log`` first."""
+
+    def on_start(self, *args: Any, **kwargs: Any) -> None:
+        super().on_start(*args, **kwargs)
+        if Path(kwargs["flag"]).exists():
+            if kwargs.get("then") == "hang":
+                time.sleep(60)
+            raise RuntimeError("flagged: refusing to start")
+
+
+class Collects(Echo):
+    """Answers ``("gc",)`` by running a full garbage collection, then its pid
+    (the memory measurement of forked children uses it)."""
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if message == ("gc",):
+            import gc
+
+            gc.collect()
+            self.send(sender, os.getpid())
+            return
+        super().on_receive(message, sender)

@@ -29,7 +29,8 @@ def test_hayata_exports() -> None:
 def test_supervisors_exports() -> None:
     assert supervisors.__all__ == isort_style(supervisors.__all__)
     assert set(supervisors.__all__) == {
-        "BRUTAL_KILL", "INFINITY", "ChildCounts", "ChildEvent", "ChildEventKind", "ChildInfo",
+        "BRUTAL_KILL", "INFINITY", "AutoShutdown", "ChildCounts", "ChildEvent", "ChildEventKind",
+        "ChildInfo",
         "ChildSpec", "CountChildren", "DeleteChild", "ExitKind", "GetPid", "InvalidSpec", "Kind",
         "Reply", "Restart",
         "RestartChild", "Shutdown", "ShutdownSupervisor", "Sibling", "Start", "StartChild",
