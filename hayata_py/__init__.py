@@ -4,7 +4,7 @@ Start an :class:`AgentSystem`, start agents from :class:`AgentConfig`, run
 invocations with :meth:`AgentRef.run`. See README.md for the whole API.
 """
 
-from hayata_py._api import AgentRef, AgentSystem
+from hayata_py._api import AgentSystem
 from hayata_py._config import AgentConfig, Liveness
 from hayata_py._errors import (
     AgentAlreadyStarted,
@@ -24,6 +24,7 @@ from hayata_py._errors import (
     StoreError,
 )
 from hayata_py._policy import Finish, Next, NodeContext, PolicyContext
+from hayata_py._ref import AgentRef
 from hayata_py.messages import (
     CALLER,
     AgentEvent,
