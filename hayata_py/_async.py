@@ -116,15 +116,19 @@ class AsyncAgentSystem:
         return AsyncAgentRef(self, await self.call(self.sync.start_agent, config))
 
     async def stop_agent(self, agent_id: str) -> None:
+        """See :meth:`AgentSystem.stop_agent`."""
         await self.call(self.sync.stop_agent, agent_id)
 
     async def agent(self, agent_id: str) -> AsyncAgentRef:
+        """The handle on a started agent (``AgentNotFound``)."""
         return AsyncAgentRef(self, await self.call(self.sync.agent, agent_id))
 
     async def agents(self) -> list[str]:
+        """Ids of the started agents, in start order."""
         return await self.call(self.sync.agents)
 
     async def tree(self) -> dict[str, Any]:
+        """The live actor tree (see :meth:`AgentSystem.tree`)."""
         return await self.call(self.sync.tree)
 
 
@@ -144,26 +148,33 @@ class AsyncAgentRef:
                                       stream=stream)
 
     async def recover(self, *, subscriber: Any = None, stream: bool = False) -> str:
+        """Continue the unfinished invocation (see :meth:`AgentRef.recover`)."""
         checked_run(None, subscriber, stream)
         return await self.system.call(self.sync.recover, subscriber=subscriber, stream=stream)
 
     async def get_result(self, invocation_id: str) -> AgentResult | None:
+        """The result, or None while the invocation runs."""
         return await self.system.call(self.sync.get_result, invocation_id)
 
     async def status(self) -> str:
+        """``idle``, ``running`` or ``recovery_required``."""
         return (await self.status_info()).status
 
     async def status_info(self) -> AgentStatus:
+        """Status with the current (or unfinished) invocation id."""
         return await self.system.call(self.sync.status_info)
 
     async def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
+        """Record ``result`` for an uncertain task (see :meth:`AgentRef.resolve_task`)."""
         await self.system.call(self.sync.resolve_task, task_id, result=result)
 
     async def abandon(self, invocation_id: str) -> None:
+        """End the unfinished invocation as failed (``abandoned``)."""
         await self.system.call(self.sync.abandon, invocation_id)
 
     async def tasks(self, invocation_id: str | None = None
                     ) -> list[tuple[TaskRecord, TaskClass]]:
+        """The durable task records of an invocation with their recovery class."""
         return await self.system.call(self.sync.tasks, invocation_id)
 
     async def _address(self) -> Any:
@@ -214,7 +225,7 @@ class AsyncAgentRef:
         finally:
             inbox.drop_reply(ref)
         result = waited_result(reply, invocation_id)
-        await self.system.call(self.sync.settle, invocation_id, result, asked, deadline)
+        await self.system.call(self.sync._settle, invocation_id, result, asked, deadline)
         return result
 
     async def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT

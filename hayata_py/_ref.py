@@ -241,10 +241,10 @@ class AgentRef:
                 with contextlib.suppress(Exception):
                     probe.exit_clone()
         result = waited_result(reply, invocation_id)
-        self.settle(invocation_id, result, asked, deadline)
+        self._settle(invocation_id, result, asked, deadline)
         return result
 
-    def settle(self, invocation_id: str, result: AgentResult, source: Any,
+    def _settle(self, invocation_id: str, result: AgentResult, source: Any,
                until: float) -> None:
         """Hand a waited-for result to this system's CALLER stream of the
         invocation (if it follows one from ``source``) and wait for the rest
