@@ -1,10 +1,12 @@
 """hayata_py: an actor-model runtime for AI-agent graphs, on Thespian.
 
 Start an :class:`AgentSystem`, start agents from :class:`AgentConfig`, run
-invocations with :meth:`AgentRef.run`. See README.md for the whole API.
+invocations with :meth:`AgentRef.run`; from an event loop, the same with
+:class:`AsyncAgentSystem`. See README.md for the whole API.
 """
 
-from hayata_py._api import AgentRef, AgentSystem
+from hayata_py._api import AgentSystem
+from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
 from hayata_py._config import AgentConfig, Liveness
 from hayata_py._errors import (
     AgentAlreadyStarted,
@@ -24,6 +26,7 @@ from hayata_py._errors import (
     StoreError,
 )
 from hayata_py._policy import Finish, Next, NodeContext, PolicyContext
+from hayata_py._ref import AgentRef
 from hayata_py.messages import (
     CALLER,
     AgentEvent,
@@ -47,6 +50,8 @@ __all__ = [
     "AgentResult",
     "AgentStatus",
     "AgentSystem",
+    "AsyncAgentRef",
+    "AsyncAgentSystem",
     "ConfigError",
     "CorruptRecord",
     "EncodingError",

@@ -15,7 +15,8 @@ def test_hayata_exports() -> None:
     assert hayata_py.__all__ == isort_style(hayata_py.__all__)
     assert set(hayata_py.__all__) == {
         "CALLER", "AgentAlreadyStarted", "AgentConfig", "AgentEvent", "AgentNotFound",
-        "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "ConfigError",
+        "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "AsyncAgentRef",
+        "AsyncAgentSystem", "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
         "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Next", "NodeContext",
         "PolicyContext", "RecoveryRejected", "ResultReply", "Run", "RunAccepted",

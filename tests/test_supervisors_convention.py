@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import psutil
 import pytest
 
 from supervisors import (
@@ -268,8 +269,8 @@ def test_a_placed_child_whose_system_dies_during_its_start_fails_the_start(
     member = cluster.member({"gpu": True})
     sup = cluster.leader.start_supervisor("top", FLAGS, [])
     started = in_thread(lambda: sup.start_child(gpu_child("slow", SlowStart), timeout=30))
-    eventually(lambda: [p for p in member.processes() if "SlowStart" in " ".join(
-        p.cmdline())], timeout=15, message="the child is starting on the member")
+    eventually(lambda: [p for p in member.processes() if "SlowStart" in command_line(p)],
+               timeout=15, message="the child is starting on the member")
     killed = time.monotonic()
     member.kill()
     error = started.exception(timeout=30)
@@ -292,6 +293,15 @@ def test_one_miss_allowed_does_not_restart_healthy_children(cluster: Cluster) ->
     assert after.restarts == 0 and after.pid == before.pid
 
 
+def command_line(process: psutil.Process) -> str:
+    """The process's command line; empty once it has exited (a listed process
+    can be gone by the time it is read)."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.NoSuchProcess:
+        return ""
+
+
 def test_a_locally_placed_child_stuck_in_its_start_is_killed() -> None:
     """The start deadline of a child with requirements also covers a child the
     local system hosts: it is SIGKILLed, not left behind."""
@@ -303,5 +313,5 @@ def test_a_locally_placed_child_stuck_in_its_start_is_killed() -> None:
         assert "no answer to its start within 3 s (killed)" in str(info.value)
         assert time.monotonic() - began < 10
         eventually(lambda: not [p for p in system.processes()
-                                if "SlowStart" in " ".join(p.cmdline())],
+                                if "SlowStart" in command_line(p)],
                    timeout=5, message="the stuck child was killed")

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from hayata_py._api import AgentRef
 from hayata_py._errors import ErrorInfo
+from hayata_py._ref import AgentRef
 from hayata_py.cli import _state
 from hayata_py.cli._common import (
     EXIT_DETACHED,

@@ -1,0 +1,258 @@
+"""The asyncio API: :class:`AsyncAgentSystem` and :class:`AsyncAgentRef`.
+
+The same calls as the blocking API, awaited. Nothing blocks the event loop
+and no call gets a thread of its own:
+
+- waiting (:meth:`AsyncAgentRef.wait`) and streaming
+  (:meth:`AsyncAgentRef.messages`) go through the system's one receiver
+  thread (:mod:`hayata_py._receiver`): the request is sent from its endpoint
+  without blocking, and the answer or the next event wakes the awaiting
+  task through ``call_soon_threadsafe``;
+- short requests (run, recover, status, get_result, resolve_task, abandon,
+  start_agent, ...) run the blocking call on a small fixed pool of threads
+  (:data:`POOL_THREADS`), so their errors, codes and ordering are exactly
+  the blocking API's.
+
+Cancelling an awaiting task detaches the caller: the invocation keeps
+running, its stream keeps its position (a later ``messages()`` continues
+where the cancelled one stopped), and a run whose acceptance was being
+awaited still starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from hayata_py import _ref
+from hayata_py._api import AgentSystem, check_options
+from hayata_py._config import AgentConfig
+from hayata_py._errors import HayataError, TimeoutError_
+from hayata_py._ref import (
+    ASK_TIMEOUT,
+    AgentRef,
+    alive,
+    check_timeout,
+    checked_run,
+    system_died,
+    waited_result,
+)
+from hayata_py.messages import AgentEvent, AgentResult, AgentStatus, ResultReply, WaitResult
+from hayata_py.store import TaskClass, TaskRecord
+
+POOL_THREADS = 8
+"""Threads an :class:`AsyncAgentSystem` runs its short blocking calls on."""
+
+T = TypeVar("T")
+
+
+class AsyncAgentSystem:
+    """A hayata_py system driven from an event loop: ``async with
+    hy.AsyncAgentSystem(data_dir, ...) as system:``. Takes the arguments of
+    :class:`~hayata_py.AgentSystem` (checked at once: ``ConfigError``/
+    ``TypeError``); the system starts in ``__aenter__`` (or :meth:`start`)
+    and stops in ``__aexit__`` (or :meth:`shutdown`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bound = inspect.signature(AgentSystem).bind(*args, **kwargs)
+        check_options(**{k: v for k, v in bound.arguments.items() if k != "data_dir"})
+        self._args, self._kwargs = args, kwargs
+        self._sync: AgentSystem | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def __aenter__(self) -> AsyncAgentSystem:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def sync(self) -> AgentSystem:
+        """The blocking handle (for calls without an async variant)."""
+        if self._sync is None:
+            raise HayataError("the AsyncAgentSystem is not started: use 'async with' or "
+                              "await start()", code="not_started")
+        return self._sync
+
+    async def start(self) -> None:
+        """Start the actor system (idempotent)."""
+        if self._sync is not None:
+            return
+        pool = self._pool = self._pool or ThreadPoolExecutor(
+            POOL_THREADS, thread_name_prefix="hayata-async")
+        starting = asyncio.get_running_loop().run_in_executor(
+            pool, functools.partial(AgentSystem, *self._args, **self._kwargs))
+        try:
+            self._sync = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Cancelled while it started: stop it once it is up, leave nothing behind.
+            starting.add_done_callback(
+                lambda f: None if f.cancelled() or f.exception() else f.result().shutdown())
+            raise
+
+    async def shutdown(self) -> None:
+        """Stop every agent and process of the system (idempotent)."""
+        if self._sync is not None:
+            await self.call(self._sync.shutdown)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    async def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call of the API on the system's thread pool."""
+        if self._pool is None:
+            raise HayataError("the AsyncAgentSystem is not started", code="not_started")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, functools.partial(function, *args, **kwargs))
+
+    async def start_agent(self, config: AgentConfig) -> AsyncAgentRef:
+        """See :meth:`AgentSystem.start_agent`."""
+        return AsyncAgentRef(self, await self.call(self.sync.start_agent, config))
+
+    async def stop_agent(self, agent_id: str) -> None:
+        """See :meth:`AgentSystem.stop_agent`."""
+        await self.call(self.sync.stop_agent, agent_id)
+
+    async def agent(self, agent_id: str) -> AsyncAgentRef:
+        """The handle on a started agent (``AgentNotFound``)."""
+        return AsyncAgentRef(self, await self.call(self.sync.agent, agent_id))
+
+    async def agents(self) -> list[str]:
+        """Ids of the started agents, in start order."""
+        return await self.call(self.sync.agents)
+
+    async def tree(self) -> dict[str, Any]:
+        """The live actor tree (see :meth:`AgentSystem.tree`)."""
+        return await self.call(self.sync.tree)
+
+
+class AsyncAgentRef:
+    """The asyncio handle on one agent (see :class:`~hayata_py.AgentRef`)."""
+
+    def __init__(self, system: AsyncAgentSystem, ref: AgentRef) -> None:
+        self.system = system
+        self.sync = ref
+        self.id = ref.id
+
+    async def run(self, input: Any = None, *, subscriber: Any = None,
+                  stream: bool = False) -> str:
+        """Start an invocation; its id once the agent accepted it (``RunRejected``)."""
+        checked_run(input, subscriber, stream)
+        return await self.system.call(self.sync.run, input, subscriber=subscriber,
+                                      stream=stream)
+
+    async def recover(self, *, subscriber: Any = None, stream: bool = False) -> str:
+        """Continue the unfinished invocation (see :meth:`AgentRef.recover`)."""
+        checked_run(None, subscriber, stream)
+        return await self.system.call(self.sync.recover, subscriber=subscriber, stream=stream)
+
+    async def get_result(self, invocation_id: str) -> AgentResult | None:
+        """The result, or None while the invocation runs."""
+        return await self.system.call(self.sync.get_result, invocation_id)
+
+    async def status(self) -> str:
+        """``idle``, ``running`` or ``recovery_required``."""
+        return (await self.status_info()).status
+
+    async def status_info(self) -> AgentStatus:
+        """Status with the current (or unfinished) invocation id."""
+        return await self.system.call(self.sync.status_info)
+
+    async def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
+        """Record ``result`` for an uncertain task (see :meth:`AgentRef.resolve_task`)."""
+        await self.system.call(self.sync.resolve_task, task_id, result=result)
+
+    async def abandon(self, invocation_id: str) -> None:
+        """End the unfinished invocation as failed (``abandoned``)."""
+        await self.system.call(self.sync.abandon, invocation_id)
+
+    async def tasks(self, invocation_id: str | None = None
+                    ) -> list[tuple[TaskRecord, TaskClass]]:
+        """The durable task records of an invocation with their recovery class."""
+        return await self.system.call(self.sync.tasks, invocation_id)
+
+    async def _address(self) -> Any:
+        ref = self.sync
+        if ref._address is not None and ref._pid is not None and alive(ref._pid):
+            return ref._address
+        return await self.system.call(ref._current_address)
+
+    async def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Await the end of the invocation: what :meth:`AgentRef.wait` returns or raises."""
+        deadline = time.monotonic() + check_timeout(timeout)
+        system = self.system.sync
+        inbox, receiver = system._caller_inbox()
+        asked = await self._address()
+        ref = next(_ref._REFS)
+        future = inbox.expect_reply(ref)
+        answer = asyncio.wrap_future(future)
+
+        def ask(address: Any) -> None:
+            pending = future
+
+            def undeliverable(_status: Any) -> None:
+                if not pending.done():
+                    pending.set_result(None)
+
+            receiver.send(address, WaitResult(invocation_id, ref=ref), undeliverable)
+
+        try:
+            ask(asked)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
+                                        f"{timeout}s", invocation_id=invocation_id)
+                done, _ = await asyncio.wait(
+                    {answer}, timeout=min(remaining, _ref.WAIT_CHECK_PERIOD))
+                reply = answer.result() if done else None
+                if isinstance(reply, ResultReply) and reply.invocation_id == invocation_id:
+                    break
+                if done:  # undeliverable (or a stray answer): look for a successor now
+                    future = inbox.expect_reply(ref)
+                    answer = asyncio.wrap_future(future)
+                if not alive(system.admin_pid):
+                    raise system_died(system, invocation_id)
+                if await self.system.call(self.sync._restarted_since, asked):
+                    asked = self.sync._address
+                    ask(asked)
+        finally:
+            inbox.drop_reply(ref)
+        result = waited_result(reply, invocation_id)
+        await self.system.call(self.sync._settle, invocation_id, result, asked, deadline)
+        return result
+
+    async def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
+                       ) -> AsyncIterator[AgentEvent | AgentResult]:
+        """``async for`` the events then the result of a ``hy.CALLER`` run, as
+        :meth:`AgentRef.messages` yields them (``TimeoutError`` after
+        ``timeout`` s without a message)."""
+        check_timeout(timeout)
+        inbox, _receiver = self.system.sync._caller_inbox()
+        loop = asyncio.get_running_loop()
+        while True:
+            message = inbox.take(invocation_id)
+            if message is None:
+                arrived = asyncio.Event()
+                inbox.on_message(invocation_id,
+                                 functools.partial(loop.call_soon_threadsafe, arrived.set))
+                try:
+                    message = inbox.take(invocation_id)  # arrived before the wakeup was set
+                    if message is None:
+                        await asyncio.wait_for(arrived.wait(), timeout)
+                except TimeoutError:
+                    raise TimeoutError_(f"no message for invocation {invocation_id} within "
+                                        f"{timeout}s", invocation_id=invocation_id) from None
+                finally:
+                    inbox.on_message(invocation_id, None)
+                if message is None:
+                    continue
+            yield message
+            if isinstance(message, AgentResult):
+                return

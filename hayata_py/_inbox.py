@@ -1,0 +1,228 @@
+"""The CALLER inbox: what this process's receiver got, sorted by invocation.
+
+Every ``hy.CALLER`` run of an :class:`~hayata_py.AgentSystem` names the
+system's one receiver (:mod:`hayata_py._receiver`) as its subscriber. The
+inbox files what arrives there: per invocation, events are released in
+sequence order and the result after the terminal event, whatever order the
+network delivered them in. Replies to requests sent from the receiver
+(``ref``-tagged, e.g. the asyncio API's ``WaitResult``) complete futures.
+
+A stream belongs to the agent process that accepted its run (its *source*):
+a recovered run starts a fresh stream, and whatever the dead process's run
+still delivers afterwards is dropped, so it can never be mixed into the
+recovered one. Thread-safe; blocking readers wait on a condition, asyncio
+readers register a wakeup callback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from thespian.actors import PoisonMessage
+
+from hayata_py._errors import HayataError, TimeoutError_
+from hayata_py.messages import AgentEvent, AgentResult
+
+TERMINAL_EVENTS = ("invocation_completed", "invocation_failed", "invocation_interrupted")
+MAX_STREAMS = 1000
+"""Streams nobody reads are kept for the last this many CALLER runs."""
+MAX_EARLY = 10_000
+"""Messages kept for invocations whose run has not been accepted here yet."""
+
+Message = AgentEvent | AgentResult
+
+
+@dataclass
+class _Stream:
+    source: Any
+    streamed: bool
+    next: int = 1
+    events: dict[int, AgentEvent] = field(default_factory=dict)
+    terminal: int | None = None
+    result: AgentResult | None = None
+    wakeups: list[Callable[[], object]] = field(default_factory=list)
+
+    def file(self, message: Message) -> None:
+        if isinstance(message, AgentResult):
+            self.result = self.result or message
+        elif message.sequence >= self.next:
+            self.events[message.sequence] = message
+            if message.type in TERMINAL_EVENTS:
+                self.terminal = message.sequence
+
+    def take(self) -> Message | None:
+        event = self.events.pop(self.next, None)
+        if event is not None:
+            self.next += 1
+            return event
+        if self.result is not None and self.ready_for_result():
+            return self.result
+        return None
+
+    def ready_for_result(self) -> bool:
+        return not self.streamed or (self.terminal is not None and self.terminal < self.next)
+
+    def complete(self) -> bool:
+        """Everything of the run is here (nothing needs its agent any more)."""
+        if self.result is None:
+            return False
+        if not self.streamed:
+            return True
+        return self.terminal is not None and all(
+            s in self.events for s in range(self.next, self.terminal + 1))
+
+
+class Inbox:
+    """Streams of ``hy.CALLER`` runs and replies to the receiver's requests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._streams: OrderedDict[str, _Stream] = OrderedDict()
+        self._early: OrderedDict[str, list[tuple[Any, Message]]] = OrderedDict()
+        self._early_count = 0
+        self._replies: dict[int, Future[Any]] = {}
+        self._closed = False
+
+    # -- the receiver thread -------------------------------------------------------
+
+    def deliver(self, sender: Any, message: Any) -> None:
+        if isinstance(message, (AgentEvent, AgentResult)):
+            with self._lock:
+                self._file(sender, message)
+            return
+        ref = getattr(message, "ref", None)
+        if isinstance(message, PoisonMessage):
+            ref = getattr(message.poisonMessage, "ref", None)
+        future = self._replies.get(ref) if isinstance(ref, int) else None
+        if future is not None and not future.done():
+            future.set_result(None if isinstance(message, PoisonMessage) else message)
+
+    def _file(self, sender: Any, message: Message) -> None:
+        stream = self._streams.get(message.invocation_id)
+        if stream is None:
+            early = self._early.setdefault(message.invocation_id, [])
+            early.append((sender, message))
+            self._early_count += 1
+            while self._early_count > MAX_EARLY:
+                _, dropped = self._early.popitem(last=False)
+                self._early_count -= len(dropped)
+            return
+        if sender != stream.source:
+            return  # from the process of an earlier run of this invocation: stale
+        stream.file(message)
+        self._wake(stream)
+
+    def _wake(self, stream: _Stream) -> None:
+        self._lock.notify_all()
+        for wakeup in stream.wakeups:
+            try:
+                wakeup()
+            except RuntimeError:  # its event loop is closed: nobody waits any more
+                stream.wakeups = []
+
+    # -- callers -------------------------------------------------------------------
+
+    def expect(self, invocation_id: str, source: Any, streamed: bool) -> None:
+        """The agent at ``source`` accepted a run (or a recovery) of
+        ``invocation_id`` for this inbox: start its stream afresh."""
+        with self._lock:
+            old = self._streams.pop(invocation_id, None)
+            stream = _Stream(source, streamed)
+            if old is not None:
+                stream.wakeups = old.wakeups
+            self._streams[invocation_id] = stream
+            early = self._early.pop(invocation_id, [])
+            self._early_count -= len(early)
+            for sender, message in early:
+                if sender == source:
+                    stream.file(message)
+            while len(self._streams) > MAX_STREAMS:
+                self._streams.popitem(last=False)
+            self._wake(stream)
+
+    def take(self, invocation_id: str) -> Message | None:
+        """The next message of the stream if it is here (None: not yet).
+        Raises ``HayataError(code="not_found")`` for an invocation this inbox
+        does not follow (not a CALLER run of this system, or already read)."""
+        with self._lock:
+            stream = self._streams.get(invocation_id)
+            if stream is None:
+                raise HayataError(
+                    f"invocation {invocation_id} has no stream here: it was not run with "
+                    "subscriber=hy.CALLER from this system, or its result was already read",
+                    code="not_found", invocation_id=invocation_id)
+            message = stream.take()
+            if isinstance(message, AgentResult):
+                del self._streams[invocation_id]
+            return message
+
+    def next_message(self, invocation_id: str, timeout: float) -> Message:
+        """Block until the next message of the stream (TimeoutError after ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                message = self.take(invocation_id)
+                if message is not None:
+                    return message
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    raise TimeoutError_(f"no message for invocation {invocation_id} within "
+                                        f"{timeout}s", invocation_id=invocation_id)
+                self._lock.wait(remaining)
+
+    def on_message(self, invocation_id: str, wakeup: Callable[[], object] | None) -> None:
+        """Call ``wakeup`` (in the receiver thread; it must not block) whenever
+        something arrives for the stream; None removes it."""
+        with self._lock:
+            stream = self._streams.get(invocation_id)
+            if stream is not None:
+                stream.wakeups = [wakeup] if wakeup is not None else []
+
+    def follows(self, invocation_id: str) -> bool:
+        with self._lock:
+            return invocation_id in self._streams
+
+    def settle(self, invocation_id: str, result: AgentResult, until: float,
+               sending: Callable[[], bool], source: Any) -> None:
+        """``result`` is known (from ``wait()`` asking ``source``): keep it for
+        the stream if ``source`` runs it, then wait until the rest of the
+        stream is here, up to ``until`` (monotonic) and while ``sending()``
+        says its source still runs."""
+        with self._lock:
+            stream = self._streams.get(invocation_id)
+            if stream is None or stream.source != source:
+                return
+            if stream.result is None:
+                stream.result = result
+                self._wake(stream)
+            while not stream.complete() and self._streams.get(invocation_id) is stream:
+                remaining = until - time.monotonic()
+                if remaining <= 0 or self._closed or not sending():
+                    return
+                self._lock.wait(min(remaining, 0.2))
+
+    # -- replies to requests sent from the receiver -------------------------------------
+
+    def expect_reply(self, ref: int) -> Future[Any]:
+        """A future completed by the message carrying ``ref`` (None: undeliverable)."""
+        future: Future[Any] = Future()
+        self._replies[ref] = future
+        return future
+
+    def drop_reply(self, ref: int) -> None:
+        self._replies.pop(ref, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for stream in self._streams.values():
+                self._wake(stream)
+        for future in list(self._replies.values()):
+            if not future.done():
+                future.set_result(None)

@@ -1,0 +1,328 @@
+""":class:`AgentRef`, the blocking handle on one agent."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import psutil
+from thespian.actors import PoisonMessage
+
+from hayata_py._actors.agent import validate_run
+from hayata_py._errors import ConfigError, HayataError, TimeoutError_
+from hayata_py.messages import (
+    Abandon,
+    Ack,
+    AgentEvent,
+    AgentResult,
+    AgentStatus,
+    Caller,
+    GetResult,
+    GetStatus,
+    Recover,
+    ResolveTask,
+    ResultReply,
+    Run,
+    RunAccepted,
+    WaitResult,
+)
+from hayata_py.store import TaskClass, TaskRecord, classify_task
+
+if TYPE_CHECKING:
+    from hayata_py._api import AgentSystem
+
+_REFS = itertools.count(random.randrange(1, 2**31))
+ASK_TIMEOUT = 30.0
+WAIT_CHECK_PERIOD = 0.5
+"""How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""
+REMOTE_ASK_TIMEOUT = 2.0
+"""How long a look-up waits for an actor on another system."""
+
+
+def alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _is(*types: type) -> Callable[[Any], bool]:
+    return lambda reply: isinstance(reply, types)
+
+
+def _result_for(invocation_id: str) -> Callable[[Any], bool]:
+    return lambda reply: isinstance(reply, ResultReply) and reply.invocation_id == invocation_id
+
+
+def waited_result(reply: ResultReply, invocation_id: str) -> AgentResult:
+    """The result a ``WaitResult`` answer carries, or the error it stands for."""
+    if not reply.known:
+        raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
+                          invocation_id=invocation_id)
+    if reply.recovery_required:
+        raise HayataError(f"invocation {invocation_id} is unfinished and nothing runs it; "
+                          f"call recover() (or resolve_task()/abandon())",
+                          code="recovery_required", invocation_id=invocation_id)
+    assert reply.result is not None
+    return reply.result
+
+
+def system_died(system: AgentSystem, invocation_id: str) -> HayataError:
+    return HayataError(
+        f"the actor system (admin pid {system.admin_pid}) died while waiting for "
+        f"invocation {invocation_id}; restart it and recover()", code="no_system",
+        invocation_id=invocation_id)
+
+
+def check_timeout(timeout: Any) -> float:
+    """``timeout`` as seconds, or :class:`ConfigError` naming ``timeout``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not 0 < timeout < 10**7:
+        raise ConfigError("timeout", f"must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def checked_run(input: Any, subscriber: Any, stream: bool) -> Run:
+    """The Run for these options, or the RunRejected (``invalid_option``,
+    ``invalid_input``) that the agent would answer, raised here."""
+    run = Run(input, subscriber, stream)
+    rejected = validate_run(run)
+    if rejected is not None:
+        raise rejected
+    return run
+
+
+class AgentRef:
+    """A handle on one agent: run it, read its results and status.
+
+    The agent's address is looked up through its supervisor (it changes when
+    the agent restarts) and cached until a call finds it stale.
+    """
+
+    def __init__(self, system: AgentSystem, agent_id: str) -> None:
+        self.system = system
+        self.id = agent_id
+        self._address: Any = None
+        self._pid: int | None = None
+
+    def _current_address(self) -> Any:
+        """The agent's address, looked up again if the cached process is gone
+        (an ask to a dead actor can take the whole timeout to fail)."""
+        if self._address is None or self._pid is None or not alive(self._pid):
+            self._address, self._pid = self.system._agent_address(self.id)
+        return self._address
+
+    def _ask(self, message: Any, timeout: float = ASK_TIMEOUT,
+             accept: Callable[[Any], bool] = lambda _reply: True, address: Any = None) -> Any:
+        """Send ``message`` (to ``address``, default the agent's) and return the
+        first reply ``accept`` takes.
+
+        Replies that do not match (a late answer to an earlier call that timed
+        out) are dropped, so they can never be mistaken for this call's answer.
+        """
+        deadline = time.monotonic() + timeout
+        ref = 0
+        if hasattr(message, "ref"):
+            ref = next(_REFS)
+            message = dataclasses.replace(message, ref=ref)
+
+        def mine(reply: Any) -> bool:
+            return accept(reply) and getattr(reply, "ref", ref) == ref
+
+        endpoint = self.system._system
+        reply = endpoint.ask(address or self._current_address(), message, timeout)
+        while reply is not None and not isinstance(reply, PoisonMessage) and not mine(reply):
+            remaining = deadline - time.monotonic()
+            reply = endpoint.listen(remaining) if remaining > 0 else None
+        if reply is None or isinstance(reply, PoisonMessage):
+            self._address = None
+            raise TimeoutError_(f"agent {self.id!r} did not answer "
+                                f"{type(message).__name__} within {timeout}s")
+        return reply
+
+    def _start(self, message: Run | Recover, subscriber: Any, stream: bool) -> str:
+        """Send a Run or Recover; a ``hy.CALLER`` subscriber becomes this
+        system's receiver, whose stream for the invocation starts afresh."""
+        address = self._current_address()
+        caller = isinstance(subscriber, Caller)
+        if caller:
+            inbox, receiver = self.system._caller_inbox()
+            message = dataclasses.replace(message, subscriber=receiver.address)
+        reply = self._ask(message, accept=_is(RunAccepted, HayataError), address=address)
+        if isinstance(reply, HayataError):
+            raise reply
+        if not isinstance(reply, RunAccepted):
+            raise HayataError(f"unexpected answer to {type(message).__name__}: {reply!r}",
+                              code="protocol_error")
+        if caller:
+            inbox.expect(reply.invocation_id, address, stream)
+        return reply.invocation_id
+
+    def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False) -> str:
+        """Start an invocation; return its id once the agent accepted it.
+
+        ``subscriber``: an actor address, ``hy.CALLER`` (read with
+        :meth:`messages`), or None. ``stream=True`` sends events too (needs a
+        subscriber). Raises :class:`RunRejected` (``agent_busy``,
+        ``recovery_required``, ``invalid_option``, ``invalid_input``).
+        """
+        return self._start(checked_run(input, subscriber, stream), subscriber, stream)
+
+    def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
+                 ) -> Iterator[AgentEvent | AgentResult]:
+        """The events (in sequence order) then the result of an invocation run with
+        ``subscriber=hy.CALLER``. Raises TimeoutError if nothing arrives in ``timeout`` s,
+        ``HayataError(code="not_found")`` if this system follows no such stream."""
+        check_timeout(timeout)
+        inbox, _receiver = self.system._caller_inbox()
+        while True:
+            message = inbox.next_message(invocation_id, timeout)
+            yield message
+            if isinstance(message, AgentResult):
+                return
+
+    def get_result(self, invocation_id: str) -> AgentResult | None:
+        """The result, or None while the invocation runs."""
+        reply = self._ask(GetResult(invocation_id), accept=_result_for(invocation_id))
+        assert isinstance(reply, ResultReply)
+        if not reply.known:
+            raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
+                              invocation_id=invocation_id)
+        return reply.result
+
+    def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Block until the invocation ends (raises TimeoutError after ``timeout`` s).
+
+        A wait in progress when the run is interrupted returns that run's result
+        (``invocation_interrupted``/``ownership_lost``, ``details["recoverable"]``).
+        Raises ``HayataError(code="recovery_required")`` if nothing runs it any
+        more: the agent process died (its restarted successor found it
+        unfinished) or its run was interrupted earlier; :meth:`recover`
+        continues it.
+        ``HayataError(code="no_system")`` if the whole actor system died.
+        For a ``hy.CALLER`` run, it returns once this process holds the whole
+        stream, so :meth:`messages` no longer needs the agent.
+        """
+        deadline = time.monotonic() + check_timeout(timeout)
+        ref = next(_REFS)
+        endpoint = self.system._system
+        asked = self._current_address()
+        endpoint.tell(asked, WaitResult(invocation_id, ref=ref))
+        probe: Any = None
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
+                                        f"{timeout}s", invocation_id=invocation_id)
+                reply = endpoint.listen(min(remaining, WAIT_CHECK_PERIOD))
+                if isinstance(reply, ResultReply) and reply.ref == ref \
+                        and reply.invocation_id == invocation_id:
+                    break
+                if reply is None and not alive(endpoint.admin_pid):
+                    raise system_died(self.system, invocation_id)
+                if reply is None:
+                    # Is the agent we asked still there? Asked through a private
+                    # endpoint: on this one the checks would take (and drop) the
+                    # reply we wait for if it arrived meanwhile.
+                    probe = probe or endpoint.new_endpoint()
+                    if self._restarted_since(asked, probe):
+                        # Its successor answers (at once if the invocation now
+                        # needs recover()).
+                        asked = self._address
+                        endpoint.tell(asked, WaitResult(invocation_id, ref=ref))
+        finally:
+            if probe is not None:
+                with contextlib.suppress(Exception):
+                    probe.exit_clone()
+        result = waited_result(reply, invocation_id)
+        self._settle(invocation_id, result, asked, deadline)
+        return result
+
+    def _settle(self, invocation_id: str, result: AgentResult, source: Any,
+               until: float) -> None:
+        """Hand a waited-for result to this system's CALLER stream of the
+        invocation (if it follows one from ``source``) and wait for the rest
+        of that stream while its agent process runs."""
+        inbox = self.system._inbox
+        if not inbox.follows(invocation_id):
+            return
+        pid = self._pid if source == self._address else None
+        give_up = time.monotonic() + REMOTE_ASK_TIMEOUT
+
+        def sending() -> bool:
+            return alive(pid) if pid is not None else time.monotonic() < give_up
+
+        inbox.settle(invocation_id, result, until, sending, source)
+
+    def _restarted_since(self, address: Any, probe: Any = None) -> bool:
+        """True if the agent now runs as another process than ``address``
+        (asked through ``probe``, default this thread's endpoint)."""
+        try:
+            current, pid = self.system._agent_address(self.id, via=probe,
+                                                      timeout=REMOTE_ASK_TIMEOUT)
+        except HayataError:
+            return False  # between two processes, or no answer now: look again later
+        if current != address:
+            self._address, self._pid = current, pid
+            return True
+        return False
+
+    def status(self) -> str:
+        """``idle``, ``running`` or ``recovery_required``."""
+        return self.status_info().status
+
+    def status_info(self) -> AgentStatus:
+        """Status with the current (or unfinished) invocation id."""
+        reply = self._ask(GetStatus(), accept=_is(AgentStatus))
+        assert isinstance(reply, AgentStatus)
+        return reply
+
+    def recover(self, *, subscriber: Any = None, stream: bool = False) -> str:
+        """Continue the unfinished invocation found at start; return its id.
+
+        Completed tasks of the interrupted step are reused, not-started ones
+        run, idempotent uncertain ones re-run. Raises :class:`RecoveryRejected`:
+        ``nothing_to_recover``, ``task_execution_uncertain`` (``details`` name
+        ``task_ids`` and ``node_ids``; nothing was run), ``invocation_busy``.
+        With ``subscriber=hy.CALLER`` the recovered run's stream starts afresh
+        at sequence 1: nothing of the interrupted run is mixed into it.
+        """
+        checked_run(None, subscriber, stream)
+        return self._start(Recover(subscriber, stream), subscriber, stream)
+
+    def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
+        """Record ``result`` for an uncertain task (established by checking the
+        external system); a later :meth:`recover` reuses it."""
+        self._expect_ack(self._ask(ResolveTask(task_id, result), accept=_is(Ack, HayataError)))
+
+    def abandon(self, invocation_id: str) -> None:
+        """End the unfinished invocation as failed (``abandoned``) and free the agent."""
+        self._expect_ack(self._ask(Abandon(invocation_id), accept=_is(Ack, HayataError)))
+
+    @staticmethod
+    def _expect_ack(reply: Any) -> None:
+        if isinstance(reply, HayataError):
+            raise reply
+        if not isinstance(reply, Ack):
+            raise HayataError(f"unexpected answer: {reply!r}", code="protocol_error")
+
+    def tasks(self, invocation_id: str | None = None) -> list[tuple[TaskRecord, TaskClass]]:
+        """The durable task records of an invocation (default: the current or
+        unfinished one) with their recovery classification."""
+        store = self.system.store
+        if store is None:
+            raise HayataError("no store is known to this handle", code="no_store")
+        if invocation_id is None:
+            invocation_id = self.status_info().invocation_id
+            if invocation_id is None:
+                records = store.list_invocations(self.id, limit=1)
+                if not records:
+                    return []
+                invocation_id = records[0].invocation_id
+        return [(t, classify_task(t, idempotent=False)) for t in store.get_tasks(invocation_id)]
