@@ -66,3 +66,35 @@ def test_hayata_uses_only_the_public_api_of_supervisors() -> None:
             offenders += [f"{path.name}:{node.lineno} {name}" for name in names
                           if name.startswith("supervisors.")]
     assert offenders == []
+
+
+def test_the_invocation_core_is_pure() -> None:
+    """``hayata_py._invocation`` imports only the standard library and the pure leaf
+    modules (never the actors, Thespian, supervisors or the database code), so it
+    can be driven and tested without a process."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    root = Path(hayata_py.__file__).parent
+    leaves = {"hayata_py._errors", "hayata_py._policy", "hayata_py._codec",
+              "hayata_py.store._records"}
+    files = sorted((root / "_invocation").glob("*.py"))
+    files += [root / "_errors.py", root / "_policy.py", root / "_codec.py",
+              root / "store" / "_records.py"]
+    offenders = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                ok = (name.startswith("hayata_py._invocation") or name in leaves
+                      or top in sys.stdlib_module_names or top in ("__future__", "msgpack"))
+                if not ok:
+                    offenders.append(f"{path.name}:{node.lineno} {name}")
+    assert offenders == []
