@@ -28,20 +28,10 @@ import psutil
 
 import hayata_py as hy
 from benchmarks import graphs as G
-from benchmarks._util import environment, fmt, write_json
+from benchmarks._util import environment, fmt, pss_mb, write_json
+from benchmarks._util import roles as find_roles
 
-MB = 1024 * 1024
 TIMEOUT = 60.0
-
-
-def _pss(processes: Sequence[psutil.Process]) -> float:
-    total = 0
-    for proc in processes:
-        try:
-            total += proc.memory_full_info().pss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return total / MB
 
 
 def _cpu(proc: psutil.Process) -> float:
@@ -52,31 +42,18 @@ def _cpu(proc: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-def _roles(tree: dict[str, Any]) -> dict[int, str]:
-    roles: dict[int, str] = {}
-
-    def walk(row: dict[str, Any]) -> None:
-        if row.get("pid"):
-            roles[int(row["pid"])] = str(row["role"])
-        for child in row.get("children", []):
-            walk(child)
-
-    walk(tree)
-    return roles
-
-
 def idle_agents(agents: int, runs: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hy-core-") as tmp, \
             hy.AgentSystem(Path(tmp) / "hy") as system:
         base_procs = system.processes()
-        base = _pss(base_procs)
+        base = pss_mb(base_procs)
         refs = [system.start_agent(G.hy_config("seq3", f"seq3-{i}")) for i in range(agents)]
         for _ in range(runs):
             ids = [(ref, ref.run("x")) for ref in refs]
             for ref, invocation_id in ids:
                 assert ref.wait(invocation_id, TIMEOUT).ok
         procs = system.processes()
-        total = _pss(procs)
+        total = pss_mb(procs)
         return {"agents": agents, "runs_each": runs, "processes": len(procs),
                 "processes_per_agent": (len(procs) - len(base_procs)) / agents,
                 "pss_mb_total": total, "pss_mb_system_without_agents": base,
@@ -90,7 +67,8 @@ def cpu_per_invocation(invocations: int) -> dict[str, Any]:
         for _ in range(20):
             assert agent.wait(agent.run("warm"), TIMEOUT).ok
         procs = system.processes()
-        roles = _roles(system.tree())
+        roles = {pid: role for role, pids in find_roles(system.tree()).items()
+                 for pid in pids}
         roles[system.admin_pid] = "admin"
         me = psutil.Process()
         before = {p.pid: _cpu(p) for p in procs}
