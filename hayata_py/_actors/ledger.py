@@ -64,9 +64,9 @@ def stored_result(record: InvocationRecord) -> AgentResult:
                        error)
 
 
-def _refused(raw: Exception, what: str) -> WriteRefused:
+def _refused(raw: Exception) -> WriteRefused:
     exc = as_store_error(raw)
-    return WriteRefused(ErrorInfo(exc.code, f"{what}: {exc}", dict(exc.details)),
+    return WriteRefused(ErrorInfo(exc.code, str(exc), dict(exc.details)),
                         fenced=isinstance(exc, StaleWriter))
 
 
@@ -114,7 +114,7 @@ class Ledger:
         try:
             self.store.save_checkpoint(self.record_of(invocation_id, input, cp), token=token)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
-            return _refused(raw, "checkpoint refused")
+            return _refused(raw)
         return None
 
     def finish(self, invocation_id: str, token: int, record: RecordResult
@@ -130,7 +130,7 @@ class Ledger:
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             self.log.error("finish_refused", invocation_id=invocation_id,
                            code=as_store_error(raw).code)
-            return _refused(raw, "terminal result refused")
+            return _refused(raw)
         return None
 
     def renew(self, invocation_id: str, token: int) -> bool | None:

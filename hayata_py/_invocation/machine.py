@@ -32,6 +32,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
+from hayata_py._invocation import reasons
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -162,8 +163,8 @@ class Invocation:
         if isinstance(event, PolicyAnswered) and phase is Phase.DECIDING:
             return self._on_answer(event.answer)
         if isinstance(event, PolicyRaised) and phase is Phase.DECIDING:
-            return self._fail(ErrorInfo("policy_failed", f"{event.type_name}: {event.message}",
-                                        {"type": event.type_name, "step": self.step_no}))
+            return self._fail(reasons.policy_failed(event.type_name, event.message,
+                                                    self.step_no))
         if isinstance(event, CheckpointSaved) and phase is Phase.SAVING:
             return self._dispatch_step(event.unplaced)
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
@@ -233,19 +234,14 @@ class Invocation:
             try:
                 check_encodable(decision.result, "result")
             except EncodingError as exc:
-                return self._fail(ErrorInfo("invalid_policy_result",
-                                            f"Finish result cannot be stored: {exc}",
-                                            exc.details))
+                return self._fail(reasons.not_storable("Finish result", exc))
             return self._record(RecordResult(True, decision.result, None, dict(self.state)))
         if self.step_no >= self.rules.max_steps:
-            return self._fail(ErrorInfo(
-                "max_steps_exceeded", f"the policy asked for step {self.step_no + 1} but "
-                f"max_steps is {self.rules.max_steps}", {"max_steps": self.rules.max_steps}))
+            return self._fail(reasons.max_steps_exceeded(self.step_no, self.rules.max_steps))
         try:
             check_encodable(decision.input, "input")
         except EncodingError as exc:
-            return self._fail(ErrorInfo("invalid_policy_result",
-                                        f"Next input cannot be stored: {exc}", exc.details))
+            return self._fail(reasons.not_storable("Next input", exc))
         self.execution = _Execution(execution_id_for(self.id, self.step_no), decision.nodes,
                                     decision.input, decision.parallel)
         self.parallel_results = None
@@ -263,13 +259,7 @@ class Invocation:
         if waiting and self.rules.durable:
             # No system can run it now: say so at once. Nothing started; recover()
             # runs the step once a system that qualifies has joined.
-            node_id = waiting[0]
-            return self._interrupt(ErrorInfo(
-                "invocation_interrupted",
-                f"node {node_id!r} has no system to run on ({unplaced[node_id]}); the "
-                "invocation is kept: call recover() once a system that satisfies the "
-                "node's placement has joined",
-                {"node_id": node_id, "reason": unplaced[node_id], "recoverable": True}))
+            return self._interrupt(reasons.unplaced(waiting[0], unplaced[waiting[0]]))
         return self._send(ex, [(n, 1) for n in ex.nodes])
 
     def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]]) -> list[Command]:
@@ -346,16 +336,8 @@ class Invocation:
             del ex.pending[key]
         if down.cause in (DownCause.UNREACHABLE, DownCause.WAITING_FOR_PLACEMENT) \
                 and self.rules.durable:
-            return self._interrupt(ErrorInfo(
-                "invocation_interrupted",
-                f"node {down.node_id!r} became unreachable during execution {ex.id} "
-                f"({down.reason}); the invocation is kept: call recover() once a system "
-                "that satisfies the node's placement is up",
-                {"node_id": down.node_id, "reason": down.reason, "recoverable": True}))
-        return self._fail(ErrorInfo(
-            "node_crashed", f"node {down.node_id!r} (pid {down.pid}) died during execution "
-            f"{ex.id}: {down.reason}",
-            {"node_id": down.node_id, "pid": down.pid, "reason": down.reason}))
+            return self._interrupt(reasons.unreachable(down.node_id, ex.id, down.reason))
+        return self._fail(reasons.node_crashed(down.node_id, down.pid, ex.id, down.reason))
 
     def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
         ex = self.execution
@@ -363,20 +345,12 @@ class Invocation:
         if deadline.execution_id != ex.id or not ex.pending:
             return []
         pending = sorted(k.node_id for k in ex.pending)
-        timeout = self.rules.execution_timeout
-        return self._fail(ErrorInfo(
-            "execution_timeout", f"node {pending[0]!r} did not finish within {timeout}s "
-            f"(execution {ex.id}; pending nodes: {', '.join(pending)}); its edge is killed",
-            {"node_id": pending[0], "pending_nodes": pending, "timeout": timeout}))
+        return self._fail(reasons.timed_out(pending, self.rules.execution_timeout, ex.id))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:
-            return self._interrupt(ErrorInfo(
-                "invocation_interrupted", "the agent's node supervisor died and the agent "
-                "restarts with it; the invocation is kept: call recover()",
-                {"recoverable": True}))
-        return self._fail(ErrorInfo("agent_stopped", "the agent was stopped during the "
-                                    "invocation", {}))
+            return self._interrupt(reasons.nodes_lost())
+        return self._fail(reasons.agent_stopped())
 
     # -- ending ----------------------------------------------------------------------
 
@@ -417,13 +391,10 @@ class Invocation:
             return self._lose_ownership()
         if self.phase is Phase.SAVING:
             # The step was not recorded, so nothing of it may run.
-            error = ErrorInfo(refused.error.code, f"checkpoint refused: "
-                              f"{refused.error.message}", dict(refused.error.details))
+            error = reasons.refused(refused.error, "checkpoint refused")
             out = self._cancel_all()
         else:
-            error = ErrorInfo(refused.error.code, "the terminal result could not be "
-                              f"recorded: {refused.error.message}",
-                              dict(refused.error.details))
+            error = reasons.refused(refused.error, "the terminal result could not be recorded")
             out = []
         self.phase = Phase.ENDED
         return out + self._emit("invocation_failed", _error_data(error)) + [
@@ -432,10 +403,7 @@ class Invocation:
     def _lose_ownership(self) -> list[Command]:
         """Another system took the invocation over (fenced): stop at once and
         write nothing more; the invocation is kept, the new owner runs it."""
-        return self._interrupt(ErrorInfo(
-            "ownership_lost", f"another system took over invocation {self.id} (this "
-            "system's lease was not renewed in time): this system stops it and writes "
-            "nothing more", {"owner": self.rules.owner, "recoverable": True}))
+        return self._interrupt(reasons.ownership_lost(self.id, self.rules.owner))
 
     def _interrupt(self, error: ErrorInfo) -> list[Command]:
         """End this run without a durable result; the invocation stays running in
