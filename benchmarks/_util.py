@@ -98,3 +98,30 @@ def write_json(name: str, data: dict[str, Any]) -> Path:
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(_clean(data), indent=2, sort_keys=False) + "\n")
     return path
+
+
+def pss_mb(processes: Sequence[Any]) -> float:
+    """PSS (psutil ``memory_full_info().pss``) summed over ``processes``, in MB."""
+    import psutil
+
+    total = 0
+    for proc in processes:
+        try:
+            total += proc.memory_full_info().pss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total / (1024 * 1024)
+
+
+def roles(tree: dict[str, Any]) -> dict[str, list[int]]:
+    """Role -> pids of an ``AgentSystem.tree()``."""
+    found: dict[str, list[int]] = {}
+
+    def walk(row: dict[str, Any]) -> None:
+        if row.get("pid"):
+            found.setdefault(row["role"], []).append(int(row["pid"]))
+        for child in row.get("children", []):
+            walk(child)
+
+    walk(tree)
+    return found

@@ -56,7 +56,8 @@ import psutil
 
 import hayata_py as hy
 from benchmarks import graphs as G
-from benchmarks._util import environment, fmt, ms, summary, write_json
+from benchmarks._util import environment, fmt, ms, pss_mb, summary, write_json
+from benchmarks._util import roles as find_roles
 
 MB = 1024 * 1024
 TIMEOUT = 120.0
@@ -288,16 +289,6 @@ def _lg_block(lg: LG, threads: int, seconds: float) -> int:
     return sum(counts)
 
 
-def _pss_mb(processes: Sequence[psutil.Process]) -> float:
-    total = 0
-    for proc in processes:
-        try:
-            total += proc.memory_full_info().pss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return total / MB
-
-
 def _lg_memory(graphs: int) -> dict[str, Any]:
     """PSS of a fresh process holding ``graphs`` compiled seq3 graphs, each run once."""
     code = ("import sys, json, psutil; from benchmarks.bench_langgraph import _lg_memory_child;"
@@ -329,7 +320,7 @@ def w5_w8_throughput_memory(tmp: str, agent_counts: Sequence[int], block_s: floa
     tput: dict[str, Any] = {}
     memory: dict[str, Any] = {"hayata": {}, "langgraph": {}}
     with hy.AgentSystem(Path(tmp) / "hy-w5") as system:
-        memory["hayata"]["0"] = {"pss_mb": _pss_mb(system.processes()),
+        memory["hayata"]["0"] = {"pss_mb": pss_mb(system.processes()),
                                  "processes": len(system.processes())}
         agents: list[hy.AgentRef] = []
         start_times: list[float] = []
@@ -343,7 +334,7 @@ def w5_w8_throughput_memory(tmp: str, agent_counts: Sequence[int], block_s: floa
                 agents.append(agent)
             if count in memory_counts:
                 procs = system.processes()
-                memory["hayata"][str(count)] = {"pss_mb": _pss_mb(procs),
+                memory["hayata"][str(count)] = {"pss_mb": pss_mb(procs),
                                                 "processes": len(procs)}
             if count in agent_counts:
                 hy_rates: list[float] = []
@@ -480,19 +471,6 @@ PROFILE_CATEGORIES = {
 }
 
 
-def _roles(tree: dict[str, Any]) -> dict[str, list[int]]:
-    roles: dict[str, list[int]] = {}
-
-    def walk(row: dict[str, Any]) -> None:
-        if row.get("pid"):
-            roles.setdefault(row["role"], []).append(int(row["pid"]))
-        for child in row.get("children", []):
-            walk(child)
-
-    walk(tree)
-    return roles
-
-
 def profile(duration: float, rate: int) -> dict[str, Any]:
     """py-spy on every process of a seq3 agent while the caller runs invocations
     (run + wait) for ``duration`` s; CPU ms per invocation by process role and
@@ -508,7 +486,7 @@ def profile(duration: float, rate: int) -> dict[str, Any]:
         agent = system.start_agent(G.hy_config("seq3"))
         for _ in range(5):
             _hy_wait(agent)()
-        roles = _roles(system.tree())
+        roles = find_roles(system.tree())
         roles["admin"] = [system.admin_pid]
         spies = []
         for role, pids in roles.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,7 @@ class Decision:
 
 
 def validate_decision(
-    answer: Any, known_nodes: Mapping[str, Any] | set[str]
+    answer: Any, known_nodes: Collection[str]
 ) -> Decision | ErrorInfo:
     """Check a policy's answer; return a :class:`Decision` or the failure as data.
 

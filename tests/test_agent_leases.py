@@ -62,6 +62,12 @@ def test_a_frozen_owner_loses_the_invocation_and_writes_nothing_more(tmp_path: P
                    timeout=30, message="right in flight")
         row = find(system.tree(), "agent")
         assert row is not None
+        # Freeze the agent just after a renewal committed, not in the middle of
+        # one: a process frozen inside a write transaction keeps SQLite's write
+        # lock, and then nobody (not the new owner either) can write at all.
+        seen = _lease(db, inv)[2] or 0
+        eventually(lambda: (_lease(db, inv)[2] or 0) > seen, timeout=10,
+                   message="a renewal committed")
         os.kill(row["pid"], signal.SIGSTOP)
         try:
             eventually(lambda: (_lease(db, inv)[2] or 0) < time.time(), timeout=10,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
 import hayata_py
 import supervisors
 
@@ -49,22 +53,42 @@ def test_supervisors_does_not_import_hayata() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+def imports(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) of every import statement in the file at ``path``."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+
+
 def test_hayata_uses_only_the_public_api_of_supervisors() -> None:
     """No module of hayata_py imports a private module of supervisors or
     reaches into a private attribute of one of its classes."""
-    import ast
-    from pathlib import Path
+    offenders = [f"{path.name}:{line} {name}"
+                 for path in sorted(Path(hayata_py.__file__).parent.rglob("*.py"))
+                 for line, name in imports(path) if name.startswith("supervisors.")]
+    assert offenders == []
 
-    offenders = []
-    for path in sorted(Path(hayata_py.__file__).parent.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            else:
-                continue
-            offenders += [f"{path.name}:{node.lineno} {name}" for name in names
-                          if name.startswith("supervisors.")]
+
+def test_the_invocation_core_is_pure() -> None:
+    """``hayata_py._invocation`` imports only the standard library and the pure leaf
+    modules (never the actors, Thespian, supervisors or the database code), so it
+    can be driven and tested without a process."""
+    import sys
+
+    root = Path(hayata_py.__file__).parent
+    leaves = {"hayata_py._errors", "hayata_py._policy", "hayata_py._codec",
+              "hayata_py.store._records"}
+    files = sorted((root / "_invocation").glob("*.py"))
+    files += [root / "_errors.py", root / "_policy.py", root / "_codec.py",
+              root / "store" / "_records.py"]
+    def allowed(name: str) -> bool:
+        top = name.split(".")[0]
+        return (name.startswith("hayata_py._invocation") or name in leaves
+                or top in sys.stdlib_module_names or top in ("__future__", "msgpack"))
+
+    offenders = [f"{path.name}:{line} {name}" for path in files
+                 for line, name in imports(path) if not allowed(name)]
     assert offenders == []

@@ -188,7 +188,8 @@ def test_drill_4_parallel_recovery_reuses_the_done_branch_and_runs_the_other(
     agent = system.start_agent(config())
     right_node = find(system.tree(), "node", "node:right")
     assert right_node is not None
-    os.kill(right_node["pid"], signal.SIGSTOP)  # right never receives its work
+    (right_edge,) = [e for e in right_node["children"] if e["role"] == "edge"]
+    os.kill(right_edge["pid"], signal.SIGSTOP)  # right never takes up its work
     inv = agent.run(drill.input())
     drill.wait_status(inv, "left", "completed")
     assert "right" not in drill.tasks(inv)

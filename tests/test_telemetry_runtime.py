@@ -46,15 +46,14 @@ def test_sequential_run_events(tmp_path: Path, sink: Path) -> None:
     result, _ = run(tmp_path, [["next", "a", {}], ["finish", 1]],
                     {"sink": ("tests.telemetry_sink:record", ALL)})
     assert result.ok
-    rows = eventually(lambda: (r := events(sink)) and len(r) >= 8 and r, message="events")
+    rows = eventually(lambda: (r := events(sink)) and len(r) >= 6 and r, message="events")
     assert sorted(names(rows)) == sorted([
-        "agent.invocation.start", "node.execution.start", "reducer.start", "edge.start",
-        "edge.stop", "reducer.stop", "node.execution.stop", "agent.invocation.stop"])
+        "agent.invocation.start", "node.execution.start", "edge.start",
+        "edge.stop", "node.execution.stop", "agent.invocation.stop"])
     by = {".".join(r["event"][1:]): r for r in rows}
-    for start in ("agent.invocation.start", "node.execution.start", "edge.start",
-                  "reducer.start"):
+    for start in ("agent.invocation.start", "node.execution.start", "edge.start"):
         assert isinstance(by[start]["measurements"]["system_time"], int)
-    for stop in ("agent.invocation.stop", "node.execution.stop", "edge.stop", "reducer.stop"):
+    for stop in ("agent.invocation.stop", "node.execution.stop", "edge.stop"):
         assert by[stop]["measurements"]["duration"] > 0
         assert by[stop]["metadata"]["status"] == "completed"
     inv = by["agent.invocation.start"]["metadata"]["invocation_id"]
@@ -66,12 +65,13 @@ def test_sequential_run_events(tmp_path: Path, sink: Path) -> None:
     edge = by["edge.stop"]["metadata"]
     assert edge["node_id"] == "a" and edge["execution_id"] == execution
     assert edge["edge_id"].startswith("a.edge-") and edge["agent_id"] == "t"
-    reducer = by["reducer.stop"]["metadata"]
-    assert reducer["expected_edges"] == [edge["edge_id"]]
-    assert (reducer["result_count"], reducer["error_count"], reducer["pending_edges"]) == (
-        1, 0, [])
-    # Events come from the processes where things happen.
-    assert len({r["pid"] for r in rows}) == 4  # agent, node, edge, reducer
+    # Events come from the processes where things happen: the agent owns the
+    # invocation and the node execution (the node is off the step path); the
+    # edge runs the function. A sequential step starts no reducer.
+    pids = {".".join(r["event"][1:]): r["pid"] for r in rows}
+    assert pids["agent.invocation.start"] == pids["node.execution.stop"]
+    assert pids["edge.start"] == pids["edge.stop"] != pids["agent.invocation.start"]
+    assert len(set(pids.values())) == 2
     for row in rows:  # never results, inputs or messages in metadata
         assert not {"result", "input", "message", "traceback"} & set(row["metadata"])
 
@@ -80,10 +80,10 @@ def test_parallel_run_events(tmp_path: Path, sink: Path) -> None:
     result, _ = run(tmp_path, [["next", ["a", "b"], {}], ["finish", 1]],
                     {"sink": ("tests.telemetry_sink:record", ALL)})
     assert result.ok
-    rows = eventually(lambda: (r := events(sink)) and len(r) >= 14 and r, message="events")
+    rows = eventually(lambda: (r := events(sink)) and len(r) >= 10 and r, message="events")
     counted = names(rows)
-    for name in ("node.execution.start", "node.execution.stop", "edge.start", "edge.stop",
-                 "reducer.start", "reducer.stop"):
+    assert "reducer.start" not in counted
+    for name in ("node.execution.start", "node.execution.stop", "edge.start", "edge.stop"):
         assert counted.count(name) == 2, name
     nodes = {r["metadata"]["node_id"] for r in rows if r["event"][1] == "node"}
     assert nodes == {"a", "b"}
@@ -93,24 +93,22 @@ def test_failing_node_emits_exceptions_with_the_class_only(tmp_path: Path, sink:
     result, _ = run(tmp_path, [["next", "a", {"raise": "secret detail"}]],
                     {"sink": ("tests.telemetry_sink:record", ALL)})
     assert result.error is not None and result.error.code == "node_failed"
-    rows = eventually(lambda: (r := events(sink)) and len(r) >= 8 and r, message="events")
+    rows = eventually(lambda: (r := events(sink)) and len(r) >= 6 and r, message="events")
     by = {".".join(r["event"][1:]): r for r in rows}
     for name in ("edge.exception", "node.execution.exception", "agent.invocation.exception"):
         assert by[name]["metadata"]["class"] == "RuntimeError"
         assert by[name]["metadata"]["status"] == "failed"
         assert "secret detail" not in json.dumps(by[name])
-    assert by["reducer.stop"]["metadata"]["error_count"] == 1
 
 
 def test_timeout_is_reported_as_timed_out(tmp_path: Path, sink: Path) -> None:
     result, _ = run(tmp_path, [["next", "a", {"sleep": 5}]],
                     {"sink": ("tests.telemetry_sink:record", ALL)}, execution_timeout=0.3)
     assert result.error is not None and result.error.code == "execution_timeout"
-    rows = eventually(lambda: (r := events(sink)) and "reducer.stop" in names(r) and r)
+    rows = eventually(lambda: (r := events(sink))
+                      and "agent.invocation.stop" in names(r) and r)
     by = {".".join(r["event"][1:]): r for r in rows}
-    assert by["reducer.stop"]["metadata"]["status"] == "timed_out"
-    assert by["reducer.stop"]["metadata"]["pending_edges"] == [
-        by["edge.start"]["metadata"]["edge_id"]]
+    assert result.error.details["pending_nodes"] == ["a"]
     assert by["node.execution.stop"]["metadata"]["status"] == "timed_out"
     assert by["agent.invocation.stop"]["metadata"]["status"] == "timed_out"
     assert "edge.stop" not in by  # the edge was killed mid-task
@@ -121,7 +119,7 @@ def test_a_raising_handler_is_detached_and_the_run_succeeds(tmp_path: Path, sink
                        {"bomb": ("tests.telemetry_sink:explode", ALL),
                         "sink": ("tests.telemetry_sink:record", ALL)})
     assert result.ok and result.result == 2
-    assert len(events(sink)) == 8  # the healthy handler saw everything
+    assert len(events(sink)) == 6  # the healthy handler saw everything
     log = (data / "hayata.log.jsonl").read_text()
     assert "telemetry_handler_detached" in log
 

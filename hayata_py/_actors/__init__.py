@@ -1,1 +1,2 @@
-"""The actors of an agent: supervisors, agent, node, edge, reducer, edge watcher."""
+"""The actors of an agent: supervisors, the agent (a shell around the invocation
+machine), nodes, edges and the edge watcher."""

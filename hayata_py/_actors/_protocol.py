@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
 from hayata_py._errors import ErrorInfo
+from hayata_py._invocation.events import DownCause
 
 
 @dataclass(frozen=True)
-class Execute:
-    """Agent -> node: run the node function once for this task."""
+class RunTask:
+    """Agent -> edge: run the node function once for this task (one edge task).
+
+    The edge records ``started`` before the function runs and
+    ``completed``/``failed`` after it, then sends the agent :class:`Outcome`."""
 
     execution_id: str
     task_id: str
@@ -20,10 +25,10 @@ class Execute:
     state: dict[str, Any]
     agent: Any
     stream: bool
-    timeout: float
     idempotency_key: str
     step: int = 0
     branch_index: int = 0
+    item: int | None = None
     token: int = 0
     attempt: int = 1
     store_url: str = ""
@@ -32,97 +37,18 @@ class Execute:
 
 
 @dataclass(frozen=True)
-class Cancel:
-    """Agent -> node: the execution is over; kill its edges if still running."""
-
-    execution_id: str
-
-
-@dataclass(frozen=True)
-class EdgeInit:
-    node_id: str
-    edge_id: str
-    function: str
-    watcher: Any
-
-
-@dataclass(frozen=True)
-class EdgeReady:
-    edge_id: str
-    pid: int
-
-
-@dataclass(frozen=True)
-class RunEdge:
-    """Node -> edge: run the node function (one edge task)."""
-
-    execute: Execute
-    edge_id: str
-    reducer: Any
-    direct: bool = False
-    """The execution has this one edge: the edge sends the agent its
-    :class:`Outcome` itself (one hop less on every step) and the reducer only
-    keeps the books (deadline, :class:`ReducerDone`, telemetry)."""
-
-
-@dataclass(frozen=True)
-class EdgeResult:
-    """Edge -> reducer: terminal result of one edge task."""
-
-    execution_id: str
-    node_id: str
-    edge_id: str
-    ok: bool
-    result: Any = None
-    error: ErrorInfo | None = None
-    partials: int = 0
-    delivered: bool = False
-    """The edge already sent this result to the agent as the node's :class:`Outcome`."""
-
-
-@dataclass(frozen=True)
-class Expect:
-    """Node -> reducer: collect these edges of an execution, within ``timeout``."""
-
-    execution_id: str
-    node_id: str
-    edge_ids: tuple[str, ...]
-    timeout: float
-    agent: Any
-    agent_id: str = ""
-
-
-@dataclass(frozen=True)
-class Forget:
-    """Node -> reducer: an execution was cancelled; drop what is collected."""
-
-    execution_id: str
-
-
-@dataclass(frozen=True)
-class ReducerDone:
-    """Reducer -> node: the execution is consolidated; ``pending`` edges timed out.
-
-    ``status`` is the telemetry status (completed, failed, timed_out) and
-    ``error_class`` the exception class name when the node function raised."""
-
-    execution_id: str
-    pending: tuple[str, ...] = ()
-    status: str = "completed"
-    error_class: str | None = None
-
-
-@dataclass(frozen=True)
 class Outcome:
-    """Edge (single-edge execution), reducer or node -> agent: one node's
-    consolidated result for an execution."""
+    """Edge -> agent: the recorded result of one task."""
 
     execution_id: str
+    task_id: str
     node_id: str
+    edge_id: str
     ok: bool
     result: Any = None
     error: ErrorInfo | None = None
     partials: int = 0
+    item: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +60,93 @@ class Partial:
     edge_id: str
     index: int
     result: dict[str, Any]
+    item: int | None = None
+
+
+@dataclass(frozen=True)
+class EdgeRef:
+    """An edge the agent may send tasks to."""
+
+    edge_id: str
+    address: Any
+
+
+@dataclass(frozen=True)
+class EdgeTable:
+    """Node -> agent: the edges of this node the agent may use now (all of them;
+    ``version`` grows with every change, since messages may arrive out of order)."""
+
+    node_id: str
+    version: int
+    edges: tuple[EdgeRef, ...]
+
+
+class EdgeExit(enum.Enum):
+    """Why an edge left its node's table."""
+
+    DIED = "died"
+    """Its process died on its own (os._exit, a signal, OOM): its task failed."""
+    KILLED = "killed"
+    """Its node killed it on request (a cancelled or timed-out task)."""
+
+
+@dataclass(frozen=True)
+class EdgeLost:
+    """Node -> agent: edge ``edge_id`` is gone (a task it ran fails with ``node_failed``
+    if it died on its own)."""
+
+    node_id: str
+    edge_id: str
+    exit: EdgeExit
+    pid: int | None = None
+
+
+class KillReason(enum.Enum):
+    """Why the agent wants an edge killed (logged by the node)."""
+
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
+
+
+@dataclass(frozen=True)
+class KillEdge:
+    """Agent -> node: the task on ``edge_id`` is over; kill the edge (the only way
+    to stop arbitrary Python code) and start a replacement."""
+
+    edge_id: str
+    reason: KillReason = KillReason.CANCELLED
+
+
+@dataclass(frozen=True)
+class UseAgent:
+    """Node supervisor -> node: tell this agent about your edges (``EdgeTable``)."""
+
+    address: Any
+
+
+@dataclass(frozen=True)
+class EnsureEdges:
+    """Ask a node to keep at least ``count`` edges (map steps run items in parallel)."""
+
+    count: int
+
+
+@dataclass(frozen=True)
+class EdgeInit:
+    """Node -> edge: who you are (sent right after the edge is created)."""
+
+    node_id: str
+    edge_id: str
+    function: str
+    watcher: Any
+
+
+@dataclass(frozen=True)
+class EdgeReady:
+    """Edge -> node: initialised (the node publishes it to the agent only now)."""
+
+    edge_id: str
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -146,9 +159,14 @@ class WatchNodes:
 
 @dataclass(frozen=True)
 class NodeTable:
+    """Watcher -> agent: the nodes' current addresses."""
+
     nodes: dict[str, Any]
     waiting: dict[str, str] = field(default_factory=dict)
     """Nodes waiting for a system that satisfies their placement, with the reason."""
+    supervisor_pid: int | None = None
+    """The node supervisor's pid (the watcher's parent): the agent checks it when it
+    is stopped, to tell a user's stop from a restart after its node supervisor died."""
 
 
 @dataclass(frozen=True)
@@ -160,9 +178,12 @@ class NodeUp:
 
 @dataclass(frozen=True)
 class NodeDown:
+    """Watcher -> agent: a node exited (``cause`` decides; ``reason`` is for people)."""
+
     node_id: str
     pid: int | None
-    reason: str
+    cause: DownCause
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,6 +194,8 @@ class NodeEvent:
     up: bool
     address: Any
     pid: int | None
+    cause: DownCause | None = None
+    """Why it is down (None while up)."""
     reason: str | None = None
 
 
@@ -193,7 +216,7 @@ class EdgeStopped:
 
 @dataclass(frozen=True)
 class Describe:
-    """Ask a node for its own children (edges, reducer)."""
+    """Ask a node for its own children (its edges)."""
 
 
 @dataclass(frozen=True)

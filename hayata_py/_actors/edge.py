@@ -1,11 +1,12 @@
 """The edge: runs one node function call (an edge task) at a time, in its own process.
 
-User code runs only here. Nothing it raises reaches Thespian (which would run
-it a second time): every outcome becomes an :class:`EdgeResult` for the
-reducer; the only edge of an execution (``RunEdge.direct``) also sends the
-agent the node's :class:`Outcome` itself, saving the reducer's hop. An edge
-is reused for the next task of its node; cancelling a task means killing
-the edge process (the only way to stop arbitrary Python code).
+User code runs only here. The agent sends :class:`RunTask` straight to an
+edge its node published (a step is two hops: agent -> edge -> agent). The
+edge records ``started`` before the function runs and ``completed``/``failed``
+after it, and only then sends the agent the :class:`Outcome`. Nothing the
+function raises reaches Thespian (which would run it a second time). An edge
+is reused for the next task of its node; cancelling a task means its node
+killing the edge process (the only way to stop arbitrary Python code).
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from hayata_py import _telemetry as telemetry
 from hayata_py._actors._protocol import (
     EdgeInit,
     EdgeReady,
-    EdgeResult,
     EdgeStarted,
-    Execute,
     Outcome,
     Partial,
-    RunEdge,
+    RunTask,
 )
 from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._callables import resolve_callable
@@ -42,13 +41,13 @@ from supervisors import SupervisedActor, host_id
 class _Streamer:
     """``ctx.streamer``: publishes a partial result while its task is the edge's current one."""
 
-    def __init__(self, edge: EdgeActor, run: RunEdge) -> None:
+    def __init__(self, edge: EdgeActor, run: RunTask) -> None:
         self._edge = edge
         self._run = run
         self.count = 0
 
     def __call__(self, partial: dict[str, Any]) -> None:
-        execute = self._run.execute
+        execute = self._run
         if self._edge.current is not self._run:
             raise StaleExecution(
                 f"execution {execute.execution_id} of node {execute.node_id!r} has ended; "
@@ -60,16 +59,18 @@ class _Streamer:
         check_encodable(partial, "partial")
         self.count += 1
         self._edge.send(execute.agent, Partial(execute.execution_id, execute.node_id,
-                                               self._run.edge_id, self.count, dict(partial)))
+                                               self._edge.edge_id, self.count, dict(partial),
+                                               execute.item))
 
 
 class EdgeActor(SupervisedActor):
     """Runs edge tasks for one node; started by the node, dies with it."""
 
-    current: RunEdge | None = None
+    current: RunTask | None = None
+    edge_id = ""
 
     def on_receive(self, message: Any, sender: Any) -> None:
-        if isinstance(message, RunEdge):
+        if isinstance(message, RunTask):
             self._run(message)
         elif isinstance(message, EdgeInit):
             self.node_id, self.edge_id, self.function = (
@@ -80,9 +81,8 @@ class EdgeActor(SupervisedActor):
                           EdgeStarted(message.node_id, message.edge_id, os.getpid(),
                                       host_id()))
 
-    def _run(self, run: RunEdge) -> None:
-        execute = run.execute
-        streamer = _Streamer(self, run) if execute.stream else None
+    def _run(self, execute: RunTask) -> None:
+        streamer = _Streamer(self, execute) if execute.stream else None
         ctx = NodeContext(
             input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
             invocation_id=execute.invocation_id, execution_id=execute.execution_id,
@@ -90,11 +90,11 @@ class EdgeActor(SupervisedActor):
             streamer=streamer)
         span = telemetry.span_start(telemetry.EDGE, {
             "agent_id": execute.agent_id, "node_id": execute.node_id,
-            "execution_id": execute.execution_id, "edge_id": run.edge_id})
+            "execution_id": execute.execution_id, "edge_id": self.edge_id})
         result: Any = None
         error: ErrorInfo | None = self._record_start(execute)
         if error is None:
-            self.current = run
+            self.current = execute
             try:
                 result, error = self._call(ctx)
             finally:
@@ -107,17 +107,12 @@ class EdgeActor(SupervisedActor):
         else:
             telemetry.span_stop(span, "failed", metadata={"error_code": error.code})
         partials = streamer.count if streamer else 0
-        if run.direct:
-            # The only edge of its execution: its result is the node's outcome.
-            # Straight to the agent (recorded above, before anyone hears of it);
-            # the reducer is told for its books (without the value: it needs none).
-            self.send(execute.agent, Outcome(execute.execution_id, execute.node_id,
-                                             error is None, result, error, partials))
-        self.send(run.reducer, EdgeResult(
-            execute.execution_id, execute.node_id, run.edge_id, error is None,
-            None if run.direct else result, error, partials, delivered=run.direct))
+        # Recorded above, before anyone hears of it.
+        self.send(execute.agent, Outcome(execute.execution_id, execute.task_id,
+                                         execute.node_id, self.edge_id, error is None, result,
+                                         error, partials, execute.item))
 
-    def _record_start(self, execute: Execute) -> ErrorInfo | None:
+    def _record_start(self, execute: RunTask) -> ErrorInfo | None:
         """Record ``started`` durably before the node function runs.
 
         A refusal (a newer owner fenced this writer out, the invocation is
@@ -139,7 +134,7 @@ class EdgeActor(SupervisedActor):
                              {"node_id": execute.node_id, "task_id": execute.task_id})
         return None
 
-    def _record_end(self, execute: Execute, result: Any, error: ErrorInfo | None
+    def _record_end(self, execute: RunTask, result: Any, error: ErrorInfo | None
                     ) -> ErrorInfo | None:
         """Record the outcome durably before anyone hears of it."""
         if not execute.store_url:

@@ -1,40 +1,53 @@
-"""The node: owns the executions of one node id, its edges and its reducer.
+"""The node: parent and supervisor of the edges of one node id, off the step path.
 
-The node never runs user code itself, so it stays responsive while edges
-run. It keeps one idle edge ready (no process creation on a step's hot path)
-and replaces an edge that was killed (cancelled, timed out) or died. Edges
-and the reducer are its child processes: they die with it (PDEATHSIG), and
-the edge watcher double-checks by pid.
+The node never runs user code and never sees a task. It starts its edges
+(one when it starts; more on :class:`EnsureEdges`), publishes them to the
+agent (:class:`EdgeTable`), kills one when the agent says its task is over
+(:class:`KillEdge`: cancelled, timed out) and replaces any edge that died,
+telling the agent (:class:`EdgeLost`) so that a task the edge ran fails.
+
+Thespian, after delivering one ``ChildActorExited``, silently reaps every
+other child that is dead by then: their exits are never reported. So on
+every exit the node re-checks all its edges by pid and process start time,
+and once more shortly after (one pending timer), which catches an edge that
+died while the first exit was being handled.
+
+Edges are its child processes: they die with it (PDEATHSIG), and the edge
+watcher double-checks by pid. Before creating an edge the node freezes its
+heap (``gc.freeze``), so the fork shares the parent's pages instead of
+copying each one the child's garbage collector touches.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from thespian.actors import ChildActorExited
+from thespian.actors import ChildActorExited, WakeupMessage
 
-from hayata_py import _telemetry as telemetry
+from hayata_py._actors import procs
 from hayata_py._actors._protocol import (
-    Cancel,
     Describe,
     Description,
+    EdgeExit,
     EdgeInit,
+    EdgeLost,
     EdgeReady,
-    EdgeResult,
+    EdgeRef,
     EdgeStarted,
     EdgeStopped,
-    Execute,
-    Expect,
-    Forget,
-    Outcome,
-    ReducerDone,
-    RunEdge,
+    EdgeTable,
+    EnsureEdges,
+    KillEdge,
+    UseAgent,
     UseWatcher,
 )
-from hayata_py._errors import ErrorInfo
-from supervisors import GetPid, SupervisedActor, host_id, kill_child_process
+from supervisors import SupervisedActor, host_id, kill_child_process
+
+RECHECK_AFTER = timedelta(seconds=0.05)
 
 
 @dataclass
@@ -42,8 +55,15 @@ class _Edge:
     edge_id: str
     address: Any
     pid: int | None = None
-    running: Execute | None = None
+    created: float = 0.0
     killed: bool = False
+
+
+def _alive(edge: _Edge) -> bool:
+    """True while the edge's own process (same pid *and* start time) runs."""
+    if edge.pid is None:
+        return True  # not ready yet: its exit, if any, is reported to us
+    return procs.running((edge.pid, edge.created), child=True)
 
 
 class NodeActor(SupervisedActor):
@@ -53,61 +73,56 @@ class NodeActor(SupervisedActor):
         self.node_id, self.function, self.watcher, self.agent_id = (
             node_id, function, watcher, agent_id)
         self.edges: list[_Edge] = []
-        self.queue: list[Execute] = []
-        self.spans: dict[str, telemetry.Span] = {}
+        self.agent: Any = None
+        self.wanted = 1
+        self.version = 0
+        self.recheck_armed = False
         self._ids = itertools.count(1)
-        self.reducer: Any = None
-        self.reducer_pid: int | None = None
-        self._new_reducer()
-        self._new_edge()
         self.log = self.log.bind(agent_id=agent_id, node_id=node_id)
+        self._new_edge()
 
     # -- children ------------------------------------------------------------------
 
-    def _new_edge(self) -> _Edge:
+    def _new_edge(self) -> None:
         from hayata_py._actors.edge import EdgeActor
 
         edge_id = f"{self.node_id}.edge-{next(self._ids)}"
+        gc.freeze()  # the child shares, rather than copies, what this process holds
         edge = _Edge(edge_id, self.createActor(EdgeActor))
         self.send(edge.address, EdgeInit(self.node_id, edge_id, self.function, self.watcher))
         self.edges.append(edge)
-        return edge
 
-    def _new_reducer(self) -> None:
-        from hayata_py._actors.reducer import ReducerActor
+    def _top_up(self) -> None:
+        while sum(1 for e in self.edges if not e.killed) < self.wanted:
+            self._new_edge()
 
-        self.reducer = self.createActor(ReducerActor)
-        self.reducer_pid = None
-        self.send(self.reducer, GetPid())
-
-    def _edge_at(self, address: Any) -> _Edge | None:
-        return next((e for e in self.edges if e.address == address), None)
-
-    def _kill(self, edge: _Edge) -> None:
-        if not edge.killed:
-            edge.killed = True
-            kill_child_process(edge.pid)
+    def _publish(self) -> None:
+        """Tell the agent every edge it may use (initialised, not killed)."""
+        if self.agent is None:
+            return
+        self.version += 1
+        self.send(self.agent, EdgeTable(self.node_id, self.version, tuple(
+            EdgeRef(e.edge_id, e.address) for e in self.edges
+            if e.pid is not None and not e.killed)))
 
     # -- messages ------------------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
-        if isinstance(message, Execute):
-            self.queue.append(message)
-            self._serve()
-        elif isinstance(message, ReducerDone):
-            self._on_reducer_done(message)
-        elif isinstance(message, Cancel):
-            self._on_cancel(message.execution_id)
-        elif isinstance(message, EdgeReady):
-            edge = next((e for e in self.edges if e.edge_id == message.edge_id), None)
-            if edge is not None:
-                edge.pid = message.pid
-                if edge.killed:  # cancelled before we knew its pid
-                    kill_child_process(edge.pid)
-        elif isinstance(message, int) and sender == self.reducer:
-            self.reducer_pid = message
+        if isinstance(message, EdgeReady):
+            self._on_ready(message)
+        elif isinstance(message, KillEdge):
+            self._on_kill(message)
         elif isinstance(message, ChildActorExited):
-            self._on_child_exited(message.childAddress)
+            self._reap(message.childAddress)
+        elif isinstance(message, WakeupMessage):
+            self.recheck_armed = False
+            self._reap(None)
+        elif isinstance(message, UseAgent):
+            self.agent = message.address
+            self._publish()
+        elif isinstance(message, EnsureEdges):
+            self.wanted = max(1, message.count)
+            self._top_up()
         elif isinstance(message, UseWatcher):
             self.watcher = message.address
             for edge in self.edges:
@@ -117,98 +132,59 @@ class NodeActor(SupervisedActor):
         elif isinstance(message, Describe):
             self.send(sender, Description(self._describe()))
 
-    def _serve(self) -> None:
-        while self.queue:
-            idle = next((e for e in self.edges if e.running is None and not e.killed), None)
-            if idle is None:
-                if any(e.running is not None and not e.killed for e in self.edges):
-                    return  # its ReducerDone is on the way; reuse that edge
-                idle = self._new_edge()
-            execute = self.queue.pop(0)
-            idle.running = execute
-            self.spans[execute.execution_id] = telemetry.span_start(telemetry.NODE_EXECUTION, {
-                "agent_id": self.agent_id, "node_id": self.node_id,
-                "execution_id": execute.execution_id})
-            self.send(self.reducer, Expect(execute.execution_id, self.node_id, (idle.edge_id,),
-                                           execute.timeout, execute.agent, self.agent_id))
-            self.send(idle.address, RunEdge(execute, idle.edge_id, self.reducer, direct=True))
-
-    def _end_span(self, execution_id: str, status: str, error_class: str | None = None
-                  ) -> None:
-        span = self.spans.pop(execution_id, None)
-        if span is None:
-            return
-        if error_class:
-            telemetry.span_exception(span, error_class, status)
-        else:
-            telemetry.span_stop(span, status)
-
-    def _on_reducer_done(self, done: ReducerDone) -> None:
-        self._end_span(done.execution_id, done.status, done.error_class)
-        for edge in self.edges:
-            if edge.running is not None and edge.running.execution_id == done.execution_id:
-                if edge.edge_id in done.pending:
-                    self._kill(edge)  # timed out: the only way to stop it
-                else:
-                    edge.running = None
-        self._serve()
-
-    def _on_cancel(self, execution_id: str) -> None:
-        self._end_span(execution_id, "cancelled")
-        self.queue = [e for e in self.queue if e.execution_id != execution_id]
-        for edge in self.edges:
-            if edge.running is not None and edge.running.execution_id == execution_id:
-                self._kill(edge)
-        self.send(self.reducer, Forget(execution_id))
-
-    def _on_child_exited(self, address: Any) -> None:
-        if address == self.reducer:
-            self._reducer_died()
-            return
-        edge = self._edge_at(address)
+    def _on_ready(self, ready: EdgeReady) -> None:
+        edge = next((e for e in self.edges if e.edge_id == ready.edge_id), None)
         if edge is None:
             return
-        self.edges.remove(edge)
-        if self.watcher is not None:
-            self.send(self.watcher, EdgeStopped(self.node_id, edge.edge_id))
-        if edge.running is not None and not edge.killed:
-            # Died on its own (os._exit, signal, OOM): the task failed.
-            execute = edge.running
-            self.send(self.reducer, EdgeResult(
-                execute.execution_id, self.node_id, edge.edge_id, False,
-                error=ErrorInfo("node_failed", f"edge process {edge.pid} of node "
-                                f"{self.node_id!r} died while running the node function",
-                                {"node_id": self.node_id, "edge_id": edge.edge_id})))
-        if not any(e.running is None and not e.killed for e in self.edges):
-            self._new_edge()
-        self._serve()
+        edge.pid = ready.pid
+        who = procs.identity(ready.pid)
+        edge.created = who[1] if who else -1.0  # -1: already gone, the next check reaps it
+        if edge.killed:  # killed before we knew its pid
+            kill_child_process(edge.pid)
+            return
+        self._publish()
 
-    def _reducer_died(self) -> None:
-        self._new_reducer()
-        for edge in self.edges:
-            if edge.running is not None and not edge.killed:
-                execute = edge.running
-                self._end_span(execute.execution_id, "failed")
-                self._kill(edge)
-                self.send(execute.agent, Outcome(
-                    execute.execution_id, self.node_id, False,
-                    error=ErrorInfo("node_failed", "the node's reducer died",
-                                    {"node_id": self.node_id})))
+    def _on_kill(self, kill: KillEdge) -> None:
+        edge = next((e for e in self.edges if e.edge_id == kill.edge_id), None)
+        if edge is None or edge.killed:
+            return
+        edge.killed = True
+        if edge.pid is not None and edge.created > 0:
+            kill_child_process(edge.pid)
+        self.log.info("edge_killed", edge_id=edge.edge_id, edge_pid=edge.pid,
+                      reason=kill.reason.value)
+        self._top_up()  # the replacement is published once it is ready
+        self._publish()
+
+    def _reap(self, address: Any) -> None:
+        """An edge exited: drop it and every other edge that is no longer alive
+        (Thespian reports only one of several exits), then replace them."""
+        gone = [e for e in self.edges if (address is not None and e.address == address)
+                or not _alive(e)]
+        if address is not None and not self.recheck_armed:
+            self.recheck_armed = True
+            self.wakeupAfter(RECHECK_AFTER)
+        for edge in gone:
+            self.edges.remove(edge)
+            if self.watcher is not None:
+                self.send(self.watcher, EdgeStopped(self.node_id, edge.edge_id))
+            if self.agent is not None:
+                self.send(self.agent, EdgeLost(
+                    self.node_id, edge.edge_id,
+                    EdgeExit.KILLED if edge.killed else EdgeExit.DIED, edge.pid))
+        if gone:
+            self._top_up()
+            self._publish()
 
     def _describe(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = [
+        return [
             {"role": "edge", "id": e.edge_id, "pid": e.pid, "restarts": 0,
-             "status": "killed" if e.killed else ("busy" if e.running else "idle"),
-             "children": []}
+             "status": "killed" if e.killed else "running", "children": []}
             for e in self.edges
         ]
-        rows.append({"role": "reducer", "id": f"{self.node_id}.reducer",
-                     "pid": self.reducer_pid, "restarts": 0, "status": "running",
-                     "children": []})
-        return rows
 
-    # No on_stop: Thespian sends ActorExitRequest to the edges and the reducer
-    # and waits for them. Killing them here instead trips a Thespian bug (its
-    # error callbacks for unreachable children all name the last child, so it
-    # waits forever for the others). A busy edge delays the stop until the
-    # supervisor kills the node after its shutdown time; the edges die with it.
+    # No on_stop: Thespian sends ActorExitRequest to the edges and waits for
+    # them. Killing them here instead trips a Thespian bug (its error callbacks
+    # for unreachable children all name the last child, so it waits forever
+    # for the others). A busy edge delays the stop until the supervisor kills
+    # the node after its shutdown time; the edges die with it.

@@ -6,7 +6,7 @@
     └── agent:<id> (AgentSupervisor, rest_for_one)
         ├── nodes (NodeSupervisor, one_for_one)
         │   ├── edge_watcher (EdgeWatcher)
-        │   └── node:<node_id> (NodeActor) ... -> edges, reducer (its child processes)
+        │   └── node:<node_id> (NodeActor) ... -> its edges (its child processes)
         └── agent (AgentActor)                 gets the node supervisor's address
 
 rest_for_one: if the node supervisor gives up, the agent restarts after it
@@ -21,19 +21,24 @@ children placed on other systems by heartbeats (``spec.liveness``).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 from hayata_py._actors._protocol import (
     GetSystemInfo,
     NodeEvent,
     SystemInfo,
+    UseAgent,
     UseWatcher,
     WatchNodes,
 )
 from hayata_py._config import AgentSpec, Liveness
+from hayata_py._invocation import DownCause
 from supervisors import (
     ChildEvent,
+    ChildEventKind,
     ChildSpec,
+    ExitKind,
     Kind,
     Sibling,
     Start,
@@ -48,10 +53,36 @@ NODE_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=20, period=10.0)
 
 
 
+RUNTIME_MODULES = (
+    "hayata_py._actors.agent", "hayata_py._actors.node", "hayata_py._actors.edge",
+    "hayata_py._actors.watcher", "hayata_py.store._sqlalchemy", "sqlite3", "psutil",
+)
+
+
+def preload_runtime() -> None:
+    """Import what the agent, nodes and edges need, in a supervisor before it forks
+    them: a module imported before the fork is shared by every child (and frozen
+    out of their garbage collector's reach by ``gc.freeze``), one imported after
+    it is a private copy in each process (SQLAlchemy alone is several MB)."""
+    for name in RUNTIME_MODULES:
+        importlib.import_module(name)
+
+
 def with_liveness(flags: SupervisorFlags, liveness: Liveness) -> SupervisorFlags:
     """``flags`` with the heartbeat settings of ``liveness``."""
     return dataclasses.replace(flags, heartbeat=liveness.heartbeat,
                                heartbeat_misses=liveness.heartbeat_misses)
+
+
+def down_cause(event: ChildEvent) -> DownCause:
+    """Why a node is down, from its supervisor's typed event (never from its text)."""
+    if event.kind is ChildEventKind.WAITING:
+        return DownCause.WAITING_FOR_PLACEMENT
+    if event.exit is ExitKind.UNREACHABLE:
+        return DownCause.UNREACHABLE
+    if event.exit in (ExitKind.NORMAL, ExitKind.SHUTDOWN):
+        return DownCause.STOPPED
+    return DownCause.CRASHED
 
 
 NODE_PREFIX = "node:"
@@ -65,6 +96,7 @@ class TopSupervisor(Supervisor):
     def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
         flags, children, info = args
         self.system_info: SystemInfo = info
+        preload_runtime()
         return flags, list(children)
 
     def on_message(self, message: Any, sender: Any) -> None:
@@ -81,6 +113,7 @@ class AgentSupervisor(Supervisor):
         from hayata_py._actors.agent import AgentActor
 
         (spec,) = args
+        preload_runtime()  # also here: the agent may be placed on another system
         return with_liveness(AGENT_FLAGS, spec.liveness), [
             ChildSpec("nodes", Start(NodeSupervisor, (spec,)), kind=Kind.SUPERVISOR),
             ChildSpec("agent", Start(AgentActor, (spec, Sibling("nodes")))),
@@ -115,11 +148,15 @@ class NodeSupervisor(Supervisor):
 
     def on_child_event(self, event: ChildEvent) -> None:
         watcher = self.child_address("edge_watcher")
-        if event.child_id.startswith(NODE_PREFIX) and watcher is not None:
-            self.send(watcher, NodeEvent(event.child_id[len(NODE_PREFIX):],
-                                         event.kind == "started", event.address, event.pid,
-                                         event.reason))
-        elif event.child_id == "edge_watcher" and event.kind == "started":
+        started = event.kind is ChildEventKind.STARTED
+        if event.child_id.startswith(NODE_PREFIX):
+            if started and self.subscriber is not None:
+                self.send(event.address, UseAgent(self.subscriber))
+            if watcher is not None:
+                self.send(watcher, NodeEvent(
+                    event.child_id[len(NODE_PREFIX):], started, event.address, event.pid,
+                    None if started else down_cause(event), event.reason))
+        elif event.child_id == "edge_watcher" and started:
             # A restarted watcher has a new address: tell the nodes (they register
             # their edges with it again) and hand it the agent to notify.
             for address in self._nodes().values():
@@ -133,5 +170,7 @@ class NodeSupervisor(Supervisor):
             watcher = self.child_address("edge_watcher")
             if watcher is not None:
                 self.send(watcher, WatchNodes(self.subscriber, self._nodes()))
+            for address in self._nodes().values():
+                self.send(address, UseAgent(self.subscriber))
             return
         super().on_message(message, sender)

@@ -12,6 +12,7 @@ once instead of waiting for its timeout. Node restarts are announced as
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import Any
 
@@ -26,6 +27,7 @@ from hayata_py._actors._protocol import (
     NodeUp,
     WatchNodes,
 )
+from hayata_py._invocation import DownCause
 from supervisors import SupervisedActor, host_id, wait_gone
 
 
@@ -60,7 +62,8 @@ class EdgeWatcher(SupervisedActor):
         elif isinstance(message, WatchNodes):
             self.subscriber = message.subscriber
             self.nodes.update(message.nodes)
-            self.send(self.subscriber, NodeTable(dict(self.nodes), dict(self.waiting)))
+            self.send(self.subscriber, NodeTable(dict(self.nodes), dict(self.waiting),
+                                                 os.getppid()))
 
     def _on_node_event(self, event: NodeEvent) -> None:
         if event.up:
@@ -70,13 +73,15 @@ class EdgeWatcher(SupervisedActor):
                 self.send(self.subscriber, NodeUp(event.node_id, event.address, event.pid))
             return
         self.nodes.pop(event.node_id, None)
-        if (event.reason or "").startswith("waiting_for_placement"):
+        cause = event.cause or DownCause.CRASHED
+        if cause is DownCause.WAITING_FOR_PLACEMENT:
             self.waiting[event.node_id] = event.reason or ""
         killed = self._kill_edges(event.node_id)
         self.log.info("node_down", node_id=event.node_id, node_pid=event.pid,
-                      reason=event.reason, edges_killed=killed)
+                      cause=cause.value, reason=event.reason, edges_killed=killed)
         if self.subscriber is not None:
-            self.send(self.subscriber, NodeDown(event.node_id, event.pid, event.reason or ""))
+            self.send(self.subscriber, NodeDown(event.node_id, event.pid, cause,
+                                                event.reason or ""))
 
     def _kill_edges(self, node_id: str) -> list[int]:
         killed = []

@@ -1,0 +1,115 @@
+"""What the agent actor must do for an invocation: the commands its machine returns.
+
+The actor carries them out in order. Three of them are questions the machine
+waits on: :class:`CallPolicy` is answered with ``PolicyAnswered`` or
+``PolicyRaised``, :class:`SaveCheckpoint` with ``CheckpointSaved`` or
+``WriteRefused``, :class:`RecordResult` with ``ResultRecorded`` or
+``WriteRefused``. Nothing after such a command is returned until it is
+answered, so a durable write always precedes what depends on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hayata_py._errors import ErrorInfo
+from hayata_py._invocation.events import TaskKey
+from hayata_py._policy import PolicyContext
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """Call the decision policy with ``context`` and report its answer."""
+
+    context: PolicyContext
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An invocation at a step boundary: what a recovery starts from."""
+
+    step: int
+    state: dict[str, Any]
+    last_result: Any
+    parallel_results: list[Any] | None
+    execution_id: str | None = None
+    nodes: tuple[str, ...] = ()
+    input: Any = None
+    parallel: bool = False
+
+
+@dataclass(frozen=True)
+class SaveCheckpoint:
+    """Commit ``checkpoint`` (naming the step's work before any of it starts)."""
+
+    checkpoint: Checkpoint
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Run one task on an edge of ``key.node_id``."""
+
+    execution_id: str
+    key: TaskKey
+    task_id: str
+    step: int
+    branch_index: int
+    input: Any
+    state: dict[str, Any]
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class CancelTask:
+    """The task's execution is over: if it still runs, kill its edge."""
+
+    execution_id: str
+    key: TaskKey
+    task_id: str
+    timed_out: bool = False
+    """It is cancelled because its execution's deadline passed."""
+
+
+@dataclass(frozen=True)
+class ArmDeadline:
+    """Report ``DeadlinePassed(execution_id)`` after ``seconds``."""
+
+    execution_id: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Send the subscriber ``AgentEvent(sequence, type, data)`` (only for streaming runs)."""
+
+    sequence: int
+    type: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """Commit the terminal result (``error`` None: completed) with the final state."""
+
+    ok: bool
+    result: Any
+    error: ErrorInfo | None
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class End:
+    """The invocation's run is over: tell the subscriber and the waiters.
+
+    ``kept``: nothing durable was written; the invocation stays running in the
+    store for ``recover()`` (interrupted, ownership lost)."""
+
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+    kept: bool = False
+
+
+Command = (CallPolicy | SaveCheckpoint | Dispatch | CancelTask | ArmDeadline | Emit
+           | RecordResult | End)

@@ -1,0 +1,424 @@
+"""One invocation as a pure state machine: ``step(event) -> list[command]``.
+
+The machine is the one owner of an execution's end: only it decides that a
+step is over (all its tasks reported, one failed, its deadline passed, a node
+died, the lease was lost, the agent stops) and that the invocation is over.
+It holds one deadline per execution. It never calls the policy, the store or
+a clock itself: it asks for those through commands and is told the answers
+as events, so every path is a table row in its tests.
+
+Phases::
+
+    NEW --Begin/Resume--> DECIDING --PolicyAnswered(Next)--> SAVING --CheckpointSaved--> RUNNING
+    RUNNING --last TaskOutcome--> DECIDING ...
+    DECIDING --PolicyAnswered(Finish)--> FINISHING --ResultRecorded--> ENDED
+    any failure (durable) --> FINISHING --ResultRecorded--> ENDED
+    interruption, lost lease (nothing written) --> ENDED
+
+Guarantees (tested with hypothesis over random interleavings): exactly one
+:class:`End`; streamed events numbered 1..n without gaps; every partial
+result of a task before its ``node_completed``; nothing dispatched after the
+end. Events that no longer apply (an outcome of a finished execution, a
+second deadline) return no command.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from hayata_py._codec import check_encodable
+from hayata_py._errors import EncodingError, ErrorInfo
+from hayata_py._invocation import reasons
+from hayata_py._invocation.commands import (
+    ArmDeadline,
+    CallPolicy,
+    CancelTask,
+    Checkpoint,
+    Command,
+    Dispatch,
+    Emit,
+    End,
+    RecordResult,
+    SaveCheckpoint,
+)
+from hayata_py._invocation.events import (
+    Begin,
+    CheckpointSaved,
+    DeadlinePassed,
+    DownCause,
+    Event,
+    LeaseLost,
+    NodeDown,
+    PartialResult,
+    PolicyAnswered,
+    PolicyRaised,
+    ResultRecorded,
+    Resume,
+    Stop,
+    StopKind,
+    TaskKey,
+    TaskOutcome,
+    WriteRefused,
+)
+from hayata_py._policy import PolicyContext, validate_decision
+from hayata_py.store._records import task_id_for
+
+
+class Phase(enum.Enum):
+    NEW = "new"
+    DECIDING = "deciding"
+    """Waiting for the policy's answer."""
+    SAVING = "saving"
+    """Waiting for the step's checkpoint to be committed."""
+    RUNNING = "running"
+    """A step's tasks are out."""
+    FINISHING = "finishing"
+    """Waiting for the terminal result to be committed."""
+    ENDED = "ended"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The agent's settings that shape an invocation."""
+
+    nodes: frozenset[str]
+    max_steps: int
+    execution_timeout: float
+    durable: bool = True
+    """The agent records its work: an interruption keeps the invocation for recover()."""
+    owner: str = ""
+    """The lease owner (named in ``ownership_lost``)."""
+
+
+@dataclass(frozen=True)
+class Seed:
+    """Where an invocation starts (step 0, or a recovered checkpoint)."""
+
+    invocation_id: str
+    input: Any
+    state: dict[str, Any]
+    stream: bool = False
+    step: int = 0
+    last_result: Any = None
+    parallel_results: list[Any] | None = None
+
+
+@dataclass
+class _Task:
+    key: TaskKey
+    task_id: str
+    partials_seen: int = 0
+    held: TaskOutcome | None = None
+    """A successful outcome that waits for its partial results."""
+
+
+@dataclass
+class _Execution:
+    id: str
+    nodes: tuple[str, ...]
+    input: Any
+    parallel: bool
+    pending: dict[TaskKey, _Task] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+def execution_id_for(invocation_id: str, step: int) -> str:
+    return f"{invocation_id}:{step}"
+
+
+class Invocation:
+    """The state of one invocation and the decisions on it."""
+
+    def __init__(self, seed: Seed, rules: Rules) -> None:
+        self.id = seed.invocation_id
+        self.rules = rules
+        self.input = seed.input
+        self.stream = seed.stream
+        self.state = dict(seed.state)
+        self.step_no = seed.step
+        self.last_result = seed.last_result
+        self.parallel_results = seed.parallel_results
+        self.phase = Phase.NEW
+        self.sequence = 0
+        self.execution: _Execution | None = None
+        self._ending: RecordResult | None = None
+
+    # -- the one entry point -------------------------------------------------------
+
+    def step(self, event: Event) -> list[Command]:
+        """Apply ``event``; return what the actor must do, in order."""
+        phase = self.phase
+        if phase is Phase.ENDED:
+            return []
+        if isinstance(event, (Begin, Resume)):
+            if phase is not Phase.NEW:
+                return []
+            return self._begin(event)
+        if phase is Phase.NEW:
+            return []
+        if isinstance(event, PolicyAnswered) and phase is Phase.DECIDING:
+            return self._on_answer(event.answer)
+        if isinstance(event, PolicyRaised) and phase is Phase.DECIDING:
+            return self._fail(reasons.policy_failed(event.type_name, event.message,
+                                                    self.step_no))
+        if isinstance(event, CheckpointSaved) and phase is Phase.SAVING:
+            return self._dispatch_step(event.unplaced)
+        if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
+            return self._ended()
+        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING):
+            return self._on_refused(event)
+        if isinstance(event, TaskOutcome) and phase is Phase.RUNNING:
+            return self._on_outcome(event)
+        if isinstance(event, PartialResult) and phase is Phase.RUNNING:
+            return self._on_partial(event)
+        if isinstance(event, NodeDown) and phase is Phase.RUNNING:
+            return self._on_node_down(event)
+        if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
+            return self._on_deadline(event)
+        if isinstance(event, LeaseLost) and phase is not Phase.FINISHING \
+                and self.rules.durable:
+            return self._lose_ownership()
+        if isinstance(event, Stop) and phase is not Phase.FINISHING:
+            return self._on_stop(event.kind)
+        return []
+
+    @property
+    def ended(self) -> bool:
+        return self.phase is Phase.ENDED
+
+    def checkpoint(self) -> Checkpoint:
+        """The invocation as it stands (what a recovery would start from)."""
+        ex = self.execution
+        return Checkpoint(self.step_no, dict(self.state), self.last_result,
+                          self.parallel_results, ex.id if ex else None,
+                          ex.nodes if ex else (), ex.input if ex else None,
+                          ex.parallel if ex else False)
+
+    # -- starting and deciding -----------------------------------------------------
+
+    def _begin(self, event: Begin | Resume) -> list[Command]:
+        if isinstance(event, Begin):
+            out = self._emit("invocation_started", {"input": self.input})
+            return out + self._decide()
+        out = self._emit("invocation_started",
+                         {"input": self.input, "recovered": True, "step": self.step_no})
+        if event.execution_id is None:
+            return out + self._decide()
+        if event.failed is not None:
+            self.phase = Phase.RUNNING
+            return out + self._fail(event.failed)
+        ex = _Execution(event.execution_id, tuple(event.nodes), event.input, event.parallel,
+                        results=dict(event.reuse))
+        self.execution = ex
+        self.phase = Phase.RUNNING
+        if not event.to_run:
+            return out + self._step_done(ex)
+        return out + self._send(ex, [(n, event.to_run[n]) for n in ex.nodes
+                                     if n in event.to_run])
+
+    def _decide(self) -> list[Command]:
+        self.phase = Phase.DECIDING
+        ctx = PolicyContext(self.step_no, MappingProxyType(dict(self.state)), self.input,
+                            self.last_result, self.parallel_results, self.id)
+        return [CallPolicy(ctx)]
+
+    def _on_answer(self, answer: Any) -> list[Command]:
+        decision = validate_decision(answer, self.rules.nodes)
+        if isinstance(decision, ErrorInfo):
+            return self._fail(decision)
+        if decision.finish:
+            try:
+                check_encodable(decision.result, "result")
+            except EncodingError as exc:
+                return self._fail(reasons.not_storable("Finish result", exc))
+            return self._record(RecordResult(True, decision.result, None, dict(self.state)))
+        if self.step_no >= self.rules.max_steps:
+            return self._fail(reasons.max_steps_exceeded(self.step_no, self.rules.max_steps))
+        try:
+            check_encodable(decision.input, "input")
+        except EncodingError as exc:
+            return self._fail(reasons.not_storable("Next input", exc))
+        self.execution = _Execution(execution_id_for(self.id, self.step_no), decision.nodes,
+                                    decision.input, decision.parallel)
+        self.parallel_results = None
+        self.phase = Phase.SAVING
+        # The checkpoint names the work before any of it starts.
+        return [SaveCheckpoint(self.checkpoint())]
+
+    # -- running a step --------------------------------------------------------------
+
+    def _dispatch_step(self, unplaced: Any) -> list[Command]:
+        ex = self.execution
+        assert ex is not None
+        self.phase = Phase.RUNNING
+        waiting = [n for n in ex.nodes if n in unplaced]
+        if waiting and self.rules.durable:
+            # No system can run it now: say so at once. Nothing started; recover()
+            # runs the step once a system that qualifies has joined.
+            return self._interrupt(reasons.unplaced(waiting[0], unplaced[waiting[0]]))
+        return self._send(ex, [(n, 1) for n in ex.nodes])
+
+    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]]) -> list[Command]:
+        out: list[Command] = []
+        for node_id, attempt in runs:
+            key = TaskKey(node_id)
+            task = _Task(key, task_id_for(self.id, self.step_no, node_id))
+            ex.pending[key] = task
+            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id})
+            out.append(Dispatch(ex.id, key, task.task_id, self.step_no,
+                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt))
+        out.append(ArmDeadline(ex.id, self.rules.execution_timeout))
+        return out
+
+    def _current(self, execution_id: str, key: TaskKey) -> tuple[_Execution, _Task] | None:
+        ex = self.execution
+        if ex is None or ex.id != execution_id or key not in ex.pending:
+            return None
+        return ex, ex.pending[key]
+
+    def _on_outcome(self, outcome: TaskOutcome) -> list[Command]:
+        found = self._current(outcome.execution_id, outcome.key)
+        if found is None:
+            return []
+        ex, task = found
+        if outcome.ok and task.partials_seen < outcome.partials:
+            task.held = outcome  # its partial results are still on the way
+            return []
+        return self._task_done(ex, outcome)
+
+    def _on_partial(self, partial: PartialResult) -> list[Command]:
+        found = self._current(partial.execution_id, partial.key)
+        if found is None:
+            return []
+        ex, task = found
+        task.partials_seen += 1
+        out = self._emit("node_partial_result", {
+            "node_id": partial.key.node_id, "execution_id": ex.id,
+            "edge_id": partial.edge_id, "result": partial.result})
+        if task.held is not None and task.partials_seen >= task.held.partials:
+            out += self._task_done(ex, task.held)
+        return out
+
+    def _task_done(self, ex: _Execution, outcome: TaskOutcome) -> list[Command]:
+        del ex.pending[outcome.key]
+        if not outcome.ok:
+            assert outcome.error is not None
+            return self._fail(outcome.error)
+        ex.results[outcome.key.node_id] = outcome.result
+        out = self._emit("node_completed", {"node_id": outcome.key.node_id,
+                                            "execution_id": ex.id})
+        if ex.pending:
+            return out
+        return out + self._step_done(ex)
+
+    def _step_done(self, ex: _Execution) -> list[Command]:
+        self.execution = None
+        if ex.parallel:
+            self.parallel_results = [ex.results[n] for n in ex.nodes]
+        else:
+            result = ex.results[ex.nodes[0]]
+            self.state.update(result)
+            self.last_result = result
+        self.step_no += 1
+        return self._decide()
+
+    def _on_node_down(self, down: NodeDown) -> list[Command]:
+        ex = self.execution
+        assert ex is not None
+        lost = [k for k in ex.pending if k.node_id == down.node_id]
+        if not lost:
+            return []
+        for key in lost:
+            del ex.pending[key]
+        if down.cause in (DownCause.UNREACHABLE, DownCause.WAITING_FOR_PLACEMENT) \
+                and self.rules.durable:
+            return self._interrupt(reasons.unreachable(down.node_id, ex.id, down.reason))
+        return self._fail(reasons.node_crashed(down.node_id, down.pid, ex.id, down.reason))
+
+    def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
+        ex = self.execution
+        assert ex is not None
+        if deadline.execution_id != ex.id or not ex.pending:
+            return []
+        pending = sorted(k.node_id for k in ex.pending)
+        return self._fail(reasons.timed_out(pending, self.rules.execution_timeout, ex.id))
+
+    def _on_stop(self, kind: StopKind) -> list[Command]:
+        if kind is StopKind.NODES_LOST and self.rules.durable:
+            return self._interrupt(reasons.nodes_lost())
+        return self._fail(reasons.agent_stopped())
+
+    # -- ending ----------------------------------------------------------------------
+
+    def _cancel_all(self, timed_out: bool = False) -> list[Command]:
+        ex = self.execution
+        self.execution = None
+        if ex is None:
+            return []
+        return [CancelTask(ex.id, t.key, t.task_id, timed_out) for t in ex.pending.values()]
+
+    def _fail(self, error: ErrorInfo) -> list[Command]:
+        if error.code == "stale_writer" and self.rules.durable:
+            # A write of this run (an edge's record) was fenced: another system
+            # owns the invocation now. Not a failure of the invocation.
+            return self._lose_ownership()
+        timed_out = error.code == "execution_timeout"
+        return self._cancel_all(timed_out) + self._record(
+            RecordResult(False, None, error, dict(self.state)))
+
+    def _record(self, record: RecordResult) -> list[Command]:
+        self.phase = Phase.FINISHING
+        self._ending = record
+        return [record]
+
+    def _ended(self) -> list[Command]:
+        record = self._ending
+        assert record is not None
+        self.phase = Phase.ENDED
+        if record.ok:
+            return [*self._emit("invocation_completed", {"result": record.result}),
+                    End(True, record.result)]
+        assert record.error is not None
+        return [*self._emit("invocation_failed", _error_data(record.error)),
+                End(False, error=record.error)]
+
+    def _on_refused(self, refused: WriteRefused) -> list[Command]:
+        if refused.fenced or refused.error.code == "stale_writer":
+            return self._lose_ownership()
+        if self.phase is Phase.SAVING:
+            # The step was not recorded, so nothing of it may run.
+            error = reasons.refused(refused.error, "checkpoint refused")
+            out = self._cancel_all()
+        else:
+            error = reasons.refused(refused.error, "the terminal result could not be recorded")
+            out = []
+        self.phase = Phase.ENDED
+        return out + self._emit("invocation_failed", _error_data(error)) + [
+            End(False, error=error)]
+
+    def _lose_ownership(self) -> list[Command]:
+        """Another system took the invocation over (fenced): stop at once and
+        write nothing more; the invocation is kept, the new owner runs it."""
+        return self._interrupt(reasons.ownership_lost(self.id, self.rules.owner))
+
+    def _interrupt(self, error: ErrorInfo) -> list[Command]:
+        """End this run without a durable result; the invocation stays running in
+        the store for ``recover()``."""
+        out = self._cancel_all()
+        self.phase = Phase.ENDED
+        return out + self._emit("invocation_interrupted", _error_data(error)) + [
+            End(False, error=error, kept=True)]
+
+    def _emit(self, event_type: str, data: dict[str, Any]) -> list[Command]:
+        if not self.stream:
+            return []
+        self.sequence += 1
+        return [Emit(self.sequence, event_type, data)]
+
+
+def _error_data(error: ErrorInfo) -> dict[str, Any]:
+    return {"reason": error.code, "message": error.message, "details": dict(error.details)}
