@@ -122,6 +122,16 @@ def _status(ref: hy.AgentRef) -> tuple[str, str | None]:
     return info.status, info.invocation_id
 
 
+def click(driver: Any, selector: str) -> None:
+    """Click the element ``selector`` names, found and clicked in one step of the
+    page's script: the page re-renders on live updates, so an element found by
+    one WebDriver call may be replaced before the next one clicks it."""
+    found = driver.execute_script(
+        "const e = document.querySelector(arguments[0]); if (e) e.click(); return !!e;",
+        selector)
+    assert found, f"nothing on the page matches {selector}"
+
+
 def chrome(window: str = "1400,900") -> Any:
     """Headless Debian Chromium driven by Selenium; fails (never skips) if missing."""
     try:

@@ -18,7 +18,7 @@ import pytest
 
 import hayata_py as hy
 from tests.helpers import alive, eventually
-from tests.observer_util import chrome
+from tests.observer_util import chrome, click
 from tests.test_cli import hayata, ok, popen, record
 
 pytestmark = pytest.mark.timeout(180)
@@ -95,10 +95,10 @@ def test_page_shows_the_live_tree_kills_through_the_page_and_streams_events(
 
         # Kill the node through the page, with its confirmation and CLI command.
         old = expected[NODE]
-        driver.find_element(By.CSS_SELECTOR, f'button.kill[data-path="{NODE}"]').click()
+        click(driver, f'button.kill[data-path="{NODE}"]')
         dialog_cli = driver.find_element(By.ID, "confirm-cli").text
         assert dialog_cli == f"hayata kill hello --node echo --data-dir {data_dir}"
-        driver.find_element(By.ID, "confirm-ok").click()
+        click(driver, "#confirm-ok")
         eventually(lambda: not alive(old), message="the node process is killed")
         new = eventually(lambda: (p := tree_pids(system.tree()).get(NODE)) not in (None, old)
                          and p, timeout=30, message="tree() reports the node's new pid")
@@ -119,13 +119,13 @@ def test_page_shows_the_live_tree_kills_through_the_page_and_streams_events(
                    message="page and tree() agree again")
 
         # Run an invocation from the page and watch its events arrive in order.
-        driver.find_element(By.CSS_SELECTOR, 'tr[data-agent="hello"] button.run').click()
+        click(driver, 'tr[data-agent="hello"] button.run')
         field = driver.find_element(By.ID, "confirm-input")
         field.clear()
         field.send_keys('"hi"')
         assert driver.find_element(By.ID, "confirm-cli").text == (
             f"hayata run hello --input '\"hi\"' --stream --data-dir {data_dir}")
-        driver.find_element(By.ID, "confirm-ok").click()
+        click(driver, "#confirm-ok")
         eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "#events li.result"),
                    timeout=30, message="the invocation's result on the page")
         events = driver.find_elements(By.CSS_SELECTOR, "#events li.event")

@@ -201,7 +201,7 @@ function renderEvents() {
          el("span", {class: "seq"}, m.sequence), el("span", {class: "type"}, m.type),
          el("span", {class: "data"}, JSON.stringify(m.data)))
     : el("li", {class: `result${m.ok ? "" : " failed"}`},
-         el("span", {class: "seq"}, "⏹"), el("span", {class: "type"}, m.ok ? "result" : "error"),
+         el("span", {class: "seq"}, "end"), el("span", {class: "type"}, m.ok ? "result" : "error"),
          el("span", {class: "data"}, JSON.stringify(m.ok ? m.result : m.error))))
     : [el("li", {class: "muted"}, view.invocation
         ? "Events stream for invocations run or recovered from this page."
@@ -245,17 +245,19 @@ async function loadTasks() {
 // -- live messages ---------------------------------------------------------------------
 
 function onState(state) {
-  const changed = JSON.stringify(view.state && view.state.agents) !== JSON.stringify(state.agents);
+  // Re-render only what changed: a row under the pointer stays the same element.
+  const before = view.state || {};
+  const same = (key) => JSON.stringify(before[key]) === JSON.stringify(state[key]);
+  const changed = !same("agents");
   view.state = state;
   const sys = state.system;
   $("system").replaceChildren("data dir ", el("b", {}, sys.data_dir), " · name ",
     el("b", {}, sys.name), " · admin port ", el("b", {}, sys.admin_port), " · session ",
     el("b", {}, sys.session_id));
   banner(state.alive ? "" : state.error);
-  renderTree(state.tree);
-  renderAgents(state.agents);
-  renderEvents();
-  if (changed) refreshTasks();
+  if (!same("tree")) renderTree(state.tree);
+  if (changed) { renderAgents(state.agents); refreshTasks(); }
+  if (!before.system) renderEvents();
 }
 
 function onInvocationMessage(message) {
