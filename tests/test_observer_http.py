@@ -3,7 +3,6 @@ and the recovery actions (resolve, recover, abandon) with their events."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -185,15 +184,34 @@ def test_abandon_ends_the_unfinished_invocation(
     assert (got, answer["error"]["code"]) == (404, "invocation_not_found")
 
 
-def test_the_page_itself_holds_no_data_and_forbids_framing(
-        drill: tuple[hy.AgentSystem, Observer, Client, str, str]) -> None:
-    _system, _observer, client, _inv, _task = drill
+def test_the_page_itself_holds_no_data_and_the_stream_says_when_the_system_dies(
+        tmp_path: Path) -> None:
     import urllib.request
 
-    with urllib.request.urlopen(client.base + "/", timeout=30) as response:
-        page = response.read().decode()
-        headers = response.headers
-    assert "hayata observer" in page and "slow" not in page and client.token not in page
-    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
-    assert headers["Referrer-Policy"] == "no-referrer"
-    assert json.loads(json.dumps(dict(headers)))  # plain headers, nothing odd
+    system = hy.AgentSystem(tmp_path / "data")
+    try:
+        system.start_agent(config)
+        with observe(system, port=0) as observer:
+            client = Client(observer.url)
+            with urllib.request.urlopen(client.base + "/", timeout=30) as response:
+                page = response.read().decode()
+                headers = response.headers
+            assert "hayata observer" in page and client.token not in page
+            assert "hello" not in page  # the data comes only with the token
+            assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+            assert headers["Referrer-Policy"] == "no-referrer"
+
+            stream = client.messages()
+            try:
+                first = next(stream)
+                assert first["alive"] and [a["id"] for a in first["agents"]] == ["hello"]
+                system.kill()
+                # (While it dies, a poll may first fail to read the tree.)
+                last = next(m for m in stream if m["kind"] == "state"
+                            and "is not running" in (m["error"] or ""))
+            finally:
+                stream.close()
+            assert not last["alive"] and last["tree"] is None
+    finally:
+        system.kill()
+        system.shutdown()

@@ -1,17 +1,26 @@
 """The watcher: polls the running system for the page while a page is open.
 
 A snapshot is the actor tree (:meth:`AgentSystem.tree`), every agent's status
-and its latest invocations from the store. Polls start every
-:data:`PERIOD` seconds on a few worker threads: an ask to an actor that has
-just died can take long to fail (Thespian answers it only at the timeout), so
-one stalled poll must not hold the page back. A snapshot is published only if
-it started after the last one published and differs from it.
+and its latest invocations from the store. It costs one ask per supervisor,
+node and agent (about 25 ms per agent here), so it is taken every
+:data:`FULL_PERIOD` seconds, and at once when the system's set of OS
+processes changes: that set is cheap to read (about 1 ms) and checked every
+:data:`CHECK_PERIOD` seconds, so an actor killed from a shell shows its new
+pid a fraction of a second after its supervisor restarted it.
+
+An ask to an actor that has just died can take long to fail (Thespian answers
+it only at the timeout), so a snapshot still running after
+:data:`STALL_AFTER` seconds does not hold the next one back (at most
+:data:`POLLERS` run at once); a snapshot is published only if it started after
+the last one published and differs from it. That the system is gone is
+published from the watcher's own thread, whatever hangs in the others.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +34,14 @@ from supervisors import SupervisorError
 if TYPE_CHECKING:
     from hayata_py import AgentSystem
 
-PERIOD = 0.2
-"""Seconds between two polls (a restarted actor's pid shows within about this)."""
+CHECK_PERIOD = 0.1
+"""Seconds between two looks at the system's set of processes."""
+FULL_PERIOD = 1.0
+"""Seconds between two snapshots when no process came or went."""
+STALL_AFTER = 1.0
+"""A snapshot running this long no longer holds the next one back."""
 POLLERS = 3
-"""Polls that may be in flight at once."""
+"""Snapshots that may be in flight at once."""
 INVOCATIONS_SHOWN = 10
 
 
@@ -96,14 +109,14 @@ class Source:
 class Watcher:
     """Publishes snapshots to ``hub`` while it has subscribers; :meth:`close` stops it."""
 
-    def __init__(self, source: Source, hub: Hub, period: float = PERIOD) -> None:
+    def __init__(self, source: Source, hub: Hub) -> None:
         self._source = source
         self._hub = hub
-        self._period = period
         self._pool = ThreadPoolExecutor(POLLERS, thread_name_prefix="hayata-observe-poll")
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
-        self._in_flight = 0
+        self._running: dict[int, float] = {}
+        """Snapshots in flight: number -> when it started."""
         self._published = 0
         self._last: Message | None = None
         self._stop = threading.Event()
@@ -119,28 +132,53 @@ class Watcher:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
+        processes: frozenset[int] = frozenset()
+        due = 0.0  # when the next snapshot is due whatever happens
+        pending = False
         while not self._stop.is_set():
             # Idle until a page is open (no cost to the system meanwhile).
-            if not self._hub.wanted.wait(self._period):
+            if not self._hub.wanted.wait(CHECK_PERIOD):
+                due = 0.0
                 continue
-            with self._lock:
-                start = self._in_flight < POLLERS
-                if start:
-                    self._in_flight += 1
-            if start:
+            now = time.monotonic()
+            current = self._processes()
+            pending = pending or now >= due or current != processes
+            processes = current
+            if pending and not self._source.alive():
+                # Said at once, even while earlier polls hang on the dead actors.
+                pending = False
+                due = now + FULL_PERIOD
+                self._poll(next(self._numbers))
+            elif pending and self._may_start(now):
+                pending = False
+                due = now + FULL_PERIOD
                 self._pool.submit(self._poll, next(self._numbers))
-            self._stop.wait(self._period)
+            self._stop.wait(CHECK_PERIOD)
+
+    def _processes(self) -> frozenset[int]:
+        try:
+            return frozenset(p.pid for p in self._source.system.processes())
+        except psutil.Error:
+            return frozenset()
+
+    def _may_start(self, now: float) -> bool:
+        with self._lock:
+            if len(self._running) >= POLLERS:
+                return False
+            return all(now - began >= STALL_AFTER for began in self._running.values())
 
     def _poll(self, number: int) -> None:
+        with self._lock:
+            self._running[number] = time.monotonic()
         try:
             state = self._source.snapshot()
         except Exception as exc:  # noqa: BLE001 - shown on the page, polling goes on
             state = {"kind": "state", "system": self._source.info(), "alive": False,
                      "error": f"{type(exc).__name__}: {exc}", "tree": None, "agents": []}
         with self._lock:
-            self._in_flight -= 1
+            del self._running[number]
             if number <= self._published:
-                return  # a later poll was published already
+                return  # a later snapshot was published already
             self._published = number
             changed = state != self._last
             self._last = state
