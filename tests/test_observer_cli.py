@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import assert_one_line_error, hayata, ok
+from hayata_py import ConfigError, HayataError
+from hayata_py._observer import observe
+from tests.observer_util import Client
+from tests.test_cli import assert_one_line_error, hayata, ok, record
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -32,8 +35,20 @@ def test_without_a_system_it_says_how_to_start_one(tmp_path: Path) -> None:
     assert done.returncode == 3
 
 
-def test_a_port_in_use_or_an_address_not_of_this_host(tmp_path: Path) -> None:
+def test_observe_by_data_dir_without_a_system(tmp_path: Path) -> None:
+    with pytest.raises(HayataError, match="no hayata system is running") as info:
+        observe(tmp_path / "data", port=0)
+    assert info.value.code == "no_system"
+    with pytest.raises(ConfigError, match="port"):
+        observe(tmp_path / "data", port=-1)
+
+
+def test_a_port_in_use_or_an_address_not_of_this_host(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     data_dir = tmp_path / "data"
+    # Attaching by data dir sets these (as the CLI does): keep them to this test.
+    monkeypatch.setenv("SUPERVISORS_LOG_FILE", str(tmp_path / "attached.log.jsonl"))
+    monkeypatch.setenv("SUPERVISORS_BIND", "127.0.0.1")
     taken = socket.socket()
     try:
         ok(data_dir, "system", "start")
@@ -47,6 +62,21 @@ def test_a_port_in_use_or_an_address_not_of_this_host(tmp_path: Path) -> None:
         done = hayata(data_dir, "observe", "--port", "0", "--bind", "192.0.2.1")
         assert_one_line_error(done, "--bind", "cannot listen on 192.0.2.1")
         assert done.returncode == 2
+
+        # From Python, by data dir: the same errors, then the page of that system.
+        with pytest.raises(ConfigError, match="already in use") as info:
+            observe(data_dir, port=port)
+        assert info.value.details["field"] == "port"
+        with observe(data_dir, port=0) as observer:
+            client = Client(observer.url)
+            assert client.request("GET", "/api/ping") == (200, {"ok": True})
+            stream = client.messages()
+            try:
+                state = next(stream)
+            finally:
+                stream.close()
+            assert state["system"]["admin_port"] == record(data_dir)["admin_port"]
+            assert state["alive"] and state["tree"]["children"] == []
     finally:
         taken.close()
         hayata(data_dir, "system", "kill")

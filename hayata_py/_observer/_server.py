@@ -14,13 +14,14 @@ import ipaddress
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 import uvicorn
 
-from hayata_py import ConfigError
+from hayata_py import ConfigError, HayataError
 from hayata_py._observer import _security
 from hayata_py._observer._actions import Actions
 from hayata_py._observer._app import create_app
@@ -103,6 +104,8 @@ class Observer:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="hayata-observe-server", daemon=True)
         self._sock = sock
+        self.detach: Callable[[], None] | None = None
+        """Called by :meth:`close`: detaches from a system the observer attached to."""
         self._thread.start()
         if not ready.wait(START_TIMEOUT) or not self._thread.is_alive():
             self.close()
@@ -125,6 +128,9 @@ class Observer:
         self._server.should_exit = True
         self._thread.join(STOP_TIMEOUT)
         self._sock.close()
+        detach, self.detach = self.detach, None
+        if detach is not None:
+            detach()
 
     def __enter__(self) -> Observer:
         return self
@@ -134,13 +140,31 @@ class Observer:
         self.close()
 
 
-def observe(system: AgentSystem, *, port: int = DEFAULT_PORT,
+def observe(system: AgentSystem | str | os.PathLike[str], *, port: int = DEFAULT_PORT,
             bind: str = "127.0.0.1") -> Observer:
     """Serve the observer page of ``system`` on ``bind``:``port`` (from a thread);
     return the running :class:`Observer` (its ``url`` carries the token).
 
+    ``system``: an :class:`~hayata_py.AgentSystem` (started here or attached
+    with ``connect``), or the data dir of a system started by ``hayata system
+    start`` (attached to, and detached from on :meth:`Observer.close`).
     Raises :class:`~hayata_py.ConfigError` naming ``port`` (invalid, in use) or
-    ``bind`` (not an address of this host). ``port=0`` picks a free port.
+    ``bind`` (not an address of this host), ``HayataError(code="no_system")``
+    if no system runs for the data dir. ``port=0`` picks a free port.
     """
     port, bind = _check(port, bind)
-    return Observer(system, _listen(bind, port), bind)
+    if not isinstance(system, (str, os.PathLike)):
+        return Observer(system, _listen(bind, port), bind)
+    from hayata_py.cli._common import CliError, connect
+
+    try:
+        attached, _record = connect(Path(system))
+    except CliError as exc:
+        raise HayataError(exc.message, code="no_system", data_dir=str(system)) from None
+    try:
+        observer = Observer(attached, _listen(bind, port), bind)
+    except BaseException:
+        attached.shutdown()
+        raise
+    observer.detach = attached.shutdown
+    return observer
