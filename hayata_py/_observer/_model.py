@@ -13,6 +13,8 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from hayata_py.store import InvocationRecord
+
 Row = dict[str, Any]
 
 AGENT_PREFIX = "agent:"
@@ -105,8 +107,8 @@ def run_command(agent_id: str, input_json: str, hint: str) -> str:
     return f"hayata run {shlex.quote(agent_id)} --input {shlex.quote(input_json)} --stream{hint}"
 
 
-def invocation_row(record: Any) -> Row:
-    """An :class:`~hayata_py.store.InvocationRecord` as the page lists it."""
+def invocation_row(record: InvocationRecord) -> Row:
+    """An invocation as the page lists it."""
     active = record.active_execution
     error = record.error or {}
     return {"invocation_id": record.invocation_id, "status": record.status,
