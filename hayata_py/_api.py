@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from thespian.actors import ActorAddress
 
@@ -39,6 +39,9 @@ from hayata_py._ref import ASK_TIMEOUT, REMOTE_ASK_TIMEOUT, AgentRef
 from hayata_py.messages import CALLER
 from hayata_py.store import TaskStore
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
+
+if TYPE_CHECKING:
+    from hayata_py._observer import Observer
 
 TOP_NAME = "hayata"
 
@@ -281,6 +284,15 @@ class AgentSystem:
             raise AgentNotFound(f"no agent {agent_id!r} (started: {self.agents()})",
                                 agent_id=agent_id)
         return AgentRef(self, agent_id)
+
+    def observe(self, *, port: int = 8765, bind: str = "127.0.0.1") -> Observer:
+        """Serve the live observer page of this system (what ``hayata observe``
+        serves) from a thread; the returned ``Observer`` has the ``url`` with
+        its per-start token, and ``close()``. Raises ``ConfigError`` naming
+        ``port`` (invalid or in use) or ``bind``. ``port=0`` picks a free port."""
+        from hayata_py._observer import observe
+
+        return observe(self, port=port, bind=bind)
 
     def tree(self) -> dict[str, Any]:
         """The live actor tree: role, id, pid, restarts, status, remote (runs on another

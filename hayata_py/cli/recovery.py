@@ -59,6 +59,23 @@ def task_row(task: TaskRecord) -> dict[str, Any]:
             "resolved": task.resolved, "result": task.result, "error": task.error}
 
 
+def task_rows(store: TaskStore, invocation: InvocationRecord) -> list[dict[str, Any]]:
+    """The rows ``tasks`` shows: every recorded task of the invocation, then (while it
+    runs) the nodes of its active step that have no record yet (status ``-``)."""
+    records = store.get_tasks(invocation.invocation_id)
+    rows = [task_row(t) for t in records]
+    active = invocation.active_execution
+    if active is not None and invocation.status == "running":
+        # Nodes of the interrupted step that never got a record: recovery runs them.
+        recorded = {t.node_id for t in records if t.execution_id == active.execution_id}
+        rows += [{**task_row(TaskRecord(
+            task_id_for(invocation.invocation_id, active.step, node_id),
+            invocation.invocation_id, active.execution_id, active.step, node_id,
+            branch_index=index)), "status": "-"}
+            for index, node_id in enumerate(active.node_ids) if node_id not in recorded]
+    return rows
+
+
 @click.command("tasks", short_help="Show an invocation's durable tasks and their recovery class.")
 @click.argument("agent_id", metavar="AGENT")
 @click.option("--invocation", "invocation_id", metavar="ID",
@@ -76,17 +93,8 @@ def tasks(agent_id: str, invocation_id: str | None, as_json: bool, data_dir: Pat
     record = running_record(data_dir)
     with open_store_of(record.store_url) as store:
         invocation = _invocation(store, agent_id, invocation_id)
-        records = store.get_tasks(invocation.invocation_id)
-    rows = [task_row(t) for t in records]
+        rows = task_rows(store, invocation)
     active = invocation.active_execution
-    if active is not None and invocation.status == "running":
-        # Nodes of the interrupted step that never got a record: recovery runs them.
-        recorded = {t.node_id for t in records if t.execution_id == active.execution_id}
-        rows += [{**task_row(TaskRecord(
-            task_id_for(invocation.invocation_id, active.step, node_id),
-            invocation.invocation_id, active.execution_id, active.step, node_id,
-            branch_index=index)), "status": "-"}
-            for index, node_id in enumerate(active.node_ids) if node_id not in recorded]
     if as_json:
         for row in rows:
             click.echo(dumps(row))
