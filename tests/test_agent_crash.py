@@ -89,9 +89,11 @@ def test_no_process_survives_the_system_even_after_failures(tmp_path: Path) -> N
         agent = system.start_agent(hy.AgentConfig(
             "busy", {"w": "tests.graph_nodes:touch_and_wait"}, "tests.graph_nodes:scripted"))
         agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "sleep": 60}]]})
-        eventually(lambda: pid_file.exists(), message="edge running")
+        # The file exists before its content is written: wait for the pid itself.
+        edge_pid = int(eventually(lambda: pid_file.exists() and pid_file.read_text(),
+                                  message="edge running"))
         pids = [p.pid for p in system.processes()]
-        assert int(pid_file.read_text()) in pids
+        assert edge_pid in pids
     assert not [pid for pid in pids if alive(pid)]
 
 
