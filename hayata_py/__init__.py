@@ -2,7 +2,7 @@
 
 Start an :class:`AgentSystem`, start agents from :class:`AgentConfig`, run
 invocations with :meth:`AgentRef.run`; from an event loop, the same with
-:class:`AsyncAgentSystem`. See README.md for the whole API.
+:class:`AsyncAgentSystem`. See docs/guide/api.md (built by ``make docs``) for the whole API.
 """
 
 from hayata_py._api import AgentSystem

@@ -14,7 +14,7 @@ span a child of its node's even though they run in other processes::
 ``setup`` is called once in every actor process and returns the
 ``TracerProvider`` (with its exporter) that process exports with. Attributes
 come from the telemetry metadata only (ids, status, class names, codes),
-never inputs, results or exception messages. See README, "OpenTelemetry".
+never inputs, results or exception messages. See docs/guide/telemetry.md, "OpenTelemetry".
 """
 
 try:

@@ -1,6 +1,6 @@
 """Why an invocation fails or is interrupted: the errors the machine ends with.
 
-Each has a stable ``code`` (the README lists them) and ``details`` with the
+Each has a stable ``code`` (docs/guide/failure-codes.md lists them) and ``details`` with the
 facts a program reacts to; the message is for people.
 """
 
