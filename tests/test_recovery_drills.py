@@ -22,7 +22,7 @@ import pytest
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import TaskRecord, open_store, task_id_for
-from tests.helpers import alive, eventually, find
+from tests.helpers import alive, eventually, find, lease_row
 
 
 class Drill:
@@ -131,6 +131,14 @@ def test_drill_2_uncertain_task_and_each_way_out(drill: Drill, way_out: str) -> 
         return
 
     if way_out == "resolve":
+        # A result the store cannot hold is refused before anything is written:
+        # not even the claim (a new fencing token) happens.
+        token_before = lease_row(system.store_url, inv)[1]
+        with pytest.raises(hy.RecoveryRejected) as bad:
+            agent.resolve_task(right_task, result={"right": {1, 2}})
+        assert bad.value.code == "unencodable_value"
+        assert lease_row(system.store_url, inv)[1] == token_before
+        assert not drill.tasks(inv)["right"].resolved
         agent.resolve_task(right_task, result={"right": "checked-by-hand"})
         assert drill.tasks(inv)["right"].resolved
     else:

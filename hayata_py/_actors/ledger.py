@@ -21,6 +21,7 @@ from typing import Any
 
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
+from hayata_py._codec import check_encodable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
     EncodingError,
@@ -313,6 +314,12 @@ class Ledger:
         if not isinstance(result, dict):
             return RecoveryRejected("a task result must be a dict (as a node returns)",
                                     code="invalid_result", task_id=message.task_id)
+        try:
+            # Check before claiming: a claim is a write (a new fencing token), and
+            # a result the store cannot hold must change nothing.
+            check_encodable(result, "result")
+        except EncodingError as exc:
+            return RecoveryRejected(str(exc), code=exc.code, task_id=message.task_id)
         try:
             token = self._claim(record)
             self.store.resolve_task(message.task_id, result=message.result, token=token)
