@@ -198,7 +198,9 @@ def test_cancelling_awaits_detaches_and_never_cancels_the_invocation(tmp_path: P
             await eventually_async(pid_file.exists)
             reading = asyncio.create_task(anext(stream))
             waiting = asyncio.create_task(agent.wait(inv, 30))
-            await asyncio.sleep(0.05)  # let both block on the running node
+            for _ in range(3):  # let both tasks run up to their first suspension
+                await asyncio.sleep(0)
+            assert not reading.done() and not waiting.done()  # blocked on the running node
             reading.cancel()
             waiting.cancel()
             for task in (reading, waiting):
