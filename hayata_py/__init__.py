@@ -25,7 +25,7 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._policy import Finish, Next, NodeContext, PolicyContext
+from hayata_py._policy import Finish, Map, Next, NodeContext, PolicyContext
 from hayata_py._ref import AgentRef
 from hayata_py.messages import (
     CALLER,
@@ -63,6 +63,7 @@ __all__ = [
     "InvalidPartialResult",
     "InvocationBusy",
     "Liveness",
+    "Map",
     "Next",
     "NodeContext",
     "PolicyContext",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,25 @@ class Next:
 
     node: str | list[str] | tuple[str, ...]
     input: Any = None
+
+
+@dataclass(frozen=True)
+class Map:
+    """Run ``node``'s function once per entry of ``items`` (a non-empty list): a map step.
+
+    Each item is its own durable task (``ctx.input`` is the item, ``ctx.item``
+    its index), at most ``AgentConfig.map_concurrency`` at once; the first
+    failing item fails the step and cancels the others. Without ``reduce`` the
+    next decision sees the items' results as ``ctx.parallel_results`` (item
+    order). With ``reduce`` (a ``"package.module:function"`` string or a
+    module-level function, ``list[dict] -> dict``) the node's reducer runs it on
+    the results in item order and its result is the step's result: merged into
+    the state and set as ``last_result``, like a sequential node's.
+    """
+
+    node: str
+    items: list[Any]
+    reduce: Any = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,8 @@ class NodeContext:
       external services so a repeated call is recognised.
     - ``streamer``: None unless the invocation streams; otherwise
       ``ctx.streamer({...})`` publishes a ``node_partial_result`` event.
+    - ``item``: in a map step (:class:`Map`), the index of ``input`` in the
+      step's items; None outside maps.
     """
 
     input: Any
@@ -69,21 +91,32 @@ class NodeContext:
     task_id: str
     idempotency_key: str
     streamer: Callable[[dict[str, Any]], None] | None = None
+    item: int | None = None
 
 
 @dataclass(frozen=True)
 class Decision:
-    """A validated policy answer: ``nodes`` to run (``parallel`` or not), or ``finish``."""
+    """A validated policy answer: ``nodes`` to run (``parallel`` or not), or ``finish``.
+    A map step (``map``) has one node, ``input`` the list of items and ``reduce``
+    the reduce function's import path (or None)."""
 
     finish: bool
     result: Any = None
     nodes: tuple[str, ...] = ()
     input: Any = None
     parallel: bool = False
+    map: bool = False
+    reduce: str | None = None
+
+
+def _importable(path: str) -> str | None:
+    """Default reduce check of :func:`validate_decision`: none (the caller checks)."""
+    return None
 
 
 def validate_decision(
-    answer: Any, known_nodes: Collection[str]
+    answer: Any, known_nodes: Collection[str],
+    reduce_check: Callable[[str], str | None] = _importable,
 ) -> Decision | ErrorInfo:
     """Check a policy's answer; return a :class:`Decision` or the failure as data.
 
@@ -91,15 +124,18 @@ def validate_decision(
     list, an input or result that cannot be stored durably), ``unknown_node``,
     ``duplicate_node``. ``details['field']`` names what is wrong: ``answer``,
     ``node``, ``input`` or ``result`` (with ``details['key']``, the path of the
-    unstorable part).
+    unstorable part). A :class:`Map` is checked by :func:`validate_map`
+    (``reduce_check(path)`` says why a reduce path cannot be imported, or None).
     """
+    if isinstance(answer, Map):
+        return validate_map(answer, known_nodes, reduce_check)
     if isinstance(answer, Finish):
         unstorable = _unstorable(answer.result, "result", "Finish")
         return unstorable or Decision(True, answer.result)
     if not isinstance(answer, Next):
         return ErrorInfo("invalid_policy_result",
                          f"the decision policy returned {type(answer).__name__}; "
-                         "expected hy.Next(...) or hy.Finish(...) as its answer",
+                         "expected hy.Next(...), hy.Map(...) or hy.Finish(...) as its answer",
                          {"returned": type(answer).__name__, "field": "answer"})
     node: Any = answer.node
     if isinstance(node, str):
@@ -127,6 +163,81 @@ def validate_decision(
                          {"nodes": unknown, "field": "node"})
     unstorable = _unstorable(answer.input, "input", "Next")
     return unstorable or Decision(False, nodes=nodes, input=answer.input, parallel=parallel)
+
+
+def validate_map(answer: Map, known_nodes: Collection[str],
+                 reduce_check: Callable[[str], str | None] = _importable
+                 ) -> Decision | ErrorInfo:
+    """Check a :class:`Map` answer before any of its items runs.
+
+    Codes: ``invalid_policy_result`` (node not a string, a reduce of the wrong
+    kind, an item that cannot be stored: ``details['field']`` is ``items[i]``),
+    ``unknown_node``, ``map_items_invalid`` (items not a non-empty list),
+    ``reduce_not_importable`` (a lambda, closure or method, or a path that
+    does not import)."""
+    node: Any = answer.node
+    if not isinstance(node, str):
+        return ErrorInfo("invalid_policy_result", f"Map() node must be one node id, got "
+                         f"{type(node).__name__} (field node)", {"field": "node"})
+    if node not in known_nodes:
+        return ErrorInfo("unknown_node", f"unknown node id(s) {[node]} (field node)",
+                         {"nodes": [node], "field": "node"})
+    items: Any = answer.items
+    if not isinstance(items, list) or not items:
+        got = "an empty list" if isinstance(items, list) else type(items).__name__
+        return ErrorInfo("map_items_invalid", f"Map() items must be a non-empty list, got "
+                         f"{got} (field items); pass a list with one entry per run of "
+                         f"node {node!r}, or answer hy.Next/hy.Finish instead",
+                         {"field": "items", "returned": type(items).__name__})
+    reduce = _reduce_path(answer.reduce, reduce_check)
+    if isinstance(reduce, ErrorInfo):
+        return reduce
+    for index, item in enumerate(items):
+        unstorable = _unstorable(item, f"items[{index}]", "Map")
+        if unstorable is not None:
+            return unstorable
+    return Decision(False, nodes=(node,), input=items, map=True, reduce=reduce)
+
+
+def _reduce_path(value: Any, reduce_check: Callable[[str], str | None]
+                 ) -> str | ErrorInfo | None:
+    if value is None:
+        return None
+    if callable(value) and not isinstance(value, str):
+        path = function_path(value)
+        if path.startswith("!"):
+            return ErrorInfo("reduce_not_importable", f"Map() reduce {path[1:]} (field "
+                             "reduce)", {"field": "reduce"})
+        value = path
+    if not isinstance(value, str):
+        return ErrorInfo("invalid_policy_result", "Map() reduce must be None, a module-level "
+                         "function or a 'package.module:function' string, got "
+                         f"{type(value).__name__} (field reduce)", {"field": "reduce"})
+    module, sep, attr = value.partition(":")
+    why = None if sep and module and attr and not module.startswith(".") else (
+        "is not 'package.module:function'")
+    why = why or reduce_check(value)
+    if why is not None:
+        return ErrorInfo("reduce_not_importable", f"Map() reduce {value!r} {why} (field "
+                         "reduce); give an importable module-level function as "
+                         "'package.module:function'", {"field": "reduce", "reduce": value})
+    return value
+
+
+def function_path(value: Any) -> str:
+    """``module:qualname`` of a module-level function, or ``"!why"`` if it is a lambda,
+    closure, nested function or method (which cannot be imported again by name)."""
+    name: str | None = getattr(value, "__qualname__", None)
+    module: str | None = getattr(value, "__module__", None)
+    if inspect.ismethod(value):
+        return f"!is bound method {name}: it cannot be imported by name"
+    if name == "<lambda>":
+        return "!is a lambda: it cannot be imported by name"
+    if name is None or module is None or "<locals>" in name \
+            or getattr(value, "__closure__", None) or not inspect.isfunction(value):
+        return f"!{name or value!r} is not a module-level function: it cannot be imported " \
+               "by name"
+    return f"{module}:{name}"
 
 
 def _unstorable(value: Any, field: str, answer: str) -> ErrorInfo | None:

@@ -22,7 +22,7 @@ def test_hayata_exports() -> None:
         "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "AsyncAgentRef",
         "AsyncAgentSystem", "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
-        "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Next", "NodeContext",
+        "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Map", "Next", "NodeContext",
         "PolicyContext", "RecoveryRejected", "ResultReply", "Run", "RunAccepted",
         "RunRejected", "SchemaTooNew", "StaleExecution", "StaleWriter", "StoreError",
         "WaitResult",

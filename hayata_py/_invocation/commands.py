@@ -37,6 +37,9 @@ class Checkpoint:
     nodes: tuple[str, ...] = ()
     input: Any = None
     parallel: bool = False
+    map: bool = False
+    """The step is a map: ``nodes`` is its one node, ``input`` its items."""
+    reduce: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,5 +114,45 @@ class End:
     kept: bool = False
 
 
+@dataclass(frozen=True)
+class OpenMap:
+    """A map step starts: have ``node_id`` keep ``edges`` edges and start the
+    step's reducer (it answers ``ReducerReady``), for ``task_ids`` (item order)."""
+
+    execution_id: str
+    node_id: str
+    task_ids: tuple[str, ...]
+    edges: int
+    reduce: str | None
+
+
+@dataclass(frozen=True)
+class Collect:
+    """Forward item ``item``'s recorded result to the map's reducer."""
+
+    execution_id: str
+    item: int
+    result: Any
+
+
+@dataclass(frozen=True)
+class Consolidate:
+    """Every item is done: have the reducer consolidate (answered with ``Reduced``).
+
+    ``results`` (item order) only without a store; with one, the reducer takes
+    what it was not sent from the items' durable records."""
+
+    execution_id: str
+    results: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CloseMap:
+    """The map step is over: stop its reducer."""
+
+    execution_id: str
+    node_id: str
+
+
 Command = (CallPolicy | SaveCheckpoint | Dispatch | CancelTask | ArmDeadline | Emit
-           | RecordResult | End)
+           | RecordResult | End | OpenMap | Collect | Consolidate | CloseMap)

@@ -68,6 +68,12 @@ class Resume:
     to_run: Mapping[str, int] = field(default_factory=dict)
     reuse: Mapping[str, Any] = field(default_factory=dict)
     failed: ErrorInfo | None = None
+    map: bool = False
+    """A map step (``input`` its items): ``items_to_run`` maps each item index to
+    run to its attempt, ``items_reused`` the completed items to their results."""
+    reduce: str | None = None
+    items_to_run: Mapping[int, int] = field(default_factory=dict)
+    items_reused: Mapping[int, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,25 @@ class Stop:
     kind: StopKind
 
 
+@dataclass(frozen=True)
+class Reduced:
+    """The map's reducer answered: ``result`` the consolidated result (the list of
+    items' results without ``reduce``), or ``error`` (``reduce_failed``, ...)."""
+
+    execution_id: str
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class ReducerLost:
+    """The map's reducer died ``deaths`` times; its node gave up replacing it."""
+
+    execution_id: str
+    deaths: int
+
+
 Event = (Begin | Resume | PolicyAnswered | PolicyRaised | CheckpointSaved | WriteRefused
          | ResultRecorded | TaskOutcome | PartialResult | NodeDown | DeadlinePassed | LeaseLost
-         | Stop)
+         | Stop | Reduced | ReducerLost)

@@ -24,15 +24,13 @@ second deadline) return no command.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import reasons
+from hayata_py._invocation import mapping, reasons
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -56,6 +54,8 @@ from hayata_py._invocation.events import (
     PartialResult,
     PolicyAnswered,
     PolicyRaised,
+    Reduced,
+    ReducerLost,
     ResultRecorded,
     Resume,
     Stop,
@@ -64,70 +64,13 @@ from hayata_py._invocation.events import (
     TaskOutcome,
     WriteRefused,
 )
+from hayata_py._invocation.state import Execution as _Execution
+from hayata_py._invocation.state import Phase, Rules, Seed, execution_id_for
+from hayata_py._invocation.state import Task as _Task
 from hayata_py._policy import PolicyContext, validate_decision
 from hayata_py.store._records import task_id_for
 
-
-class Phase(enum.Enum):
-    NEW = "new"
-    DECIDING = "deciding"
-    """Waiting for the policy's answer."""
-    SAVING = "saving"
-    """Waiting for the step's checkpoint to be committed."""
-    RUNNING = "running"
-    """A step's tasks are out."""
-    FINISHING = "finishing"
-    """Waiting for the terminal result to be committed."""
-    ENDED = "ended"
-
-
-@dataclass(frozen=True)
-class Rules:
-    """The agent's settings that shape an invocation."""
-
-    nodes: frozenset[str]
-    max_steps: int
-    execution_timeout: float
-    durable: bool = True
-    """The agent records its work: an interruption keeps the invocation for recover()."""
-    owner: str = ""
-    """The lease owner (named in ``ownership_lost``)."""
-
-
-@dataclass(frozen=True)
-class Seed:
-    """Where an invocation starts (step 0, or a recovered checkpoint)."""
-
-    invocation_id: str
-    input: Any
-    state: dict[str, Any]
-    stream: bool = False
-    step: int = 0
-    last_result: Any = None
-    parallel_results: list[Any] | None = None
-
-
-@dataclass
-class _Task:
-    key: TaskKey
-    task_id: str
-    partials_seen: int = 0
-    held: TaskOutcome | None = None
-    """A successful outcome that waits for its partial results."""
-
-
-@dataclass
-class _Execution:
-    id: str
-    nodes: tuple[str, ...]
-    input: Any
-    parallel: bool
-    pending: dict[TaskKey, _Task] = field(default_factory=dict)
-    results: dict[str, Any] = field(default_factory=dict)
-
-
-def execution_id_for(invocation_id: str, step: int) -> str:
-    return f"{invocation_id}:{step}"
+__all__ = ["Invocation", "Phase", "Rules", "Seed", "execution_id_for"]
 
 
 class Invocation:
@@ -179,6 +122,9 @@ class Invocation:
             return self._on_node_down(event)
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
             return self._on_deadline(event)
+        if isinstance(event, (Reduced, ReducerLost)) and phase is Phase.RUNNING:
+            done = mapping.on_reduced(self, event)
+            return [] if done is None else done or self._step_done(self.execution)
         if isinstance(event, LeaseLost) and phase is not Phase.FINISHING \
                 and self.rules.durable:
             return self._lose_ownership()
@@ -196,7 +142,8 @@ class Invocation:
         return Checkpoint(self.step_no, dict(self.state), self.last_result,
                           self.parallel_results, ex.id if ex else None,
                           ex.nodes if ex else (), ex.input if ex else None,
-                          ex.parallel if ex else False)
+                          ex.parallel if ex else False, bool(ex and ex.map),
+                          ex.map.reduce if ex and ex.map else None)
 
     # -- starting and deciding -----------------------------------------------------
 
@@ -215,6 +162,11 @@ class Invocation:
                         results=dict(event.reuse))
         self.execution = ex
         self.phase = Phase.RUNNING
+        if event.map:
+            ex.map = mapping.new_map(self.id, self.step_no, ex.nodes[0], event.input,
+                                     event.reduce, dict(event.items_to_run),
+                                     dict(event.items_reused))
+            return out + mapping.start(self, ex)
         if not event.to_run:
             return out + self._step_done(ex)
         return out + self._send(ex, [(n, event.to_run[n]) for n in ex.nodes
@@ -227,7 +179,7 @@ class Invocation:
         return [CallPolicy(ctx)]
 
     def _on_answer(self, answer: Any) -> list[Command]:
-        decision = validate_decision(answer, self.rules.nodes)
+        decision = validate_decision(answer, self.rules.nodes, self.rules.reduce_check)
         if isinstance(decision, ErrorInfo):
             return self._fail(decision)
         if decision.finish:
@@ -242,8 +194,11 @@ class Invocation:
             check_encodable(decision.input, "input")
         except EncodingError as exc:
             return self._fail(reasons.not_storable("Next input", exc))
-        self.execution = _Execution(execution_id_for(self.id, self.step_no), decision.nodes,
-                                    decision.input, decision.parallel)
+        self.execution = ex = _Execution(execution_id_for(self.id, self.step_no),
+                                         decision.nodes, decision.input, decision.parallel)
+        if decision.map:
+            ex.map = mapping.new_map(self.id, self.step_no, decision.nodes[0], decision.input,
+                                     decision.reduce)
         self.parallel_results = None
         self.phase = Phase.SAVING
         # The checkpoint names the work before any of it starts.
@@ -260,6 +215,8 @@ class Invocation:
             # No system can run it now: say so at once. Nothing started; recover()
             # runs the step once a system that qualifies has joined.
             return self._interrupt(reasons.unplaced(waiting[0], unplaced[waiting[0]]))
+        if ex.map is not None:
+            return mapping.start(self, ex)
         return self._send(ex, [(n, 1) for n in ex.nodes])
 
     def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]]) -> list[Command]:
@@ -296,9 +253,11 @@ class Invocation:
             return []
         ex, task = found
         task.partials_seen += 1
-        out = self._emit("node_partial_result", {
-            "node_id": partial.key.node_id, "execution_id": ex.id,
-            "edge_id": partial.edge_id, "result": partial.result})
+        data: dict[str, Any] = {"node_id": partial.key.node_id, "execution_id": ex.id,
+                                "edge_id": partial.edge_id, "result": partial.result}
+        if partial.key.item is not None:
+            data["item"] = partial.key.item
+        out = self._emit("node_partial_result", data)
         if task.held is not None and task.partials_seen >= task.held.partials:
             out += self._task_done(ex, task.held)
         return out
@@ -308,6 +267,8 @@ class Invocation:
         if not outcome.ok:
             assert outcome.error is not None
             return self._fail(outcome.error)
+        if ex.map is not None:
+            return mapping.item_done(self, ex, outcome)
         ex.results[outcome.key.node_id] = outcome.result
         out = self._emit("node_completed", {"node_id": outcome.key.node_id,
                                             "execution_id": ex.id})
@@ -315,16 +276,20 @@ class Invocation:
             return out
         return out + self._step_done(ex)
 
-    def _step_done(self, ex: _Execution) -> list[Command]:
+    def _step_done(self, ex: _Execution | None) -> list[Command]:
+        assert ex is not None
         self.execution = None
-        if ex.parallel:
+        out = mapping.close(ex)
+        if ex.map is not None and ex.map.reduce is None:
+            self.parallel_results = list(ex.results[ex.nodes[0]])
+        elif ex.parallel:
             self.parallel_results = [ex.results[n] for n in ex.nodes]
         else:
             result = ex.results[ex.nodes[0]]
             self.state.update(result)
             self.last_result = result
         self.step_no += 1
-        return self._decide()
+        return out + self._decide()
 
     def _on_node_down(self, down: NodeDown) -> list[Command]:
         ex = self.execution
@@ -342,9 +307,9 @@ class Invocation:
     def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        if deadline.execution_id != ex.id or not ex.pending:
+        if deadline.execution_id != ex.id or not mapping.waiting(ex):
             return []
-        pending = sorted(k.node_id for k in ex.pending)
+        pending = sorted({k.node_id for k in ex.pending}) or [ex.nodes[0]]
         return self._fail(reasons.timed_out(pending, self.rules.execution_timeout, ex.id))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
@@ -359,7 +324,8 @@ class Invocation:
         self.execution = None
         if ex is None:
             return []
-        return [CancelTask(ex.id, t.key, t.task_id, timed_out) for t in ex.pending.values()]
+        return [CancelTask(ex.id, t.key, t.task_id, timed_out)
+                for t in ex.pending.values()] + mapping.close(ex)
 
     def _fail(self, error: ErrorInfo) -> list[Command]:
         if error.code == "stale_writer" and self.rules.durable:

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from hayata_py.store._classify import (
     ExecutionClassification,
+    MapClassification,
     TaskClass,
     classify_execution,
+    classify_map,
     classify_task,
 )
 from hayata_py.store._contract import TaskStore
@@ -38,11 +40,13 @@ __all__ = [
     "ActiveExecution",
     "ExecutionClassification",
     "InvocationRecord",
+    "MapClassification",
     "SqlTaskStore",
     "TaskClass",
     "TaskRecord",
     "TaskStore",
     "classify_execution",
+    "classify_map",
     "classify_task",
     "default_store_url",
     "open_store",

@@ -20,7 +20,8 @@ from typing import Any
 
 from hayata_py.store._records import TaskRecord
 
-__all__ = ["ExecutionClassification", "TaskClass", "classify_execution", "classify_task"]
+__all__ = ["ExecutionClassification", "MapClassification", "TaskClass", "classify_execution",
+           "classify_map", "classify_task"]
 
 
 class TaskClass(enum.Enum):
@@ -127,3 +128,53 @@ def classify_execution(
         uncertain_task_ids=tuple(uncertain_tasks),
         failed_node_ids=tuple(failed),
     )
+
+
+@dataclass(frozen=True)
+class MapClassification:
+    """Per-item classes of one map step (items by index, in item order).
+
+    ``to_run`` holds NOT_STARTED and RERUN items; ``reuse`` maps COMPLETED
+    items to their recorded results; ``uncertain_*`` name the UNCERTAIN ones;
+    ``failed_items`` the items recorded as failed."""
+
+    classes: Mapping[int, TaskClass]
+    to_run: tuple[int, ...]
+    reuse: Mapping[int, Any]
+    uncertain_items: tuple[int, ...]
+    uncertain_task_ids: tuple[str, ...]
+    failed_items: tuple[int, ...]
+    records: Mapping[int, TaskRecord]
+
+    @property
+    def has_uncertain(self) -> bool:
+        return bool(self.uncertain_items)
+
+
+def classify_map(task_ids: Sequence[str], records: Iterable[TaskRecord],
+                 idempotent: bool = False) -> MapClassification:
+    """Classify the items of one map step: item ``i`` is the task ``task_ids[i]``
+    (records of other tasks are ignored), exactly as parallel branches are."""
+    by_id = {rec.task_id: rec for rec in records}
+    classes: dict[int, TaskClass] = {}
+    found: dict[int, TaskRecord] = {}
+    to_run: list[int] = []
+    reuse: dict[int, Any] = {}
+    uncertain: list[int] = []
+    failed: list[int] = []
+    for item, task_id in enumerate(task_ids):
+        record = by_id.get(task_id)
+        if record is not None:
+            found[item] = record
+        cls = classes[item] = classify_task(record, idempotent=idempotent)
+        if cls in (TaskClass.NOT_STARTED, TaskClass.RERUN):
+            to_run.append(item)
+        elif cls is TaskClass.COMPLETED:
+            assert record is not None
+            reuse[item] = record.result
+        elif cls is TaskClass.UNCERTAIN:
+            uncertain.append(item)
+        else:
+            failed.append(item)
+    return MapClassification(classes, tuple(to_run), reuse, tuple(uncertain),
+                             tuple(task_ids[i] for i in uncertain), tuple(failed), found)

@@ -53,6 +53,11 @@ class ActiveExecution:
     node_ids: tuple[str, ...]
     input: Any = None
     parallel: bool = False
+    map: bool = False
+    """A map step: ``node_ids`` is its one node, ``input`` its list of items (the
+    task of item ``i`` has ``branch_index`` ``i`` and id ``task_id_for(..., item=i)``)."""
+    reduce: str | None = None
+    """A map step's reduce function (import path), or None."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,17 @@ class TaskRecord:
     resolved: bool = False
 
 
-def task_id_for(invocation_id: str, step: int, node_id: str) -> str:
-    """Return the task id of ``node_id`` at ``step`` of an invocation.
+def task_id_for(invocation_id: str, step: int, node_id: str, item: int | None = None) -> str:
+    """Return the task id of ``node_id`` at ``step`` of an invocation (``item``: the
+    item index of a map step's task; None for every other task).
 
     Deterministic (same inputs, same id, in any process, across restarts) and
     collision-free in practice (128 bits of SHA-256 over an unambiguous
-    encoding), so a replayed step finds the tasks its first run recorded.
+    encoding), so a replayed step finds the tasks its first run recorded. The
+    ids of tasks without an item are those of earlier versions.
     """
-    raw = "\x1f".join((str(len(invocation_id)), invocation_id, str(int(step)), node_id))
+    parts = [str(len(invocation_id)), invocation_id, str(int(step)), node_id]
+    if item is not None:
+        parts += ["item", str(int(item))]
+    raw = "\x1f".join(parts)
     return "task-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]

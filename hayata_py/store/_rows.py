@@ -36,13 +36,16 @@ __all__ = [
 def _active_to_plain(active: ActiveExecution | None) -> dict[str, Any] | None:
     if active is None:
         return None
-    return {
+    plain = {
         "execution_id": active.execution_id,
         "step": active.step,
         "node_ids": list(active.node_ids),
         "input": active.input,
         "parallel": active.parallel,
     }
+    if active.map:  # only map steps carry these: other records are as before
+        plain.update(map=True, reduce=active.reduce)
+    return plain
 
 
 def checkpoint_values(record: InvocationRecord) -> dict[str, Any]:
@@ -115,10 +118,12 @@ def _active_from_plain(raw: Any, where: str) -> ActiveExecution | None:
     node_ids, step, parallel = raw["node_ids"], raw["step"], raw.get("parallel", False)
     if not isinstance(raw["execution_id"], str) or not isinstance(step, int) \
             or not isinstance(node_ids, list) or not all(isinstance(n, str) for n in node_ids) \
-            or not isinstance(parallel, bool):
+            or not isinstance(parallel, bool) or not isinstance(raw.get("map", False), bool) \
+            or not isinstance(raw.get("reduce"), (str, type(None))) \
+            or (raw.get("map") and not isinstance(raw.get("input"), list)):
         raise _corrupt(where, column, f"not an active execution: {raw!r:.200}")
     return ActiveExecution(raw["execution_id"], step, tuple(node_ids), raw.get("input"),
-                           parallel)
+                           parallel, raw.get("map", False), raw.get("reduce"))
 
 
 def _decoder(row: Any, where: str) -> Callable[..., Any]:

@@ -1,0 +1,140 @@
+"""Map steps in the invocation machine: one task per item, a window of them out at once.
+
+A map step (``hy.Map(node, items, reduce)``) runs the node's function once per
+item. The machine keeps at most ``Rules.map_concurrency`` items out, sends
+the next as each completes, forwards each item's result to the step's
+reducer (:class:`Collect`) and, once every item is done, asks the reducer to
+consolidate (:class:`Consolidate`). The step ends on the reducer's
+``Reduced`` (or the first failing item, a deadline, a node death: the
+machine's usual paths, which cancel the items still out and close the map).
+Pure: the functions here take the machine and return its commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hayata_py._errors import ErrorInfo
+from hayata_py._invocation.commands import (
+    ArmDeadline,
+    CloseMap,
+    Collect,
+    Command,
+    Consolidate,
+    Dispatch,
+    OpenMap,
+)
+from hayata_py._invocation.events import Reduced, ReducerLost, TaskKey, TaskOutcome
+from hayata_py._invocation.state import Execution, Task
+from hayata_py.store._records import task_id_for
+
+if TYPE_CHECKING:
+    from hayata_py._invocation.machine import Invocation
+
+
+@dataclass
+class MapRun:
+    """The items of one map step and where each stands."""
+
+    node_id: str
+    items: list[Any]
+    reduce: str | None
+    task_ids: tuple[str, ...]
+    queue: list[tuple[int, int]]
+    """(item, attempt) not yet sent, in item order."""
+    results: dict[int, Any] = field(default_factory=dict)
+    consolidating: bool = False
+    """Every item is done; the reducer's answer is awaited."""
+
+
+def new_map(invocation_id: str, step: int, node_id: str, items: list[Any],
+            reduce: str | None, runs: dict[int, int] | None = None,
+            reused: dict[int, Any] | None = None) -> MapRun:
+    """A map step's state: every item to run (attempt 1), or on recovery ``runs``
+    (item -> attempt) with the completed items' ``reused`` results."""
+    ids = tuple(task_id_for(invocation_id, step, node_id, item=i) for i in range(len(items)))
+    queue = sorted((runs if runs is not None else dict.fromkeys(range(len(items)), 1)).items())
+    return MapRun(node_id, list(items), reduce, ids, queue, dict(reused or {}))
+
+
+def start(inv: Invocation, ex: Execution) -> list[Command]:
+    """The step's checkpoint is saved (or it is resumed): open the map, send the first
+    window of items, arm the step's one deadline."""
+    run = ex.map
+    assert run is not None
+    edges = max(1, min(inv.rules.map_concurrency, len(run.queue)))
+    out: list[Command] = [OpenMap(ex.id, run.node_id, run.task_ids, edges, run.reduce)]
+    out += _fill(inv, ex, run)
+    out.append(ArmDeadline(ex.id, inv.rules.execution_timeout))
+    return out + _maybe_consolidate(inv, ex, run)
+
+
+def _fill(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
+    out: list[Command] = []
+    while run.queue and len(ex.pending) < inv.rules.map_concurrency:
+        item, attempt = run.queue.pop(0)
+        key = TaskKey(run.node_id, item)
+        ex.pending[key] = Task(key, run.task_ids[item])
+        out += inv._emit("node_started", {"node_id": run.node_id, "execution_id": ex.id,
+                                          "item": item})
+        out.append(Dispatch(ex.id, key, run.task_ids[item], inv.step_no, item,
+                            run.items[item], dict(inv.state), attempt))
+    return out
+
+
+def item_done(inv: Invocation, ex: Execution, outcome: TaskOutcome) -> list[Command]:
+    """Item ``outcome.key.item`` completed (its result is recorded): forward it, send
+    the next item, or consolidate when none is left."""
+    run = ex.map
+    assert run is not None and outcome.key.item is not None
+    item = outcome.key.item
+    run.results[item] = outcome.result
+    out = inv._emit("node_completed", {"node_id": run.node_id, "execution_id": ex.id,
+                                       "item": item})
+    out.append(Collect(ex.id, item, outcome.result))
+    return out + _fill(inv, ex, run) + _maybe_consolidate(inv, ex, run)
+
+
+def _maybe_consolidate(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
+    if ex.pending or run.queue or run.consolidating:
+        return []
+    run.consolidating = True
+    results = None if inv.rules.durable else tuple(run.results[i]
+                                                   for i in range(len(run.items)))
+    return [Consolidate(ex.id, results)]
+
+
+def waiting(ex: Execution) -> bool:
+    """The step still waits for something (an item, or its reducer's answer)."""
+    return bool(ex.pending) or (ex.map is not None and not ex.map.queue
+                                and ex.map.consolidating)
+
+
+def on_reduced(inv: Invocation, event: Reduced | ReducerLost) -> list[Command] | None:
+    """The reducer's answer (or its node gave up on it). None: the event does not
+    belong to the step (it ends once: a second answer finds no step waiting);
+    else the commands for the error (the step failed), or [] with the step's
+    result stored in the execution, for the machine to end the step."""
+    ex = inv.execution
+    if ex is None or ex.map is None or ex.id != event.execution_id \
+            or not ex.map.consolidating:
+        return None
+    if isinstance(event, ReducerLost):
+        return inv._fail(reducer_crashed(ex.map.node_id, ex.id, event.deaths))
+    if not event.ok:
+        assert event.error is not None
+        return inv._fail(event.error)
+    ex.results[ex.map.node_id] = event.result
+    return []
+
+
+def close(ex: Execution) -> list[Command]:
+    """The step is over (ended or cancelled): stop its reducer."""
+    return [] if ex.map is None else [CloseMap(ex.id, ex.map.node_id)]
+
+
+def reducer_crashed(node_id: str, execution_id: str, deaths: int) -> ErrorInfo:
+    return ErrorInfo("reducer_crashed", f"the reducer of map step {execution_id} (node "
+                     f"{node_id!r}) died {deaths} times; its node gave up replacing it",
+                     {"node_id": node_id, "deaths": deaths})

@@ -1,0 +1,91 @@
+"""The data an invocation machine holds: its phase, its settings, its running step.
+
+Plain data, shared by :mod:`~hayata_py._invocation.machine` and
+:mod:`~hayata_py._invocation.mapping` (map steps).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hayata_py._invocation.events import TaskKey, TaskOutcome
+
+if TYPE_CHECKING:
+    from hayata_py._invocation.mapping import MapRun
+
+
+class Phase(enum.Enum):
+    NEW = "new"
+    DECIDING = "deciding"
+    """Waiting for the policy's answer."""
+    SAVING = "saving"
+    """Waiting for the step's checkpoint to be committed."""
+    RUNNING = "running"
+    """A step's tasks are out (or a map step waits for its reducer)."""
+    FINISHING = "finishing"
+    """Waiting for the terminal result to be committed."""
+    ENDED = "ended"
+
+
+def no_reduce_check(path: str) -> str | None:
+    """The default ``Rules.reduce_check``: every reduce path is taken as importable."""
+    return None
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The agent's settings that shape an invocation."""
+
+    nodes: frozenset[str]
+    max_steps: int
+    execution_timeout: float
+    durable: bool = True
+    """The agent records its work: an interruption keeps the invocation for recover()."""
+    owner: str = ""
+    """The lease owner (named in ``ownership_lost``)."""
+    map_concurrency: int = 1
+    """Items of a map step out at once, at most."""
+    reduce_check: Callable[[str], str | None] = no_reduce_check
+    """Why a map's reduce path cannot be imported, or None (the agent imports it;
+    the machine itself imports nothing)."""
+
+
+@dataclass(frozen=True)
+class Seed:
+    """Where an invocation starts (step 0, or a recovered checkpoint)."""
+
+    invocation_id: str
+    input: Any
+    state: dict[str, Any]
+    stream: bool = False
+    step: int = 0
+    last_result: Any = None
+    parallel_results: list[Any] | None = None
+
+
+@dataclass
+class Task:
+    key: TaskKey
+    task_id: str
+    partials_seen: int = 0
+    held: TaskOutcome | None = None
+    """A successful outcome that waits for its partial results."""
+
+
+@dataclass
+class Execution:
+    id: str
+    nodes: tuple[str, ...]
+    input: Any
+    parallel: bool
+    pending: dict[TaskKey, Task] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+    map: MapRun | None = None
+    """Set for a map step."""
+
+
+def execution_id_for(invocation_id: str, step: int) -> str:
+    return f"{invocation_id}:{step}"
