@@ -82,3 +82,13 @@ def resolve_callable(path: str) -> Callable[..., Any]:
     if not callable(obj):
         raise AttributeError(f"{path} is not callable")
     return obj  # type: ignore[no-any-return]
+
+
+def import_problem(path: str) -> str | None:
+    """Why ``path`` does not import as a function in this process (the reason,
+    worded to follow the path in a message), or None if it does."""
+    try:
+        _import(path, "path")
+    except ConfigError as exc:
+        return str(exc).removeprefix("path: ")
+    return None

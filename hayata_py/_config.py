@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,8 @@ from hayata_py._callables import callable_path
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
 
+MAX_MAP_CONCURRENCY = 1024
+"""The most items of a map step an agent runs at once (each on its own edge process)."""
 MAX_EXECUTION_TIMEOUT = 365 * 24 * 3600
 """The longest ``execution_timeout`` accepted (seconds): the runtime's timers hold it."""
 
@@ -38,6 +41,9 @@ class AgentConfig:
     - ``lease_seconds``: each invocation is owned under a lease in the store,
       renewed every third of this while it runs. If the owning system dies,
       another system may recover the invocation once the lease has expired.
+    - ``map_concurrency``: items of a map step (:class:`Map`) run at once, at
+      most, each on its own edge of the node (an int from 1 to
+      :data:`MAX_MAP_CONCURRENCY`; default: the machine's core count).
     """
 
     id: str
@@ -50,6 +56,7 @@ class AgentConfig:
     placement: Mapping[str, Any] = field(default_factory=dict)
     node_placement: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     lease_seconds: float = 10.0
+    map_concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,8 @@ class AgentSpec:
     instance: str = ""
     """Set by the AgentSystem: the id of this system start (recorded with each task
     as the system instance that ran it; the lease owner is ``owner``)."""
+    map_concurrency: int = 1
+    """Items of a map step out at once, at most."""
 
 
 def validate_config(config: Any) -> AgentSpec:
@@ -166,8 +175,14 @@ def validate_config(config: Any) -> AgentSpec:
     if isinstance(lease, bool) or not isinstance(lease, (int, float)) \
             or not math.isfinite(lease) or not 0.5 <= lease <= 3600:
         raise ConfigError("lease_seconds", f"must be seconds between 0.5 and 3600, got {lease!r}")
+    concurrency = config.map_concurrency
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) \
+            or not 1 <= concurrency <= MAX_MAP_CONCURRENCY:
+        raise ConfigError("map_concurrency", f"must be an int from 1 to {MAX_MAP_CONCURRENCY} "
+                          f"(items of a map step run at once), got {concurrency!r}")
     return AgentSpec(config.id, nodes, policy, state, config.max_steps, float(timeout),
-                     idempotent, placement, node_placement, float(lease))
+                     idempotent, placement, node_placement, float(lease),
+                     map_concurrency=concurrency)
 
 
 def valid_capabilities(value: Any, field_name: str = "capabilities") -> dict[str, Any]:

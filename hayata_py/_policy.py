@@ -215,12 +215,12 @@ def _reduce_path(value: Any, reduce_check: Callable[[str], str | None]
                          f"{type(value).__name__} (field reduce)", {"field": "reduce"})
     module, sep, attr = value.partition(":")
     why = None if sep and module and attr and not module.startswith(".") else (
-        "is not 'package.module:function'")
+        "it is not 'package.module:function'")
     why = why or reduce_check(value)
     if why is not None:
-        return ErrorInfo("reduce_not_importable", f"Map() reduce {value!r} {why} (field "
-                         "reduce); give an importable module-level function as "
-                         "'package.module:function'", {"field": "reduce", "reduce": value})
+        return ErrorInfo("reduce_not_importable", f"Map() reduce {value!r} cannot be used: "
+                         f"{why} (field reduce); give an importable module-level function "
+                         "as 'package.module:function'", {"field": "reduce", "reduce": value})
     return value
 
 

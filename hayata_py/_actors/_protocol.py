@@ -246,3 +246,89 @@ class SystemInfo:
     name: str = ""
     """The system's stable name: the owner of its invocations' leases."""
     liveness: Any = None
+
+
+# -- map steps: the reducer ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartReducer:
+    """Agent -> node: start the reducer of map step ``execution_id`` (node -> reducer:
+    the same, as its init). ``task_ids`` are the items' tasks in item order."""
+
+    execution_id: str
+    invocation_id: str
+    node_id: str
+    task_ids: tuple[str, ...]
+    reduce: str | None
+    agent: Any
+    store_url: str = ""
+    agent_id: str = ""
+
+
+@dataclass(frozen=True)
+class ReducerUp:
+    """Reducer -> node: initialised (the node tells the agent only now)."""
+
+    execution_id: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class ReducerReady:
+    """Node -> agent: the reducer of ``execution_id`` runs at ``address`` (a
+    replacement has a new one: items sent to the dead one are read from the store)."""
+
+    execution_id: str
+    address: Any
+
+
+@dataclass(frozen=True)
+class ReducerGone:
+    """Node -> agent: the reducer of ``execution_id`` died ``deaths`` times; the node
+    gave up replacing it."""
+
+    execution_id: str
+    deaths: int
+
+
+@dataclass(frozen=True)
+class StopReducer:
+    """Agent -> node: map step ``execution_id`` is over; stop its reducer."""
+
+    execution_id: str
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """Agent -> reducer: item ``item`` completed with ``result`` (recorded)."""
+
+    execution_id: str
+    item: int
+    result: Any
+
+
+@dataclass(frozen=True)
+class Consolidate:
+    """Agent -> reducer: every item is done; answer :class:`Reduced` (``results``:
+    all of them, without a store; else None and the reducer reads the gaps)."""
+
+    execution_id: str
+    results: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """Reducer -> agent: the consolidated result, or why there is none."""
+
+    execution_id: str
+    ok: bool
+    result: Any = None
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class ReducerDone:
+    """Reducer -> node: answered; stop me (an exit after this is no crash)."""
+
+    execution_id: str

@@ -27,9 +27,10 @@ from hayata_py._actors import procs
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.edges import EdgePool
 from hayata_py._actors.ledger import Ledger
+from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines
-from hayata_py._callables import resolve_callable
+from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo, RunRejected, StoreError
 from hayata_py.messages import (
@@ -57,7 +58,9 @@ class AgentActor(SupervisedActor):
         self.pool = EdgePool()
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
-                             durable=self.ledger.store is not None, owner=self.ledger.owner)
+                             durable=self.ledger.store is not None, owner=self.ledger.owner,
+                             map_concurrency=spec.map_concurrency, reduce_check=import_problem)
+        self.maps = MapLink(self.myAddress, spec)
         self.inv: m.Invocation | None = None
         self.subscriber: Any = None
         self.token = 0
@@ -95,6 +98,11 @@ class AgentActor(SupervisedActor):
             self._feed(m.PartialResult(message.execution_id, m.TaskKey(
                 message.node_id, message.item), message.index, message.edge_id,
                 message.result))
+        elif isinstance(message, MESSAGES):
+            sends, event = self.maps.on_message(message)
+            self._sends(sends)
+            if event is not None:
+                self._feed(event)
         elif isinstance(message, p.EdgeTable):
             self._sends(self.pool.on_table(sender, message))
         elif isinstance(message, p.EdgeLost):
@@ -109,10 +117,10 @@ class AgentActor(SupervisedActor):
                 self.nodes_sup = procs.identity(message.supervisor_pid) or (
                     message.supervisor_pid, -1.0)
             for node_id, address in message.nodes.items():
-                self._sends(self.pool.node_up(node_id, address))
+                self._node_up(node_id, address)
         elif isinstance(message, p.NodeUp):
             self.unplaced.pop(message.node_id, None)
-            self._sends(self.pool.node_up(message.node_id, message.address))
+            self._node_up(message.node_id, message.address)
         elif isinstance(message, p.NodeDown):
             self.pool.node_down(message.node_id)
             if message.cause is m.DownCause.WAITING_FOR_PLACEMENT:
@@ -130,6 +138,9 @@ class AgentActor(SupervisedActor):
             self.send(sender, self.ledger.abandon(message))
         elif isinstance(message, (GetResult, WaitResult)):
             self.ledger.answer(message, sender, self.inv.id if self.inv else None)
+
+    def _node_up(self, node_id: str, address: Any) -> None:
+        self._sends(self.pool.node_up(node_id, address) + self.maps.node_up(node_id, address))
 
     def _on_edge_lost(self, lost: p.EdgeLost) -> None:
         run = self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit)
@@ -220,6 +231,8 @@ class AgentActor(SupervisedActor):
                                   else "cancelled")
             reason = p.KillReason.TIMED_OUT if cmd.timed_out else p.KillReason.CANCELLED
             self._sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
+        elif isinstance(cmd, COMMANDS):
+            self._sends(self.maps.on_command(cmd, self.pool, inv.id))
         elif isinstance(cmd, m.End):
             self._end(inv, cmd)
         return None

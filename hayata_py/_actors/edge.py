@@ -87,7 +87,7 @@ class EdgeActor(SupervisedActor):
             input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
             invocation_id=execute.invocation_id, execution_id=execute.execution_id,
             task_id=execute.task_id, idempotency_key=execute.idempotency_key,
-            streamer=streamer)
+            streamer=streamer, item=execute.item)
         span = telemetry.span_start(telemetry.EDGE, {
             "agent_id": execute.agent_id, "node_id": execute.node_id,
             "execution_id": execute.execution_id, "edge_id": self.edge_id})

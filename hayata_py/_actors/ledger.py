@@ -21,6 +21,7 @@ from typing import Any
 
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
+from hayata_py._actors.maps import resume_map
 from hayata_py._codec import check_encodable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
@@ -104,7 +105,7 @@ class Ledger:
 
     def record_of(self, invocation_id: str, input: Any, cp: Checkpoint) -> InvocationRecord:
         active = None if cp.execution_id is None else ActiveExecution(
-            cp.execution_id, cp.step, cp.nodes, cp.input, cp.parallel)
+            cp.execution_id, cp.step, cp.nodes, cp.input, cp.parallel, cp.map, cp.reduce)
         return InvocationRecord(invocation_id, self.spec.id, "running", cp.step, cp.state,
                                 input, active, cp.parallel_results, cp.last_result)
 
@@ -277,6 +278,12 @@ class Ledger:
             self.recovering = None
             return record, token, Resume()
         records = self.store.get_tasks(record.invocation_id, execution_id=active.execution_id)
+        if active.map:
+            resumed = resume_map(record, active, records, self.spec.idempotent_nodes)
+            if not isinstance(resumed, RecoveryRejected):
+                self.recovering = None
+                return record, token, resumed
+            return resumed
         tasks = {t.node_id: t for t in records}
         classes = classify_execution(active.node_ids, records, self.spec.idempotent_nodes)
         if classes.has_uncertain:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from thespian.actors import ChildActorExited, WakeupMessage
+from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
 from hayata_py._actors import procs
 from hayata_py._actors._protocol import (
@@ -42,12 +42,21 @@ from hayata_py._actors._protocol import (
     EdgeTable,
     EnsureEdges,
     KillEdge,
+    ReducerDone,
+    ReducerGone,
+    ReducerReady,
+    ReducerUp,
+    StartReducer,
+    StopReducer,
     UseAgent,
     UseWatcher,
 )
 from supervisors import SupervisedActor, host_id, kill_child_process
 
 RECHECK_AFTER = timedelta(seconds=0.05)
+REDUCER_DEATHS = 3
+"""A map step's reducer that died this many times is not replaced again: the
+node reports it (``ReducerGone``) and the machine fails the step."""
 
 
 @dataclass
@@ -59,7 +68,18 @@ class _Edge:
     killed: bool = False
 
 
-def _alive(edge: _Edge) -> bool:
+@dataclass
+class _Reducer:
+    start: StartReducer
+    address: Any
+    deaths: int = 0
+    pid: int | None = None
+    created: float = 0.0
+    done: bool = False
+    """It answered, or the step is over: its exit is no crash."""
+
+
+def _alive(edge: _Edge | _Reducer) -> bool:
     """True while the edge's own process (same pid *and* start time) runs."""
     if edge.pid is None:
         return True  # not ready yet: its exit, if any, is reported to us
@@ -77,6 +97,8 @@ class NodeActor(SupervisedActor):
         self.wanted = 1
         self.version = 0
         self.recheck_armed = False
+        self.reducer: _Reducer | None = None
+        self.closed: str | None = None
         self._ids = itertools.count(1)
         self.log = self.log.bind(agent_id=agent_id, node_id=node_id)
         self._new_edge()
@@ -131,6 +153,59 @@ class NodeActor(SupervisedActor):
                                                         host_id()))
         elif isinstance(message, Describe):
             self.send(sender, Description(self._describe()))
+        elif isinstance(message, (StartReducer, ReducerUp, ReducerDone, StopReducer)):
+            self._on_reducer(message)
+
+    # -- the reducer of a map step ---------------------------------------------------
+
+    def _on_reducer(self, message: StartReducer | ReducerUp | ReducerDone | StopReducer
+                    ) -> None:
+        slot = self.reducer
+        if isinstance(message, StartReducer):
+            if slot is not None:
+                self._stop_reducer(slot)
+            if message.execution_id != self.closed:  # not stopped before it started
+                self._new_reducer(message, 0)
+            return
+        if slot is None or slot.start.execution_id != message.execution_id:
+            if isinstance(message, StopReducer):
+                self.closed = message.execution_id  # overtook its StartReducer
+            return
+        if isinstance(message, ReducerUp):
+            slot.pid = message.pid
+            who = procs.identity(message.pid)
+            slot.created = who[1] if who else -1.0
+            self.send(slot.start.agent, ReducerReady(message.execution_id, slot.address))
+        else:
+            self._stop_reducer(slot)
+
+    def _new_reducer(self, start: StartReducer, deaths: int) -> None:
+        from hayata_py._actors.reducer import ReducerActor
+
+        gc.freeze()
+        self.reducer = _Reducer(start, self.createActor(ReducerActor), deaths)
+        self.send(self.reducer.address, start)
+
+    def _stop_reducer(self, slot: _Reducer) -> None:
+        if not slot.done:
+            slot.done = True
+            self.send(slot.address, ActorExitRequest())
+
+    def _reap_reducer(self, address: Any) -> None:
+        """The reducer exited (or is found dead): replace it unless it was done."""
+        slot = self.reducer
+        if slot is None or (slot.address != address and _alive(slot)):
+            return
+        self.reducer = None
+        if slot.done:
+            return
+        deaths = slot.deaths + 1
+        self.log.warning("reducer_died", execution_id=slot.start.execution_id, pid=slot.pid,
+                         deaths=deaths)
+        if deaths >= REDUCER_DEATHS:
+            self.send(slot.start.agent, ReducerGone(slot.start.execution_id, deaths))
+        else:
+            self._new_reducer(slot.start, deaths)
 
     def _on_ready(self, ready: EdgeReady) -> None:
         edge = next((e for e in self.edges if e.edge_id == ready.edge_id), None)
@@ -159,6 +234,7 @@ class NodeActor(SupervisedActor):
     def _reap(self, address: Any) -> None:
         """An edge exited: drop it and every other edge that is no longer alive
         (Thespian reports only one of several exits), then replace them."""
+        self._reap_reducer(address)
         gone = [e for e in self.edges if (address is not None and e.address == address)
                 or not _alive(e)]
         if address is not None and not self.recheck_armed:
@@ -177,11 +253,17 @@ class NodeActor(SupervisedActor):
             self._publish()
 
     def _describe(self) -> list[dict[str, Any]]:
-        return [
+        rows: list[dict[str, Any]] = [
             {"role": "edge", "id": e.edge_id, "pid": e.pid, "restarts": 0,
              "status": "killed" if e.killed else "running", "children": []}
             for e in self.edges
         ]
+        slot = self.reducer
+        if slot is not None and slot.pid is not None:
+            rows.append({"role": "reducer", "id": f"{self.node_id}.reducer", "pid": slot.pid,
+                         "restarts": slot.deaths,
+                         "status": "stopping" if slot.done else "running", "children": []})
+        return rows
 
     # No on_stop: Thespian sends ActorExitRequest to the edges and waits for
     # them. Killing them here instead trips a Thespian bug (its error callbacks

@@ -1,0 +1,128 @@
+"""The agent's side of a map step's reducer: where it runs and what it still needs.
+
+The machine opens a map (:class:`~hayata_py._invocation.OpenMap`), forwards
+each item's result (``Collect``), asks for consolidation (``Consolidate``)
+and closes the map (``CloseMap``). This link turns those into messages to
+the node and the reducer: items completed before the reducer is ready wait
+here, and a consolidation asked of a reducer that died is asked again of its
+replacement (which reads the items it was not sent from the store). Like
+:mod:`~hayata_py._actors.edges`, it returns the messages to send as
+``(address, message)`` pairs; no Thespian here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hayata_py import _invocation as m
+from hayata_py._actors import _protocol as p
+from hayata_py._actors.edges import EdgePool
+from hayata_py._config import AgentSpec
+from hayata_py._errors import ErrorInfo, RecoveryRejected
+from hayata_py.store import (
+    ActiveExecution,
+    InvocationRecord,
+    TaskClass,
+    TaskRecord,
+    classify_map,
+    task_id_for,
+)
+
+Sends = list[tuple[Any, Any]]
+COMMANDS = (m.OpenMap, m.Collect, m.Consolidate, m.CloseMap)
+MESSAGES = (p.ReducerReady, p.ReducerGone, p.Reduced)
+
+
+class MapLink:
+    """The reducer of the agent's current map step (at most one: one step at a time)."""
+
+    def __init__(self, agent: Any, spec: AgentSpec) -> None:
+        self.agent, self.spec = agent, spec
+        self._reset()
+
+    def _reset(self) -> None:
+        self.start: p.StartReducer | None = None
+        self.edges = 1
+        self.sent_to: Any = None  # the node the start went to
+        self.address: Any = None  # the reducer, once ready
+        self.waiting: list[p.ItemResult] = []
+        self.consolidate: p.Consolidate | None = None
+
+    def on_command(self, cmd: Any, pool: EdgePool, invocation_id: str) -> Sends:
+        if isinstance(cmd, m.OpenMap):
+            self._reset()
+            self.start = p.StartReducer(cmd.execution_id, invocation_id, cmd.node_id,
+                                        cmd.task_ids, cmd.reduce, self.agent,
+                                        self.spec.store_url, self.spec.id)
+            self.edges = cmd.edges
+            return self.node_up(cmd.node_id, pool.address(cmd.node_id))
+        start = self.start
+        if start is None or cmd.execution_id != start.execution_id:
+            return []
+        if isinstance(cmd, m.Collect):
+            item = p.ItemResult(cmd.execution_id, cmd.item, cmd.result)
+            if self.address is None:
+                self.waiting.append(item)
+                return []
+            return [(self.address, item)]
+        if isinstance(cmd, m.Consolidate):
+            self.consolidate = p.Consolidate(cmd.execution_id, cmd.results)
+            return [] if self.address is None else [(self.address, self.consolidate)]
+        node = pool.address(start.node_id)
+        self._reset()
+        return [] if node is None else [(node, p.StopReducer(cmd.execution_id))]
+
+    def node_up(self, node_id: str, address: Any) -> Sends:
+        """Start the reducer on ``node_id`` once its address is known."""
+        start = self.start
+        if start is None or start.node_id != node_id or address is None \
+                or self.sent_to is not None:
+            return []
+        self.sent_to = address
+        return [(address, p.EnsureEdges(self.edges)), (address, start)]
+
+    def on_message(self, message: Any) -> tuple[Sends, m.Event | None]:
+        start = self.start
+        if start is None or message.execution_id != start.execution_id:
+            return [], None
+        if isinstance(message, p.ReducerReady):
+            # A replacement has a new address: what the dead one was sent is read
+            # from the items' records; a pending consolidation is asked again.
+            self.address = message.address
+            sends: Sends = [(message.address, item) for item in self.waiting]
+            self.waiting = []
+            if self.consolidate is not None:
+                sends.append((message.address, self.consolidate))
+            return sends, None
+        if isinstance(message, p.ReducerGone):
+            return [], m.ReducerLost(message.execution_id, message.deaths)
+        return [], m.Reduced(message.execution_id, message.ok, message.result, message.error)
+
+
+def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[TaskRecord],
+               idempotent_nodes: frozenset[str]) -> m.Resume | RecoveryRejected:
+    """Classify an interrupted map step per item, as parallel branches are: reuse
+    completed items, run not-started ones, refuse uncertain ones (re-run them if
+    the node is idempotent); a recorded failure ends the invocation."""
+    node_id = active.node_ids[0]
+    items = list(active.input)
+    task_ids = [task_id_for(record.invocation_id, active.step, node_id, item=i)
+                for i in range(len(items))]
+    found = classify_map(task_ids, records, idempotent=node_id in idempotent_nodes)
+    if found.has_uncertain:
+        return RecoveryRejected(
+            f"task(s) {list(found.uncertain_task_ids)} of items {list(found.uncertain_items)} "
+            f"of map node {node_id!r} started but recorded no result; check the external "
+            "system, then resolve_task(), abandon(), or declare the node idempotent",
+            code="task_execution_uncertain", invocation_id=record.invocation_id,
+            task_ids=list(found.uncertain_task_ids), node_ids=[node_id],
+            items=list(found.uncertain_items))
+    failed = None
+    if found.failed_items:
+        error = found.records[found.failed_items[0]].error
+        failed = ErrorInfo.from_dict(error or {"code": "node_failed",
+                                               "message": "recorded as failed"})
+    runs = {i: found.records[i].attempt + 1 if found.classes[i] is TaskClass.RERUN else 1
+            for i in found.to_run}
+    return m.Resume(active.execution_id, (node_id,), items, False, failed=failed, map=True,
+                    reduce=active.reduce, items_to_run=runs, items_reused=dict(found.reuse))
