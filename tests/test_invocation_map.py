@@ -199,8 +199,15 @@ def test_reducer_failures_fail_the_step(event: Event) -> None:
 
 def test_reducer_answer_before_consolidation_is_ignored() -> None:
     m, _ = started([0, 1])
-    assert m.step(Reduced(EX, True, [])) == [] and m.step(ReducerLost(EX, 3)) == []
+    assert m.step(Reduced(EX, True, [])) == [] and m.step(ReducerLost("inv:9", 3)) == []
     assert m.step(Reduced("inv:9", True, [])) == []
+
+
+def test_reducer_lost_while_items_run_fails_the_step() -> None:
+    m, _ = started([0, 1, 2])
+    cmds = m.step(ReducerLost(EX, 3))
+    assert [type(c) for c in cmds[:3]] == [CancelTask, CancelTask, CloseMap]
+    assert code(cmds) == "reducer_crashed"
 
 
 def test_first_failure_cancels_the_rest_and_sends_no_more() -> None:

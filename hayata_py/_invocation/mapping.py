@@ -117,11 +117,12 @@ def on_reduced(inv: Invocation, event: Reduced | ReducerLost) -> list[Command] |
     else the commands for the error (the step failed), or [] with the step's
     result stored in the execution, for the machine to end the step."""
     ex = inv.execution
-    if ex is None or ex.map is None or ex.id != event.execution_id \
-            or not ex.map.consolidating:
+    if ex is None or ex.map is None or ex.id != event.execution_id:
         return None
-    if isinstance(event, ReducerLost):
+    if isinstance(event, ReducerLost):  # no reducer to consolidate: the step cannot end well
         return inv._fail(reducer_crashed(ex.map.node_id, ex.id, event.deaths))
+    if not ex.map.consolidating:
+        return None
     if not event.ok:
         assert event.error is not None
         return inv._fail(event.error)
