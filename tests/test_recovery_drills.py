@@ -249,3 +249,64 @@ def test_drill_5_an_orphan_edge_cannot_write_after_takeover(drill: Drill) -> Non
     finally:
         if alive(orphan):
             os.kill(orphan, signal.SIGKILL)
+
+
+def test_drill_7_map_recovery_reuses_completed_items_and_runs_the_missing(
+    drill: Drill,
+) -> None:
+    """Drill 7: a map of 6 items, 2 at a time: items 0-2 complete, 3 and 4 are in
+    flight (held by a gate), 5 never started; kill -9 the whole system. The new
+    system's recover() refuses (3 and 4 are uncertain); with the node declared
+    idempotent it re-runs 3 and 4, runs 5 and reuses 0-2 (not run again)."""
+    from examples.drills import mapgraph
+
+    system = drill.system()
+    agent = system.start_agent(mapgraph.config())
+    gate = drill.gate("items")
+    inv = agent.run(drill.input(count=6, gates={"3": str(gate), "4": str(gate)}))
+
+    def items() -> dict[int, TaskRecord]:
+        with open_store(f"sqlite:///{drill.data / 'hayata.db'}") as store:
+            return {t.branch_index: t for t in store.get_tasks(inv)}
+
+    def held() -> bool:
+        now = items()
+        return all(now[i].status == "completed" for i in (0, 1, 2) if i in now) \
+            and {i for i, t in now.items() if t.status == "started"} == {3, 4} \
+            and len(now) == 5
+
+    eventually(held, timeout=30, message="items 0-2 completed, 3 and 4 in flight")
+    killed = system.kill()
+    assert killed and not any(alive(pid) for pid in killed)
+
+    def starts() -> Counter[str]:
+        return Counter(line.split()[1] for line in drill.effects_file.read_text().splitlines()
+                       if line.startswith("start "))
+
+    assert starts() == Counter({"0": 1, "1": 1, "2": 1, "3": 1, "4": 1})
+    system2 = drill.system()
+    agent2 = system2.start_agent(mapgraph.config())
+    assert agent2.status() == "recovery_required"
+    with pytest.raises(hy.RecoveryRejected) as err:
+        agent2.recover()
+    assert err.value.code == "task_execution_uncertain"
+    assert err.value.details["items"] == [3, 4]
+    assert err.value.details["task_ids"] == [task_id_for(inv, 0, "item", item=i)
+                                             for i in (3, 4)]
+    assert starts() == Counter({"0": 1, "1": 1, "2": 1, "3": 1, "4": 1}), "refused: ran nothing"
+
+    system2.stop_agent("mapdrill")
+    agent2 = system2.start_agent(mapgraph.idempotent_config())
+    gate.touch()
+    assert agent2.recover(subscriber=hy.CALLER, stream=True) == inv
+    messages = list(agent2.messages(inv, timeout=60))
+    result = messages[-1]
+    assert isinstance(result, hy.AgentResult) and result.ok, result
+    assert result.result == {"sum": sum(i * i for i in range(6)), "items": list(range(6))}
+    assert starts() == Counter({"0": 1, "1": 1, "2": 1, "3": 2, "4": 2, "5": 1})
+    events = [m for m in messages if isinstance(m, hy.AgentEvent)]
+    assert sorted(e.data["item"] for e in events if e.type == "node_started") == [3, 4, 5]
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    final = items()
+    assert [final[i].attempt for i in range(6)] == [1, 1, 1, 2, 2, 1]
+    assert all(t.status == "completed" for t in final.values())

@@ -66,13 +66,17 @@ def task_rows(store: TaskStore, invocation: InvocationRecord) -> list[dict[str, 
     rows = [task_row(t) for t in records]
     active = invocation.active_execution
     if active is not None and invocation.status == "running":
-        # Nodes of the interrupted step that never got a record: recovery runs them.
-        recorded = {t.node_id for t in records if t.execution_id == active.execution_id}
-        rows += [{**task_row(TaskRecord(
-            task_id_for(invocation.invocation_id, active.step, node_id),
-            invocation.invocation_id, active.execution_id, active.step, node_id,
-            branch_index=index)), "status": "-"}
-            for index, node_id in enumerate(active.node_ids) if node_id not in recorded]
+        # Tasks of the interrupted step that never got a record: recovery runs them
+        # (a map step's are its items: BRANCH is the item index).
+        recorded = {t.task_id for t in records if t.execution_id == active.execution_id}
+        wanted = [(i, active.node_ids[0], i) for i in range(len(active.input))] \
+            if active.map else [(i, n, None) for i, n in enumerate(active.node_ids)]
+        for index, node_id, item in wanted:
+            task_id = task_id_for(invocation.invocation_id, active.step, node_id, item=item)
+            if task_id not in recorded:
+                rows.append({**task_row(TaskRecord(
+                    task_id, invocation.invocation_id, active.execution_id, active.step,
+                    node_id, branch_index=index)), "status": "-"})
     return rows
 
 
@@ -103,7 +107,10 @@ def tasks(agent_id: str, invocation_id: str | None, as_json: bool, data_dir: Pat
     from rich.table import Table
     from rich.text import Text
 
-    step = f"step {invocation.step}" + (f", executing {list(active.node_ids)}"
+    doing = "" if active is None else (
+        f"a map of {active.node_ids[0]!r} over {len(active.input)} items" if active.map
+        else str(list(active.node_ids)))
+    step = f"step {invocation.step}" + (f", executing {doing}"
                                         if active is not None and invocation.status == "running"
                                         else "")
     click.echo(f"invocation {invocation.invocation_id} of {agent_id}: {invocation.status} "
