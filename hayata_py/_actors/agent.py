@@ -239,7 +239,7 @@ class AgentActor(SupervisedActor):
 
     def _dispatch(self, inv: m.Invocation, cmd: m.Dispatch) -> None:
         spec = self.spec
-        self.spans.task_started(cmd.task_id, cmd.key.node_id, cmd.execution_id)
+        self.spans.task_started(cmd.task_id, cmd.key.node_id, cmd.execution_id, cmd.key.item)
         self._sends(self.pool.dispatch(p.RunTask(
             cmd.execution_id, cmd.task_id, inv.id, cmd.key.node_id, cmd.input, cmd.state,
             self.myAddress, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,

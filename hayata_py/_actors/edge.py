@@ -90,7 +90,8 @@ class EdgeActor(SupervisedActor):
             streamer=streamer, item=execute.item)
         span = telemetry.span_start(telemetry.EDGE, {
             "agent_id": execute.agent_id, "node_id": execute.node_id,
-            "execution_id": execute.execution_id, "edge_id": self.edge_id})
+            "execution_id": execute.execution_id, "edge_id": self.edge_id,
+            **({} if execute.item is None else {"item": execute.item})})
         result: Any = None
         error: ErrorInfo | None = self._record_start(execute)
         if error is None:

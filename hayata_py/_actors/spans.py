@@ -22,9 +22,13 @@ class InvocationSpans:
             metadata["recovered"] = True
         self.invocation = telemetry.span_start(telemetry.AGENT_INVOCATION, metadata)
 
-    def task_started(self, task_id: str, node_id: str, execution_id: str) -> None:
-        self.tasks[task_id] = telemetry.span_start(telemetry.NODE_EXECUTION, {
-            "agent_id": self.agent_id, "node_id": node_id, "execution_id": execution_id})
+    def task_started(self, task_id: str, node_id: str, execution_id: str,
+                     item: int | None = None) -> None:
+        metadata: dict[str, Any] = {"agent_id": self.agent_id, "node_id": node_id,
+                                    "execution_id": execution_id}
+        if item is not None:  # a map step's item: a span of its own
+            metadata["item"] = item
+        self.tasks[task_id] = telemetry.span_start(telemetry.NODE_EXECUTION, metadata)
 
     def task_ended(self, task_id: str, error: ErrorInfo | None, status: str = "") -> None:
         span = self.tasks.pop(task_id, None)
