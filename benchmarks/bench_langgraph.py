@@ -30,6 +30,8 @@ hayata_py / LangGraph ratios. Results: ``benchmarks/results/langgraph.json``.
    threaded per AgentSystem, the agents run concurrently); LangGraph N
    threads invoking one compiled graph sharing one saver. Timed blocks of
    fixed length alternate between the sides.
+9. ``map100`` latency: a map step of 100 trivial items (``hy.Map``, default
+   ``map_concurrency``, and 8) vs a LangGraph ``Send`` fan-out of 100.
 8. Memory (PSS, psutil ``memory_full_info``): the sum over
    ``system.processes()`` with 0, 1, 10 (and 50, full run) idle ``seq3``
    agents (each run once); LangGraph: PSS of a fresh process holding the
@@ -39,6 +41,7 @@ hayata_py / LangGraph ratios. Results: ``benchmarks/results/langgraph.json``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sqlite3
@@ -257,6 +260,30 @@ def w4_cpu(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
             "loadavg": [load, _load()], "raw_ms": {k: ms(v) for k, v in raw.items()}}
 
 
+def w9_map(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
+    load = _load()
+    lg = LG(tmp, "w9")
+    with hy.AgentSystem(Path(tmp) / "hy-w9") as system:
+        default = system.start_agent(G.hy_config("map100"))
+        wide = system.start_agent(dataclasses.replace(G.hy_config("map100", "map100-8"),
+                                                      map_concurrency=8))
+        raw = _interleave({"hayata_run_wait": _hy_wait(default),
+                           "hayata_run_wait_concurrency_8": _hy_wait(wide),
+                           "langgraph_invoke": _lg_call(lg, "map100", {"input": "x"})},
+                          samples, warmup)
+    lg.close()
+    stats = _stats(raw)
+    lg_med = stats["langgraph_invoke"]["median"]
+    return {"latency_ms": stats, "items": G.MAP_ITEMS,
+            "map_concurrency_default": os.cpu_count(),
+            "ratio_median": _ratio(stats["hayata_run_wait"]["median"], lg_med),
+            "ratio_median_concurrency_8": _ratio(
+                stats["hayata_run_wait_concurrency_8"]["median"], lg_med),
+            "ratio_p95": _ratio(stats["hayata_run_wait"]["p95"],
+                                stats["langgraph_invoke"]["p95"]),
+            "loadavg": [load, _load()], "raw_ms": {k: ms(v) for k, v in raw.items()}}
+
+
 def _hy_block(agents: Sequence[hy.AgentRef], seconds: float) -> int:
     """Rounds of run-all-then-wait-all until ``seconds`` elapsed; invocations done."""
     done = 0
@@ -385,7 +412,7 @@ def _row(label: str, h: dict[str, float], lg: dict[str, float] | None) -> str:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="1,2,3,4,5,8", help="workloads, e.g. 1,3")
+    parser.add_argument("--only", default="1,2,3,4,5,8,9", help="workloads, e.g. 1,3")
     args = parser.parse_args(argv)
     only = {w.strip() for w in args.only.split(",")}
     q = args.quick
@@ -401,6 +428,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             ("5", "w5_w8", lambda: w5_w8_throughput_memory(
                 tmp, (1, 4, 16), 1.0 if q else 3.0, 2 if q else 4,
                 (1, 10) if q else (1, 10, 50))),
+            ("9", "w9_map", lambda: w9_map(tmp, 6 if q else 30, 1)),
         ]
         for key, name, fn in steps:
             if key not in only and not (key == "5" and "8" in only):
@@ -441,6 +469,13 @@ def _print(data: dict[str, Any]) -> None:
         print(_row("run+wait", w["wall_ms"]["hayata_run_wait"], w["wall_ms"]["langgraph_invoke"]))
         print(f"  speedup hayata {fmt(w['speedup_hayata'])}x  "
               f"LangGraph {fmt(w['speedup_langgraph'])}x")
+    if "w9_map" in data:
+        s = data["w9_map"]["latency_ms"]
+        print(f"W9 map of {data['w9_map']['items']} trivial items (ms)")
+        print(_row("run+wait, map_concurrency default", s["hayata_run_wait"],
+                   s["langgraph_invoke"]))
+        print(_row("run+wait, map_concurrency 8", s["hayata_run_wait_concurrency_8"],
+                   s["langgraph_invoke"]))
     if "w5_w8" in data:
         w = data["w5_w8"]
         for n, t in w["throughput"].items():

@@ -9,6 +9,9 @@ Graphs (node work is shared by both sides):
 - ``fanout8``: eight trivial branches ``b0..b7`` in parallel, then ``join``.
 - ``sleep8``: eight branches ``s0..s7`` in parallel, each sleeping 50 ms.
 - ``cpu2``: two CPU-bound branches ``c0, c1`` in parallel (pure Python loop).
+- ``map100``: one node over 100 items: hayata_py ``hy.Map`` (one durable task per
+  item, ``map_concurrency`` at once, no reduce); LangGraph a ``Send`` fan-out of
+  100 to one node (its results summed by a reducer on the state).
 - ``finish``: hayata_py only: the policy finishes at once (no node), to split
   the fixed per-invocation cost from the per-step cost.
 - ``steps100``: hayata_py only (workload 6, whole-system crash): 100 sequential
@@ -37,6 +40,7 @@ FAN_NODES = tuple(f"b{i}" for i in range(8))
 SLEEP_NODES = tuple(f"s{i}" for i in range(8))
 CPU_NODES = ("c0", "c1")
 SLEEP_S = 0.05
+MAP_ITEMS = 100
 
 # -- the work, shared by both sides ------------------------------------------------
 
@@ -103,6 +107,16 @@ def policy_cpu2(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     return hy.Finish(ctx.parallel_results)
 
 
+def hy_item(ctx: hy.NodeContext) -> dict[str, Any]:
+    return {"item": ctx.item}
+
+
+def policy_map100(ctx: hy.PolicyContext) -> hy.Map | hy.Finish:
+    if ctx.step == 0:
+        return hy.Map("item", list(range(MAP_ITEMS)))
+    return hy.Finish(len(ctx.parallel_results or ()))
+
+
 def policy_finish(ctx: hy.PolicyContext) -> hy.Finish:
     return hy.Finish(ctx.input)
 
@@ -140,6 +154,8 @@ def hy_config(graph: str, agent_id: str | None = None) -> hy.AgentConfig:
         nodes = {n: f"{_HERE}:hy_sleep" for n in SLEEP_NODES}
     elif graph == "cpu2":
         nodes = {n: f"{_HERE}:hy_cpu" for n in CPU_NODES}
+    elif graph == "map100":
+        nodes = {"item": f"{_HERE}:hy_item"}
     elif graph == "steps100":
         return hy.AgentConfig(
             id=agent_id or graph, nodes={"step": f"{_HERE}:hy_trivial", "gate": f"{_HERE}:hy_gate"},
@@ -204,6 +220,18 @@ def lg_graph(graph: str, checkpointer: Any) -> Any:
         g.add_node("join", _lg_trivial("join"))
         g.add_edge(list(FAN_NODES), "join")
         g.add_edge("join", END)
+    elif graph == "map100":
+        from langgraph.types import Send
+
+        def fan_out(state: LGState) -> list[Any]:
+            return [Send("item", {"input": i}) for i in range(MAP_ITEMS)]
+
+        def item(state: LGState) -> dict[str, Any]:
+            return {"count": 1}
+
+        g.add_node("item", item)
+        g.add_conditional_edges(START, fan_out, ["item"])
+        g.add_edge("item", END)
     elif graph in ("sleep8", "cpu2"):
         names, make = (SLEEP_NODES, _lg_sleep) if graph == "sleep8" else (CPU_NODES, _lg_cpu)
         for n in names:

@@ -56,6 +56,7 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
         st.dictionaries(st.sampled_from(["mock", "other", "x"]), capabilities, max_size=2),
         anything),
     "lease_seconds": st.one_of(st.floats(), st.integers(), anything),
+    "map_concurrency": st.one_of(st.integers(), st.booleans(), st.floats(), anything),
 }
 
 
@@ -79,6 +80,7 @@ def _check_spec(spec: AgentSpec) -> None:
     assert 0 < spec.execution_timeout <= 365 * 24 * 3600
     assert spec.idempotent_nodes <= set(spec.nodes)
     assert set(spec.node_placement) <= set(spec.nodes)
+    assert isinstance(spec.map_concurrency, int) and 1 <= spec.map_concurrency <= 1024
     check_encodable(spec.state, "state")
     assert pickle.loads(pickle.dumps(spec)) == spec
 
@@ -112,6 +114,10 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
         ({"placement": {"gpu": float("nan")}}, "placement", "finite"),
         ({"node_placement": {"mock": {"mem": float("inf")}}}, "node_placement['mock']",
          "finite"),
+        ({"map_concurrency": 0}, "map_concurrency", "from 1 to 1024"),
+        ({"map_concurrency": True}, "map_concurrency", "from 1 to 1024"),
+        ({"map_concurrency": 2.0}, "map_concurrency", "from 1 to 1024"),
+        ({"map_concurrency": 5000}, "map_concurrency", "from 1 to 1024"),
     ],
 )
 def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: str) -> None:

@@ -139,3 +139,14 @@ def test_valid_policy_answers() -> None:
     assert not isinstance(par, ErrorInfo) and par.nodes == ("b", "a") and par.parallel
     fin = validate_decision(hy.Finish({"r": 1}), {"a"})
     assert not isinstance(fin, ErrorInfo) and fin.finish and fin.result == {"r": 1}
+
+
+def test_map_concurrency_defaults_to_the_core_count() -> None:
+    import dataclasses
+    import os
+
+    config = hy.AgentConfig("a", {"m": "tests.graph_nodes:mock_node"},
+                            "tests.graph_nodes:once_policy")
+    assert config.map_concurrency == (os.cpu_count() or 1)
+    assert validate_config(config).map_concurrency == config.map_concurrency
+    assert validate_config(dataclasses.replace(config, map_concurrency=3)).map_concurrency == 3
