@@ -29,7 +29,8 @@ class AgentConfig:
     - ``state``: the initial state of every invocation (must be msgpack-encodable).
     - ``max_steps``: transitions allowed per invocation (> 0).
     - ``execution_timeout``: seconds one node execution may take (> 0, at most
-      :data:`MAX_EXECUTION_TIMEOUT`, 365 days).
+      :data:`MAX_EXECUTION_TIMEOUT`, 365 days); for a map step, the whole step
+      (all its items and the reduce).
     - ``idempotent_nodes``: node ids whose uncertain tasks may be re-run on recovery
       (a set, frozenset, list or tuple of node ids).
     - ``placement``: capabilities the agent's processes need, e.g.

@@ -15,6 +15,9 @@ Phases::
     any failure (durable) --> FINISHING --ResultRecorded--> ENDED
     interruption, lost lease (nothing written) --> ENDED
 
+A map step (``hy.Map``) stays RUNNING until its reducer answers; its window
+of items and consolidation are :mod:`hayata_py._invocation.mapping`.
+
 Guarantees (tested with hypothesis over random interleavings): exactly one
 :class:`End`; streamed events numbered 1..n without gaps; every partial
 result of a task before its ``node_completed``; nothing dispatched after the
