@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hayata_py.store import (
     TaskClass,
     TaskRecord,
     classify_execution,
+    classify_map,
     classify_task,
     task_id_for,
 )
@@ -123,3 +125,33 @@ def test_task_id_for_is_injective(inv: str, step: int, node: str, inv2: str, nod
     if (inv, node) != (inv2, node2):
         assert task_id_for(inv, step, node) != task_id_for(inv2, step, node2)
     assert task_id_for(inv, step, node) != task_id_for(inv, step + 1, node)
+
+
+def _item(item: int, status: Any, result: Any = None) -> TaskRecord:
+    return TaskRecord(task_id_for("inv", 3, "m", item=item), "inv", "ex", 3, "m",
+                      branch_index=item, status=status, result=result)
+
+
+def test_item_task_ids_are_distinct_and_leave_other_ids_unchanged() -> None:
+    ids = {task_id_for("inv", 3, "m", item=i) for i in range(50)}
+    assert len(ids) == 50 and task_id_for("inv", 3, "m") not in ids
+    assert task_id_for("inv", 3, "m", item=None) == task_id_for("inv", 3, "m")
+    # The id of a task without an item is the one earlier versions computed.
+    raw = "\x1f".join(("3", "inv", "3", "m")).encode()
+    assert task_id_for("inv", 3, "m") == "task-" + hashlib.sha256(raw).hexdigest()[:32]
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_classify_map_per_item(idempotent: bool) -> None:
+    ids = [task_id_for("inv", 3, "m", item=i) for i in range(5)]
+    records = [_item(0, "completed", {"v": 0}), _item(1, "started"), _item(2, "scheduled"),
+               _item(4, "failed"), _task("other", "completed", {"x": 1})]
+    found = classify_map(ids, records, idempotent=idempotent)
+    assert found.reuse == {0: {"v": 0}}
+    assert found.failed_items == (4,)
+    if idempotent:
+        assert found.to_run == (1, 2, 3) and not found.has_uncertain
+        assert found.classes[1] is TaskClass.RERUN
+    else:
+        assert found.to_run == (2, 3) and found.uncertain_items == (1,)
+        assert found.uncertain_task_ids == (ids[1],)
