@@ -56,7 +56,7 @@ def test_map_of_20_items_runs_at_most_4_at_once_in_item_order(
     system, tmp = data
     log = tmp / "effects.log"
     agent = start(system, concurrency=4)
-    items = [{"value": i, "log": str(log), "sleep": 0.05} for i in range(20)]
+    items = [{"value": i, "log": str(log), "sleep": 0.15} for i in range(20)]
     inv = agent.run({"items": items}, subscriber=hy.CALLER, stream=True)
     events, result = collect(agent, inv)
     assert result.ok, result.error
