@@ -61,8 +61,9 @@ def test_items_wait_for_the_reducer_and_a_replacement_is_asked_again() -> None:
     assert sends == [("r2", p.Consolidate(EX))]
     _, event = maps.on_message(p.Reduced(EX, True, {"t": 1}))
     assert event == m.Reduced(EX, True, {"t": 1})
-    assert maps.on_command(m.CloseMap(EX, "item"), pool, "inv") == [
-        ("node-addr", p.StopReducer(EX))]
+    opening = maps.start.opening if maps.start else ""
+    assert opening and maps.on_command(m.CloseMap(EX, "item"), pool, "inv") == [
+        ("node-addr", p.StopReducer(EX, opening))]
     assert maps.on_message(p.Reduced(EX, True, {})) == ([], None)  # closed
 
 

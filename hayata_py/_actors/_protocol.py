@@ -264,6 +264,9 @@ class StartReducer:
     agent: Any
     store_url: str = ""
     agent_id: str = ""
+    opening: str = ""
+    """Unique per opening of the map (a recovery opens it again): what a
+    :class:`StopReducer` that overtook this message names."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +300,7 @@ class StopReducer:
     """Agent -> node: map step ``execution_id`` is over; stop its reducer."""
 
     execution_id: str
+    opening: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ replacement (which reads the items it was not sent from the store). Like
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from hayata_py import _invocation as m
@@ -53,7 +54,7 @@ class MapLink:
             self._reset()
             self.start = p.StartReducer(cmd.execution_id, invocation_id, cmd.node_id,
                                         cmd.task_ids, cmd.reduce, self.agent,
-                                        self.spec.store_url, self.spec.id)
+                                        self.spec.store_url, self.spec.id, uuid.uuid4().hex)
             self.edges = cmd.edges
             return self.node_up(cmd.node_id, pool.address(cmd.node_id))
         start = self.start
@@ -70,7 +71,7 @@ class MapLink:
             return [] if self.address is None else [(self.address, self.consolidate)]
         node = pool.address(start.node_id)
         self._reset()
-        return [] if node is None else [(node, p.StopReducer(cmd.execution_id))]
+        return [] if node is None else [(node, p.StopReducer(cmd.execution_id, start.opening))]
 
     def node_up(self, node_id: str, address: Any) -> Sends:
         """Start the reducer on ``node_id`` once its address is known."""

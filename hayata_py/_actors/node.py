@@ -164,12 +164,12 @@ class NodeActor(SupervisedActor):
         if isinstance(message, StartReducer):
             if slot is not None:
                 self._stop_reducer(slot)
-            if message.execution_id != self.closed:  # not stopped before it started
+            if message.opening != self.closed:  # not stopped before it started
                 self._new_reducer(message, 0)
             return
         if slot is None or slot.start.execution_id != message.execution_id:
             if isinstance(message, StopReducer):
-                self.closed = message.execution_id  # overtook its StartReducer
+                self.closed = message.opening  # overtook its StartReducer
             return
         if isinstance(message, ReducerUp):
             slot.pid = message.pid
