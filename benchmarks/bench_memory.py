@@ -16,7 +16,9 @@ ran.
 
 Scale (``--scale N``; ``make bench-memory-500``): start ``N`` idle 3-node
 agents one after the other (start time per agent), then let each run once,
-all at once (every result must be ok), and report the total PSS.
+all at once (every result must be ok), and report the total PSS. It starts
+no more agents once the machine has less than ``--min-available-mb``
+available (the machine is shared), and says so (``stopped_early``).
 
 Results: ``benchmarks/results/memory.json`` (``memory_scale.json`` for
 ``--scale``).
@@ -114,9 +116,10 @@ def _growth(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]
                    "uss_kb_max": max(d)} for role, d in sorted(roles.items())}
 
 
-def steady(agents: int, runs: int, growth_runs: int) -> dict[str, Any]:
+def steady(agents: int, runs: int, growth_runs: int, store_url: str | None = None
+           ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hy-mem-") as tmp, \
-            hy.AgentSystem(Path(tmp) / "hy") as system:
+            hy.AgentSystem(Path(tmp) / "hy", store_url=store_url) as system:
         base_snap = sample(system)
         base = _total_pss(base_snap)
         refs = [system.start_agent(G.hy_config("seq3", f"seq3-{i}")) for i in range(agents)]
@@ -136,14 +139,18 @@ def steady(agents: int, runs: int, growth_runs: int) -> dict[str, Any]:
         return out
 
 
-def scale(agents: int) -> dict[str, Any]:
+def scale(agents: int, min_available_mb: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hy-mem-") as tmp, \
             hy.AgentSystem(Path(tmp) / "hy") as system:
         base = _total_pss(sample(system))
         starts: list[float] = []
         refs = []
+        stopped_early = False
         t0 = time.perf_counter()
         for i in range(agents):
+            if psutil.virtual_memory().available / MB < min_available_mb:
+                stopped_early = True  # the machine is shared: never run it out of memory
+                break
             t = time.perf_counter()
             refs.append(system.start_agent(G.hy_config("seq3", f"seq3-{i}")))
             starts.append(time.perf_counter() - t)
@@ -156,11 +163,12 @@ def scale(agents: int) -> dict[str, Any]:
         snap = sample(system)
         total = _total_pss(snap)
         return {
-            "agents": agents, "results_ok": ok, "processes": len(snap),
+            "agents_asked": agents, "agents": len(refs), "stopped_early": stopped_early,
+            "min_available_mb": min_available_mb, "results_ok": ok, "processes": len(snap),
             "start_s_total": started, "start_ms_per_agent": summary([s * 1000 for s in starts]),
             "one_run_each_s": answered, "pss_mb_system_without_agents": base,
             "pss_mb_total_idle": _total_pss(idle_snap), "pss_mb_total": total,
-            "pss_mb_per_agent": (total - base) / agents,
+            "pss_mb_per_agent": (total - base) / max(1, len(refs)),
             "available_mb_after": psutil.virtual_memory().available / MB,
             "roles": by_role(snap)}
 
@@ -182,12 +190,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--growth-runs", type=int, default=100)
     parser.add_argument("--scale", type=int, default=0,
                         help="start this many idle agents, one run each (the 500-agent row)")
+    parser.add_argument("--min-available-mb", type=float, default=4096,
+                        help="--scale: start no more agents once the machine has less "
+                             "memory available than this (reported as stopped_early)")
+    parser.add_argument("--store-url", default=None,
+                        help="steady state on this store (default: SQLite in a temp dir)")
     parser.add_argument("--out", default="")
     args = parser.parse_args(argv)
     data: dict[str, Any] = {"environment": environment(), "loadavg": psutil.getloadavg()}
     if args.scale:
-        data["scale"] = s = scale(args.scale)
+        data["scale"] = s = scale(args.scale, args.min_available_mb)
         st = s["start_ms_per_agent"]
+        if s["stopped_early"]:
+            print(f"stopped at {s['agents']} of {s['agents_asked']} agents: less than "
+                  f"{fmt(s['min_available_mb'], 0)} MB of memory left")
         print(f"{s['agents']} agents: {s['processes']} processes, results ok "
               f"{s['results_ok']}/{s['agents']}, start {fmt(st['median'], 1)} ms per agent "
               f"(p95 {fmt(st['p95'], 1)}; {fmt(s['start_s_total'], 1)} s in all), one run "
@@ -195,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
               f"({fmt(s['pss_mb_per_agent'], 1)} MB per agent)")
         _print_point("after one run each", {"runs_each": 1, **s})
     else:
-        data["steady"] = s = steady(args.agents, args.runs, args.growth_runs)
+        data["steady"] = s = steady(args.agents, args.runs, args.growth_runs, args.store_url)
         print(f"system without agents: PSS {fmt(s['pss_mb_system_without_agents'], 1)} MB")
         for name in ("fresh", "aged", "grown"):
             if name in s:
