@@ -9,10 +9,13 @@ general path)."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from hayata_py._errors import StoreError
 from hayata_py.store import TaskStore
-from hayata_py.store._writer import TaskWriter
+
+if TYPE_CHECKING:  # imported on first use: it loads SQLAlchemy (see hayata_py.store)
+    from hayata_py.store._writer import TaskWriter
 
 _STORES: dict[tuple[int, str], TaskStore] = {}
 _WRITERS: dict[tuple[int, str], TaskWriter] = {}
@@ -36,6 +39,8 @@ def writer_for(url: str) -> TaskWriter:
     key = (os.getpid(), url)
     writer = _WRITERS.get(key)
     if writer is None:
+        from hayata_py.store._writer import TaskWriter
+
         writer = _WRITERS[key] = TaskWriter(url)
     return writer
 
