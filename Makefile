@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench docs clean
+.PHONY: demo test lint typecheck pytest bench bench-memory bench-memory-500 docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,16 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks
+
+# Memory of idle agents (not part of `make test`): PSS/USS per process role,
+# 50 agents after 100 runs each, and private-memory growth over 50 runs more.
+bench-memory: $(STAMP)
+	$(PY) -m benchmarks.bench_memory --agents 50 --runs 100 --growth-runs 50
+
+# 500 idle 3-node agents, each then answers one run (stops early, and says so,
+# if the machine runs low on memory).
+bench-memory-500: $(STAMP)
+	$(PY) -m benchmarks.bench_memory --scale 500
 
 # The reference docs in site/ (MkDocs + mkdocstrings); --strict turns every
 # warning (a broken link, a renamed function) into a failure. (Not --quiet:

@@ -27,6 +27,17 @@ def once_policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     return hy.Finish(ctx.last_result)
 
 
+def seq3_policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    """n1, n2, n3 in turn, then finish with the state."""
+    if ctx.step < 3:
+        return hy.Next(f"n{ctx.step + 1}", ctx.input)
+    return hy.Finish(dict(ctx.state))
+
+
+def trivial(ctx: hy.NodeContext) -> dict[str, Any]:
+    return {ctx.node_id: "done"}
+
+
 def _context(ctx: hy.PolicyContext) -> dict[str, Any]:
     return {"step": ctx.step, "state": dict(ctx.state), "last_result": ctx.last_result,
             "parallel_results": ctx.parallel_results, "invocation_id": ctx.invocation_id}

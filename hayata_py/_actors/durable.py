@@ -1,13 +1,24 @@
-"""The agent's and edges' access to the durable store (one store per process and URL)."""
+"""The agent's and edges' access to the durable store (one store and one task
+writer per process and URL).
+
+The agent uses the full :class:`TaskStore`; an edge only records its tasks,
+through the light :class:`TaskWriter` (a plain driver connection; no
+SQLAlchemy engine in the edge process unless a write needs the store's
+general path)."""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from hayata_py._errors import StoreError
 from hayata_py.store import TaskStore
 
+if TYPE_CHECKING:  # imported on first use: it loads SQLAlchemy (see hayata_py.store)
+    from hayata_py.store._writer import TaskWriter
+
 _STORES: dict[tuple[int, str], TaskStore] = {}
+_WRITERS: dict[tuple[int, str], TaskWriter] = {}
 
 
 def store_for(url: str) -> TaskStore:
@@ -20,6 +31,18 @@ def store_for(url: str) -> TaskStore:
 
         store = _STORES[key] = open_store(url)
     return store
+
+
+def writer_for(url: str) -> TaskWriter:
+    """The task writer for ``url`` in this process (created once, keyed by pid
+    like :func:`store_for`; it connects on first write)."""
+    key = (os.getpid(), url)
+    writer = _WRITERS.get(key)
+    if writer is None:
+        from hayata_py.store._writer import TaskWriter
+
+        writer = _WRITERS[key] = TaskWriter(url)
+    return writer
 
 
 def as_store_error(exc: Exception) -> StoreError:

@@ -3,7 +3,10 @@
 User code runs only here. The agent sends :class:`RunTask` straight to an
 edge its node published (a step is two hops: agent -> edge -> agent). The
 edge records ``started`` before the function runs and ``completed``/``failed``
-after it, and only then sends the agent the :class:`Outcome`. Nothing the
+after it, and only then sends the agent the :class:`Outcome`; it writes
+through the light :class:`~hayata_py.store._writer.TaskWriter` (one driver
+connection, the store's own fenced statements), so an edge process holds no
+SQLAlchemy engine. Nothing the
 function raises reaches Thespian (which would run it a second time). An edge
 is reused for the next task of its node; cancelling a task means its node
 killing the edge process (the only way to stop arbitrary Python code).
@@ -24,7 +27,7 @@ from hayata_py._actors._protocol import (
     Partial,
     RunTask,
 )
-from hayata_py._actors.durable import as_store_error, store_for
+from hayata_py._actors.durable import as_store_error, writer_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
@@ -125,7 +128,7 @@ class EdgeActor(SupervisedActor):
             execution_id=execute.execution_id, step=execute.step, node_id=execute.node_id,
             branch_index=execute.branch_index, input=execute.input)
         try:
-            store_for(execute.store_url).mark_started(
+            writer_for(execute.store_url).mark_started(
                 execute.task_id, token=execute.token, system_instance=execute.instance,
                 attempt=execute.attempt, task=task)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
@@ -140,7 +143,7 @@ class EdgeActor(SupervisedActor):
         """Record the outcome durably before anyone hears of it."""
         if not execute.store_url:
             return None
-        store = store_for(execute.store_url)
+        store = writer_for(execute.store_url)
         try:
             if error is None:
                 store.mark_completed(execute.task_id, token=execute.token, result=result)

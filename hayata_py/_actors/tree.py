@@ -55,7 +55,8 @@ NODE_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=20, period=10.0)
 
 RUNTIME_MODULES = (
     "hayata_py._actors.agent", "hayata_py._actors.node", "hayata_py._actors.edge",
-    "hayata_py._actors.watcher", "hayata_py.store._sqlalchemy", "sqlite3", "psutil",
+    "hayata_py._actors.watcher", "hayata_py.store._sqlalchemy", "hayata_py.store._writer",
+    "sqlite3", "psutil",
 )
 
 

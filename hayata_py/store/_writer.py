@@ -1,0 +1,201 @@
+"""The edge's store client: a task's ``started``/``completed``/``failed`` writes
+on one plain driver connection, without an SQLAlchemy engine.
+
+An edge process writes nothing but its tasks' records. Building an engine,
+its pool, dialect and compiled-statement cache costs 5-7 MB of private memory
+in each edge process (measured in forked children, ``docs/guide/performance.md``),
+for three statements. :class:`TaskWriter` runs the same single-statement fast
+writes as :class:`SqlTaskStore` (the texts of :mod:`hayata_py.store._fast`,
+the same parameters, the same transaction shape as
+:meth:`EngineHolder.write_one`) on a ``sqlite3`` or psycopg connection of its
+own. The fencing check is part of each statement, so a write with a stale
+token changes nothing.
+
+When a statement changes no row (a stale token, a replayed start, a task
+that is not in the expected state) or the driver fails, nothing was written,
+and the writer hands the call to the full :class:`SqlTaskStore` (opened on
+first need), which re-checks everything in a fresh transaction and raises the
+precise error or applies the write. So every outcome, and every error code,
+is exactly the store's; only the common case skips the engine. One writer
+per process and URL (``hayata_py._actors.durable.writer_for``); not for use
+from several threads at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hayata_py._codec import encode
+from hayata_py.store import _fast
+from hayata_py.store._contract import TaskStore
+from hayata_py.store._engine import (
+    SQLITE_BUSY_TIMEOUT_S,
+    _begin_immediate,
+    _sqlite_on_connect,
+    normalize_url,
+)
+from hayata_py.store._records import TaskRecord
+from hayata_py.store._rows import task_values
+
+__all__ = ["TaskWriter"]
+
+SQLITE_CACHE_KIB = 256
+"""SQLite page cache of the writer's connection (SQLite's default: 2,000 KiB).
+A single-row write needs a few pages; a bigger cache only fills up with the
+tasks table's pages as it grows (about 1 KB of private memory more per task,
+up to the limit, in every edge process) and gains nothing: in WAL mode every
+other writer's commit empties it anyway."""
+
+
+class TaskWriter:
+    """``mark_started`` / ``mark_completed`` / ``mark_failed`` of :class:`TaskStore`,
+    with the same arguments, effects and errors, for one store URL."""
+
+    def __init__(self, url: str, *, clock: Callable[[], float] = time.time) -> None:
+        self.url = url
+        self.clock = clock
+        parsed = normalize_url(url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        # Anything but a plain file or server URL (driver options, an in-memory
+        # database) goes to the full store, which knows how to open it.
+        self._plain = (parsed.drivername in ("sqlite", "sqlite+pysqlite") and not parsed.query
+                       and bool(parsed.database) and parsed.database != ":memory:") or (
+                       parsed.drivername == "postgresql+psycopg")
+        self._target: str = ((parsed.database or "") if self.is_sqlite
+                        else parsed.set(drivername="postgresql").render_as_string(
+                            hide_password=False))
+        self._conn: Any = None
+        self._error: type[Exception] = Exception
+        self._store: TaskStore | None = None
+
+    # -- the three writes --------------------------------------------------------
+
+    def mark_started(self, task_id: str, *, token: int, system_instance: str | None,
+                     attempt: int, task: TaskRecord | None = None) -> TaskRecord:
+        if task is not None and attempt >= 1 and task.task_id == task_id:
+            row = task_values(task)
+            now = float(self.clock())
+            params = (task_id, row["invocation_id"], row["execution_id"], row["step"],
+                      row["node_id"], row["branch_index"], row["input"], row["result"],
+                      row["error"], attempt, now, system_instance, False,
+                      row["invocation_id"], token)
+            if self._write(_fast.START_NEW_TASK, params):
+                return dataclasses.replace(task, status="started", attempt=attempt,
+                                           started_at=now, finished_at=None,
+                                           system_instance=system_instance, resolved=False)
+        return self._full().mark_started(task_id, token=token, system_instance=system_instance,
+                                         attempt=attempt, task=task)
+
+    def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
+        params = (float(self.clock()), encode(result, key="result"), task_id, token)
+        if not self._write(_fast.COMPLETE_TASK, params):
+            self._full().mark_completed(task_id, token=token, result=result)
+
+    def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
+        params = (float(self.clock()), encode(error, key="error"), task_id, token)
+        if not self._write(_fast.FAIL_TASK, params):
+            self._full().mark_failed(task_id, token=token, error=error)
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    # -- internals ----------------------------------------------------------------
+
+    def _full(self) -> TaskStore:
+        if self._store is None:
+            from hayata_py.store._sqlalchemy import SqlTaskStore
+
+            self._store = SqlTaskStore(self.url, clock=self.clock)
+        return self._store
+
+    def _connect(self) -> tuple[Any, type[Exception]]:
+        """A new driver connection and the driver's error class."""
+        if self.is_sqlite:
+            conn = sqlite3.connect(self._target, timeout=SQLITE_BUSY_TIMEOUT_S,
+                                   check_same_thread=False)
+            try:
+                _sqlite_on_connect(conn, None)  # the pooled connections' settings
+                conn.execute("PRAGMA busy_timeout = 0")  # _begin_immediate polls instead
+                conn.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+            except BaseException:
+                conn.close()
+                raise
+            return conn, sqlite3.Error
+        import psycopg
+
+        return psycopg.connect(self._target, autocommit=True), psycopg.Error
+
+    def _write(self, stmt: _fast.Stmt, params: tuple[Any, ...]) -> bool:
+        """One fenced statement as its own committed transaction: True if it
+        changed exactly one row and committed; False if nothing was written (no
+        row changed, or a driver error before the commit). The same shape as
+        :meth:`EngineHolder.write_one`."""
+        if not self._plain:
+            return False
+        if self._conn is None:
+            try:
+                self._conn, self._error = self._connect()
+            except Exception:  # noqa: BLE001 - cannot connect: the full store reports it
+                return False
+        if self.is_sqlite:
+            return self._write_sqlite(stmt.sqlite, params)
+        try:
+            with self._conn.cursor() as cursor:
+                # Autocommit: the single statement is atomic, so its fencing check
+                # and write commit together; zero rows changed means nothing written.
+                cursor.execute(stmt.postgresql, params)
+                return bool(cursor.rowcount == 1)
+        except self._error:
+            self._drop()  # broken or in an unknown state: reconnect next time
+            return False
+        except BaseException:
+            self._drop()
+            raise
+
+    def _write_sqlite(self, sql: str, params: tuple[Any, ...]) -> bool:
+        conn = self._conn
+        try:
+            cursor = conn.cursor()
+            try:
+                _begin_immediate(cursor)
+                cursor.execute(sql, params)
+                changed = cursor.rowcount == 1
+            finally:
+                cursor.close()
+        except sqlite3.Error:
+            try:
+                conn.rollback()
+            except sqlite3.Error:
+                self._drop()
+            return False
+        except BaseException:
+            self._drop()  # interrupted mid-transaction: never reuse it
+            raise
+        try:
+            if not changed:
+                conn.rollback()
+                return False
+            conn.commit()
+        except BaseException:
+            self._drop()  # state unknown: never reuse it
+            raise
+        return True
+
+    def _drop(self) -> None:
+        """Never reuse a connection whose state is unknown (the rollback of an
+        open transaction happens when it closes)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()

@@ -1,0 +1,101 @@
+"""The edge's light task writer behaves exactly like the store's task writes.
+
+:class:`TaskWriter` (``hayata_py/store/_writer.py``) runs the store's fast
+statements on a plain driver connection and hands every other case to the
+full store. The store's own task-record conformance cases run here once more
+with ``mark_started`` / ``mark_completed`` / ``mark_failed`` going through a
+writer, on SQLite and PostgreSQL; and the common case must not open the full
+store (else the edge would pay for an SQLAlchemy engine after all).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from hayata_py._errors import StaleWriter
+from hayata_py.store import SqlTaskStore
+from hayata_py.store._writer import TaskWriter
+from tests.store import test_store_tasks as cases
+from tests.store.conftest import FakeClock
+from tests.store.util import invocation, task
+
+
+class _ThroughWriter:
+    """The store, with its three task writes going through ``writer``."""
+
+    def __init__(self, store: SqlTaskStore, writer: TaskWriter) -> None:
+        self._store = store
+        self.mark_started = writer.mark_started
+        self.mark_completed = writer.mark_completed
+        self.mark_failed = writer.mark_failed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@pytest.fixture
+def writer(store_url: str, clock: FakeClock) -> Iterator[TaskWriter]:
+    opened = TaskWriter(store_url, clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _cases() -> list[Callable[..., None]]:
+    found = []
+    for name, fn in inspect.getmembers(cases, inspect.isfunction):
+        params = set(inspect.signature(fn).parameters)
+        if name.startswith("test_") and params <= {"store", "clock"}:
+            found.append(fn)
+    return found
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda fn: fn.__name__)
+def test_task_conformance_through_writer(case: Callable[..., None], store: SqlTaskStore,
+                                         clock: FakeClock, writer: TaskWriter) -> None:
+    """Each task-record conformance case of the store holds with the writer."""
+    params = inspect.signature(case).parameters
+    args = {"store": _ThroughWriter(store, writer), "clock": clock}
+    case(**{k: v for k, v in args.items() if k in params})
+
+
+@pytest.mark.parametrize("op", ["start", "complete", "fail"])
+def test_stale_write_through_writer_refused(store: SqlTaskStore, writer: TaskWriter,
+                                            op: str) -> None:
+    """A superseded token is refused (StaleWriter) and records nothing."""
+    cases.test_stale_task_write_refused(_ThroughWriter(store, writer), op)  # type: ignore[arg-type]
+
+
+def test_common_case_needs_no_engine(store: SqlTaskStore, clock: FakeClock,
+                                     writer: TaskWriter) -> None:
+    """started -> completed and started -> failed are single statements on the
+    writer's own connection: the full store is never opened."""
+    token = store.create_invocation(invocation(), owner="o1")
+    a, b = task("a"), task("b")
+    started = writer.mark_started(a.task_id, token=token, system_instance="s", attempt=1, task=a)
+    assert started == store.get_task(a.task_id)
+    clock.advance(1)
+    writer.mark_completed(a.task_id, token=token, result={"ok": 1})
+    writer.mark_started(b.task_id, token=token, system_instance="s", attempt=1, task=b)
+    writer.mark_failed(b.task_id, token=token, error={"code": "x", "message": "m", "details": {}})
+    got_a, got_b = store.get_task(a.task_id), store.get_task(b.task_id)
+    assert got_a is not None and got_b is not None
+    assert (got_a.status, got_a.result, got_a.finished_at) == ("completed", {"ok": 1}, clock.now)
+    assert (got_b.status, got_b.error["code"]) == ("failed", "x")
+    assert writer._store is None
+
+
+def test_refusal_goes_to_the_store(store: SqlTaskStore, writer: TaskWriter) -> None:
+    """A write the fast statement cannot make (stale token) is decided by the store."""
+    old = store.create_invocation(invocation(), owner="o1")
+    store.claim_invocation("inv-1", owner="o2")
+    t = task("a")
+    with pytest.raises(StaleWriter):
+        writer.mark_started(t.task_id, token=old, system_instance="s", attempt=1, task=t)
+    assert writer._store is not None
+    assert store.get_tasks("inv-1") == []
