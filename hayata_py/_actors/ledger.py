@@ -4,7 +4,7 @@ Everything the agent writes goes through here, each write one committed
 transaction carrying the invocation's fencing token: the invocation record
 (before ``RunAccepted``), the checkpoint of a map step or of one that cannot be
 placed (before any of its tasks is sent; any other step's rides on its
-``RunTask``\ s and is committed by the edges with ``started``:
+``RunTask`` messages and is committed by the edges with ``started``:
 :meth:`Ledger.foldable`), the terminal result (before anyone is told), lease
 renewals. A
 refused write comes back as a ``WriteRefused`` event for the machine, marked
