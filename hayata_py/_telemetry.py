@@ -69,8 +69,20 @@ _index: dict[Event, tuple[HandlerInfo, ...]] = {}
 _installed_pid: int | None = None
 
 
+_bound: tuple[int, Any, Any] | None = None  # (pid, structlog config, its bound logger)
+
+
 def _log() -> Any:
-    return structlog.get_logger("hayata.telemetry")
+    """This process's telemetry logger, bound once per structlog configuration
+    (a lazy ``get_logger`` proxy would bind anew on every line)."""
+    global _bound
+    config = structlog.get_config()
+    key = (config["processors"], config["logger_factory"], config["wrapper_class"])
+    cached = _bound
+    if cached is None or cached[0] != os.getpid() \
+            or any(a is not b for a, b in zip(cached[1], key, strict=True)):
+        cached = _bound = (os.getpid(), key, structlog.get_logger("hayata.telemetry").bind())
+    return cached[2]
 
 
 def _reindex() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation.events import DownCause
+from hayata_py.store._records import InvocationRecord
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,9 @@ class RunTask:
     """Agent -> edge: run the node function once for this task (one edge task).
 
     The edge records ``started`` before the function runs and
-    ``completed``/``failed`` after it, then sends the agent :class:`Outcome`."""
+    ``completed``/``failed`` after it, then sends the agent :class:`Outcome`.
+    ``checkpoint`` (a sequential step's, not yet saved by the agent) is
+    committed with ``started``, in the same transaction."""
 
     execution_id: str
     task_id: str
@@ -34,6 +37,7 @@ class RunTask:
     store_url: str = ""
     instance: str = ""
     agent_id: str = ""
+    checkpoint: InvocationRecord | None = None
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,10 @@ class AgentActor(SupervisedActor):
         self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
         self.nodes_sup: procs.Identity | None = None  # the node supervisor process
         self.deadlines = Deadlines(self.wakeupAfter)
+        # The current step's checkpoint, not written here: it rides on every RunTask
+        # of the step and each edge commits it with its ``started``, in the same
+        # transaction (docs/design.md, "Fewer commits per step").
+        self.folded: m.Checkpoint | None = None
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
@@ -220,6 +224,10 @@ class AgentActor(SupervisedActor):
             except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
                 return m.PolicyRaised(type(exc).__name__, str(exc))
         elif isinstance(cmd, m.SaveCheckpoint):
+            self.folded = cmd.checkpoint if self.ledger.foldable(cmd.checkpoint,
+                                                                 self.unplaced) else None
+            if self.folded is not None:  # committed by the step's edge, with `started`
+                return m.CheckpointSaved(dict(self.unplaced))
             refused = self.ledger.checkpoint(inv.id, self.token, inv.input, cmd.checkpoint)
             return refused or m.CheckpointSaved(dict(self.unplaced))
         elif isinstance(cmd, m.RecordResult):
@@ -239,13 +247,14 @@ class AgentActor(SupervisedActor):
 
     def _dispatch(self, inv: m.Invocation, cmd: m.Dispatch) -> None:
         spec = self.spec
+        checkpoint = self.ledger.folded_record(inv.id, self.folded, cmd)
         self.spans.task_started(cmd.task_id, cmd.key.node_id, cmd.execution_id, cmd.key.item)
         self._sends(self.pool.dispatch(p.RunTask(
             cmd.execution_id, cmd.task_id, inv.id, cmd.key.node_id, cmd.input, cmd.state,
             self.myAddress, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
             branch_index=cmd.branch_index, item=cmd.key.item, token=self.token,
             attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
-            agent_id=spec.id)))
+            agent_id=spec.id, checkpoint=checkpoint)))
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
@@ -253,6 +262,7 @@ class AgentActor(SupervisedActor):
 
     def _end(self, inv: m.Invocation, end: m.End) -> None:
         self.inv = None
+        self.folded = None
         self.deadlines.clear()
         self.spans.ended(end.ok, end.error)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,

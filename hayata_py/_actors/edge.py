@@ -117,7 +117,8 @@ class EdgeActor(SupervisedActor):
                                          error, partials, execute.item))
 
     def _record_start(self, execute: RunTask) -> ErrorInfo | None:
-        """Record ``started`` durably before the node function runs.
+        """Record ``started`` durably before the node function runs (with the
+        step's checkpoint, in the same transaction, when the agent sent one).
 
         A refusal (a newer owner fenced this writer out, the invocation is
         over) means the function must not run at all."""
@@ -130,7 +131,7 @@ class EdgeActor(SupervisedActor):
         try:
             writer_for(execute.store_url).mark_started(
                 execute.task_id, token=execute.token, system_instance=execute.instance,
-                attempt=execute.attempt, task=task)
+                attempt=execute.attempt, task=task, checkpoint=execute.checkpoint)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             exc = as_store_error(raw)
             self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)

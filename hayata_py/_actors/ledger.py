@@ -2,8 +2,11 @@
 
 Everything the agent writes goes through here, each write one committed
 transaction carrying the invocation's fencing token: the invocation record
-(before ``RunAccepted``), the checkpoint of a step (before any of its tasks
-is sent), the terminal result (before anyone is told), lease renewals. A
+(before ``RunAccepted``), the checkpoint of a map step or of one that cannot be
+placed (before any of its tasks is sent; any other step's rides on its
+``RunTask`` messages and is committed by the edges with ``started``:
+:meth:`Ledger.foldable`), the terminal result (before anyone is told), lease
+renewals. A
 refused write comes back as a ``WriteRefused`` event for the machine, marked
 ``fenced`` when another system owns the invocation now.
 
@@ -33,7 +36,7 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._invocation import Checkpoint, RecordResult, Resume, WriteRefused
+from hayata_py._invocation import Checkpoint, Dispatch, RecordResult, Resume, WriteRefused
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -118,6 +121,27 @@ class Ledger:
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             return _refused(raw)
         return None
+
+    def foldable(self, cp: Checkpoint, unplaced: dict[str, str]) -> bool:
+        """Whether the step's checkpoint is left to its tasks' edges: not written
+        here, it rides on every ``RunTask`` of the step and each edge commits it
+        together with its ``started`` record (:meth:`folded_record`). A map step's
+        is written here, before any of its items is sent, and so is one that the
+        machine will keep for recover() because a node of it cannot be placed."""
+        return (self.store is not None and not getattr(cp, "map", False)
+                and not any(n in unplaced for n in cp.nodes))
+
+    def folded_record(self, invocation_id: str, folded: Checkpoint | None, task: Dispatch
+                      ) -> InvocationRecord | None:
+        """The checkpoint that rides on ``task``'s ``RunTask``, if its step's was folded.
+
+        Every task of the step and every attempt of one carries it, so whichever
+        edge records a ``started`` for the step commits the checkpoint with it.
+        Its state is the task's (the same content): one object, pickled once.
+        The input column is never rewritten by a checkpoint, so it is left out."""
+        if folded is None or folded.execution_id != task.execution_id:
+            return None
+        return self.record_of(invocation_id, None, dataclasses.replace(folded, state=task.state))
 
     def finish(self, invocation_id: str, token: int, record: RecordResult
                ) -> WriteRefused | None:

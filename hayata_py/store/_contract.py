@@ -171,6 +171,7 @@ class TaskStore(abc.ABC):
         system_instance: str | None,
         attempt: int,
         task: TaskRecord | None = None,
+        checkpoint: InvocationRecord | None = None,
     ) -> TaskRecord:
         """Record that attempt ``attempt`` of the task starts now; return the stored record.
 
@@ -181,6 +182,14 @@ class TaskStore(abc.ABC):
         and ``system_instance``) is a no-op; otherwise ``attempt_not_increasing``.
         A completed or failed task raises ``task_finished``. The invocation must
         be running (``invocation_finished``). Fenced (:class:`StaleWriter`).
+
+        With ``checkpoint`` (which needs ``task``; it must be of the task's
+        running invocation and name the task's execution and node, else
+        ``invalid_argument`` and nothing is written), the invocation's
+        checkpoint is saved as :meth:`save_checkpoint` would save it, in the
+        same transaction: the checkpoint and the ``started`` record are
+        committed together or not at all (the runtime's sequential steps, see
+        ``docs/design.md``).
         """
 
     @abc.abstractmethod

@@ -237,12 +237,25 @@ class EngineHolder:
         and write commit together, and zero changed rows means nothing was
         written; this saves the ``BEGIN`` and ``COMMIT`` round trips.
         """
+        return self.write_all(((sql, params),))
+
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+        """Run driver-level statements as one durable write transaction.
+
+        Like :meth:`write_one`, for several statements that must all apply:
+        True if each changed exactly one row and the transaction committed;
+        otherwise it is rolled back (nothing written) and the result is False.
+        PostgreSQL runs more than one statement in an explicit transaction.
+        """
         engine = self.engine()
         db_error: type[Exception] = engine.dialect.loaded_dbapi.Error
         if not self.is_sqlite:
             raw = engine.raw_connection()
             try:
-                return self._write_one_autocommit(raw, db_error, sql, params)
+                if len(statements) == 1:
+                    sql, params = statements[0]
+                    return self._write_one_autocommit(raw, db_error, sql, params)
+                return self._write_all_transaction(raw, db_error, statements)
             finally:
                 raw.close()
         conn = self._pinned_connection(engine)
@@ -250,8 +263,12 @@ class EngineHolder:
             cursor = conn.cursor()
             try:
                 _begin_immediate(cursor)
-                cursor.execute(sql, params)
-                changed = cursor.rowcount == 1
+                changed = True
+                for sql, params in statements:
+                    cursor.execute(sql, params)
+                    if cursor.rowcount != 1:
+                        changed = False
+                        break
             finally:
                 cursor.close()
         except db_error:
@@ -288,6 +305,27 @@ class EngineHolder:
         except db_error:
             self._rollback_quietly(raw, db_error)
             return False
+
+    def _write_all_transaction(
+        self, raw: Any, db_error: type[Exception],
+        statements: Sequence[tuple[str, Sequence[Any]]],
+    ) -> bool:
+        dbapi = raw.driver_connection
+        try:
+            with dbapi.cursor() as cursor:
+                for sql, params in statements:
+                    cursor.execute(sql, params)
+                    if cursor.rowcount != 1:
+                        dbapi.rollback()
+                        return False
+            dbapi.commit()
+        except db_error:
+            self._rollback_quietly(raw, db_error)
+            return False
+        except BaseException:
+            raw.invalidate()  # interrupted mid-transaction: never reuse it
+            raise
+        return True
 
     @staticmethod
     def _rollback_quietly(raw: Any, db_error: type[Exception]) -> None:

@@ -17,9 +17,10 @@ from hayata_py.store._engine import EngineHolder
 from hayata_py.store._records import (
     FINISHED_TASK_STATUSES,
     TERMINAL_INVOCATION_STATUSES,
+    InvocationRecord,
     TaskRecord,
 )
-from hayata_py.store._rows import check_control, task_from_row, task_values
+from hayata_py.store._rows import check_control, checkpoint_values, task_from_row, task_values
 from hayata_py.store._schema import invocations as inv
 from hayata_py.store._schema import tasks as tk
 
@@ -80,6 +81,27 @@ def fence(conn: Connection, invocation_id: str, token: int, *, running: bool = F
 
 def _task_error(task_id: str, code: str, message: str, **details: Any) -> StoreError:
     return StoreError(f"task {task_id}: {message}", code=code, task_id=task_id, **details)
+
+
+def _checkpoint_of(task_id: str, task: TaskRecord | None, record: InvocationRecord
+                   ) -> dict[str, Any]:
+    """The encoded checkpoint columns of ``record`` for ``mark_started(checkpoint=...)``,
+    checked before anything is written."""
+    if task is None:
+        raise _task_error(task_id, "invalid_argument",
+                          "a checkpoint can only be saved with the task record it names")
+    if record.invocation_id != task.invocation_id or record.status != "running":
+        raise _task_error(
+            task_id, "invalid_argument",
+            f"the checkpoint must be of the task's running invocation {task.invocation_id}, "
+            f"got {record.invocation_id} ({record.status})")
+    active = record.active_execution
+    if active is None or active.execution_id != task.execution_id \
+            or task.node_id not in active.node_ids:
+        raise _task_error(task_id, "invalid_argument",
+                          f"the checkpoint must name the task's execution {task.execution_id} "
+                          f"and node {task.node_id!r}")
+    return checkpoint_values(record)
 
 
 class TaskWrites:
@@ -154,14 +176,18 @@ class TaskWrites:
         system_instance: str | None,
         attempt: int,
         task: TaskRecord | None = None,
+        checkpoint: InvocationRecord | None = None,
     ) -> TaskRecord:
         if attempt < 1:
             raise _task_error(task_id, "invalid_argument", f"attempt must be >= 1, got {attempt}")
         if task is not None and task.task_id != task_id:
             raise _task_error(task_id, "invalid_argument", f"task record is {task.task_id}")
+        saved = None if checkpoint is None else _checkpoint_of(task_id, task, checkpoint)
+        checkpoint_iid = None if checkpoint is None else checkpoint.invocation_id
         new_row = None if task is None else task_values(task)
         if new_row is not None:
-            # Happy path: create the started row, fenced, in one statement.
+            # Happy path: create the started row, fenced, in one statement (after
+            # the checkpoint's, in the same transaction, when one rides along).
             now = float(self.clock())
             params = (
                 task_id,
@@ -180,7 +206,13 @@ class TaskWrites:
                 new_row["invocation_id"],
                 token,
             )
-            if self._db.write_one(_fast.START_NEW_TASK.text(self._db.is_sqlite), params):
+            statements: list[tuple[str, Sequence[Any]]] = [
+                (_fast.START_NEW_TASK.text(self._db.is_sqlite), params)]
+            if saved is not None:
+                # The checkpoint first, in the same transaction: both or neither.
+                statements.insert(0, (_fast.CHECKPOINT.text(self._db.is_sqlite), (
+                    now, *saved.values(), new_row["invocation_id"], token)))
+            if self._db.write_all(statements):
                 return task_from_row(
                     SimpleNamespace(
                         **new_row
@@ -196,6 +228,9 @@ class TaskWrites:
                 )
 
         def apply(conn: Connection, row: Any) -> TaskRecord:
+            if saved is not None:  # rolled back with the rest if anything below raises
+                conn.execute(inv.update().where(inv.c.invocation_id == checkpoint_iid)
+                             .values(updated_at=self.clock(), **saved))
             started = {
                 "status": "started",
                 "attempt": attempt,

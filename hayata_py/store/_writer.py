@@ -39,10 +39,15 @@ from hayata_py.store._engine import (
     _sqlite_on_connect,
     normalize_url,
 )
-from hayata_py.store._records import TaskRecord
+from hayata_py.store._records import InvocationRecord, TaskRecord
 from hayata_py.store._rows import task_values
+from hayata_py.store._tasks import _checkpoint_of
 
 __all__ = ["TaskWriter"]
+
+
+class _Unchanged(Exception):
+    """A statement of a multi-statement write changed no row: roll it all back."""
 
 SQLITE_CACHE_KIB = 256
 """SQLite page cache of the writer's connection (SQLite's default: 2,000 KiB).
@@ -76,29 +81,37 @@ class TaskWriter:
     # -- the three writes --------------------------------------------------------
 
     def mark_started(self, task_id: str, *, token: int, system_instance: str | None,
-                     attempt: int, task: TaskRecord | None = None) -> TaskRecord:
+                     attempt: int, task: TaskRecord | None = None,
+                     checkpoint: InvocationRecord | None = None) -> TaskRecord:
         if task is not None and attempt >= 1 and task.task_id == task_id:
+            # The same checks as the store's before anything is written.
+            saved = None if checkpoint is None else _checkpoint_of(task_id, task, checkpoint)
             row = task_values(task)
             now = float(self.clock())
             params = (task_id, row["invocation_id"], row["execution_id"], row["step"],
                       row["node_id"], row["branch_index"], row["input"], row["result"],
                       row["error"], attempt, now, system_instance, False,
                       row["invocation_id"], token)
-            if self._write(_fast.START_NEW_TASK, params):
+            statements = [(_fast.START_NEW_TASK, params)]
+            if saved is not None:
+                # The step's checkpoint first, in the same transaction: both or neither.
+                statements.insert(0, (_fast.CHECKPOINT, (
+                    now, *saved.values(), row["invocation_id"], token)))
+            if self._write_all(statements):
                 return dataclasses.replace(task, status="started", attempt=attempt,
                                            started_at=now, finished_at=None,
                                            system_instance=system_instance, resolved=False)
         return self._full().mark_started(task_id, token=token, system_instance=system_instance,
-                                         attempt=attempt, task=task)
+                                         attempt=attempt, task=task, checkpoint=checkpoint)
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
         params = (float(self.clock()), encode(result, key="result"), task_id, token)
-        if not self._write(_fast.COMPLETE_TASK, params):
+        if not self._write_all([(_fast.COMPLETE_TASK, params)]):
             self._full().mark_completed(task_id, token=token, result=result)
 
     def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
         params = (float(self.clock()), encode(error, key="error"), task_id, token)
-        if not self._write(_fast.FAIL_TASK, params):
+        if not self._write_all([(_fast.FAIL_TASK, params)]):
             self._full().mark_failed(task_id, token=token, error=error)
 
     def close(self) -> None:
@@ -136,11 +149,11 @@ class TaskWriter:
 
         return psycopg.connect(self._target, autocommit=True), psycopg.Error
 
-    def _write(self, stmt: _fast.Stmt, params: tuple[Any, ...]) -> bool:
-        """One fenced statement as its own committed transaction: True if it
-        changed exactly one row and committed; False if nothing was written (no
-        row changed, or a driver error before the commit). The same shape as
-        :meth:`EngineHolder.write_one`."""
+    def _write_all(self, statements: list[tuple[_fast.Stmt, tuple[Any, ...]]]) -> bool:
+        """Fenced statements as one committed transaction: True if each changed
+        exactly one row and it committed; False if nothing was written (a row
+        unchanged, or a driver error before the commit). The same shape as
+        :meth:`EngineHolder.write_all`."""
         if not self._plain:
             return False
         if self._conn is None:
@@ -149,28 +162,54 @@ class TaskWriter:
             except Exception:  # noqa: BLE001 - cannot connect: the full store reports it
                 return False
         if self.is_sqlite:
-            return self._write_sqlite(stmt.sqlite, params)
+            return self._write_sqlite([(stmt.sqlite, params) for stmt, params in statements])
+        if len(statements) == 1:
+            stmt, params = statements[0]
+            try:
+                with self._conn.cursor() as cursor:
+                    # Autocommit: the single statement is atomic, so its fencing check
+                    # and write commit together; zero rows changed means nothing written.
+                    cursor.execute(stmt.postgresql, params)
+                    return bool(cursor.rowcount == 1)
+            except self._error:
+                self._drop()  # broken or in an unknown state: reconnect next time
+                return False
+            except BaseException:
+                self._drop()
+                raise
+        return self._write_pg_transaction(statements)
+
+    def _write_pg_transaction(self, statements: list[tuple[_fast.Stmt, tuple[Any, ...]]]
+                              ) -> bool:
+        conn = self._conn
         try:
-            with self._conn.cursor() as cursor:
-                # Autocommit: the single statement is atomic, so its fencing check
-                # and write commit together; zero rows changed means nothing written.
-                cursor.execute(stmt.postgresql, params)
-                return bool(cursor.rowcount == 1)
+            with conn.transaction(), conn.cursor() as cursor:
+                for stmt, params in statements:
+                    cursor.execute(stmt.postgresql, params)
+                    if cursor.rowcount != 1:
+                        raise _Unchanged
+            return True
+        except _Unchanged:
+            return False  # rolled back by the transaction block
         except self._error:
-            self._drop()  # broken or in an unknown state: reconnect next time
+            self._drop()
             return False
         except BaseException:
             self._drop()
             raise
 
-    def _write_sqlite(self, sql: str, params: tuple[Any, ...]) -> bool:
+    def _write_sqlite(self, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
         conn = self._conn
         try:
             cursor = conn.cursor()
             try:
                 _begin_immediate(cursor)
-                cursor.execute(sql, params)
-                changed = cursor.rowcount == 1
+                changed = True
+                for sql, params in statements:
+                    cursor.execute(sql, params)
+                    if cursor.rowcount != 1:
+                        changed = False
+                        break
             finally:
                 cursor.close()
         except sqlite3.Error:

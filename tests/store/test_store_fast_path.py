@@ -30,16 +30,17 @@ from tests.store.util import invocation, raw_execute, task
 
 @pytest.fixture
 def fast_results(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
-    """Record (statement head, committed?) for every fast-path attempt."""
+    """Record (statement head, committed?) for every fast-path attempt (every
+    transaction of :meth:`EngineHolder.write_all`, which ``write_one`` runs)."""
     seen: list[tuple[str, bool]] = []
-    original = EngineHolder.write_one
+    original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, sql: str, params: Sequence[Any]) -> bool:
-        done = original(self, sql, params)
-        seen.append((" ".join(sql.split()[:3]), done))
+    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+        done = original(self, statements)
+        seen.append((" | ".join(" ".join(sql.split()[:3]) for sql, _ in statements), done))
         return done
 
-    monkeypatch.setattr(EngineHolder, "write_one", spy)
+    monkeypatch.setattr(EngineHolder, "write_all", spy)
     yield seen
 
 

@@ -99,3 +99,45 @@ def test_refusal_goes_to_the_store(store: SqlTaskStore, writer: TaskWriter) -> N
         writer.mark_started(t.task_id, token=old, system_instance="s", attempt=1, task=t)
     assert writer._store is not None
     assert store.get_tasks("inv-1") == []
+
+
+def _folded(step: int) -> Any:
+    from hayata_py.store import ActiveExecution
+
+    return invocation(step=step, state={"n": step},
+                      active_execution=ActiveExecution(f"ex-{step}", step, ("a",), {"x": step},
+                                                       False),
+                      parallel_results=None, last_result={"r": step})
+
+
+def test_folded_checkpoint_commits_with_started_on_the_writer(
+        store: SqlTaskStore, writer: TaskWriter) -> None:
+    """The step's checkpoint rides on ``started`` (one transaction on the
+    writer's own connection): both are there afterwards, and no engine opened."""
+    token = store.create_invocation(invocation(), owner="o1")
+    t = task("a", step=1, execution_id="ex-1")
+    writer.mark_started(t.task_id, token=token, system_instance="s", attempt=1, task=t,
+                        checkpoint=_folded(1))
+    got, record = store.get_task(t.task_id), store.get_invocation("inv-1")
+    assert got is not None and got.status == "started"
+    assert record is not None and record.active_execution is not None
+    assert (record.step, record.state, record.active_execution.execution_id) == (
+        1, {"n": 1}, "ex-1")
+    assert writer._store is None
+
+
+def test_folded_checkpoint_refused_with_a_stale_token_writes_neither(
+        store: SqlTaskStore, writer: TaskWriter) -> None:
+    """Fenced: a stale writer changes neither the checkpoint nor the tasks."""
+    old = store.create_invocation(invocation(), owner="o1")
+    store.claim_invocation("inv-1", owner="o2")
+    before = store.get_invocation("inv-1")
+    t = task("a", step=1, execution_id="ex-1")
+    with pytest.raises(StaleWriter):
+        writer.mark_started(t.task_id, token=old, system_instance="s", attempt=1, task=t,
+                            checkpoint=_folded(1))
+    after = store.get_invocation("inv-1")
+    assert before is not None and after is not None
+    assert (after.step, after.state, after.active_execution) == (
+        before.step, before.state, before.active_execution)
+    assert store.get_tasks("inv-1") == []
