@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench docs clean
+.PHONY: demo test lint typecheck pytest bench chaos docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks
+
+# The long chaos campaign (>= 1,000 faults on SQLite and PostgreSQL); figures in
+# benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100.
+FAULTS_PER_KIND ?= 100
+chaos: $(STAMP)
+	$(PY) -m benchmarks.chaos --faults-per-kind $(FAULTS_PER_KIND)
 
 # The reference docs in site/ (MkDocs + mkdocstrings); --strict turns every
 # warning (a broken link, a renamed function) into a failure. (Not --quiet:

@@ -48,6 +48,9 @@ from hayata_py._actors._protocol import (
 from supervisors import SupervisedActor, host_id, kill_child_process
 
 RECHECK_AFTER = timedelta(seconds=0.05)
+MAX_EDGES = 256
+"""The most edges a node keeps: an ``EnsureEdges`` asking for more (or for a
+count that is no int) is logged and dropped, never a fork of thousands."""
 
 
 @dataclass
@@ -121,7 +124,12 @@ class NodeActor(SupervisedActor):
             self.agent = message.address
             self._publish()
         elif isinstance(message, EnsureEdges):
-            self.wanted = max(1, message.count)
+            count = message.count
+            if isinstance(count, bool) or not isinstance(count, int) \
+                    or not 1 <= count <= MAX_EDGES:
+                self.log.warning("bad_message", message="EnsureEdges", count=repr(count)[:80])
+                return
+            self.wanted = count
             self._top_up()
         elif isinstance(message, UseWatcher):
             self.watcher = message.address

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
-from hayata_py.store import TaskClass, classify_task
+from hayata_py.store import _engine, classify_task
 from tests.chaos.invariants import (
     Effects,
     Observation,
@@ -100,10 +100,25 @@ class Figures:
                 for o in self.outcomes for v in o.violations]
 
 
+def reading(read: Callable[[], Any]) -> Any:
+    """``read()``, tried again while the database is away (a restarted server
+    fails the first call on each dead pooled connection)."""
+    import sqlalchemy.exc
+
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            return read()
+        except sqlalchemy.exc.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(POLL_S)  # polling period while the server comes back
+
+
 def tasks_of(system: hy.AgentSystem, invocation_id: str) -> tuple[Task, ...]:
     return tuple(Task(t.task_id, t.node_id, t.status, t.attempt, classify_task(t), t.result,
                       t.execution_id)
-                 for t in system.store.get_tasks(invocation_id))
+                 for t in reading(lambda: system.store.get_tasks(invocation_id)))
 
 
 def read_effects(path: Path) -> Effects:
@@ -121,7 +136,10 @@ class Campaign:
     """One store, one system (restarted when a fault kills it), one agent per graph."""
 
     def __init__(self, workdir: Path, store_url: str, store_name: str, seed: int,
-                 graphs: tuple[str, ...] = tuple(GRAPHS)) -> None:
+                 graphs: tuple[str, ...] = tuple(GRAPHS), busy_timeout: float = 0.2) -> None:
+        # Inherited by every actor process (each is forked from this one's admin):
+        # a lock held longer than this is a fault the store must survive.
+        _engine.SQLITE_BUSY_TIMEOUT_S = busy_timeout
         self.workdir = workdir
         self.data = workdir / "data"
         self.store_url = store_url
@@ -132,6 +150,7 @@ class Campaign:
         self.figures = Figures()
         self.count = 0
         self.restarts = 0
+        self.last_result: Any = None
         self.system: hy.AgentSystem | None = None
         self.start()
 
@@ -241,6 +260,7 @@ class Campaign:
         interrupted = False
         try:
             result = agent.wait(run.invocation, WAIT_S)
+            self.last_result = result
             if result.error is not None and result.error.details.get("recoverable"):
                 interrupted = True
             else:
@@ -253,7 +273,7 @@ class Campaign:
             elif exc.code != "recovery_required":
                 raise
             interrupted = True
-        record = self.sys.store.get_invocation(run.invocation)
+        record = reading(lambda: self.sys.store.get_invocation(run.invocation))
         assert record is not None, run
         active = record.active_execution.execution_id if record.active_execution else None
         at_fault = tasks_of(self.sys, run.invocation)
@@ -264,10 +284,18 @@ class Campaign:
         if interrupted or agent.status() == "recovery_required":
             recovery, refused, at_refusal, outcome = self._recover(agent, run)
             terminal += 1
-        final = self.sys.store.get_invocation(run.invocation)
+        final = reading(lambda: self.sys.store.get_invocation(run.invocation))
         assert final is not None
         self.wait_whole()
         processes = {p.pid: p.ppid() for p in _procs(self.sys)}
+        if final.status == "running" and recovery is Recovery.NONE:
+            # A terminal AgentResult for an invocation the store still runs (found by
+            # the campaign: store_unavailable); the violation is recorded by check().
+            # A restart makes the agent see it (recovery_required), so the campaign
+            # can go on.
+            self.restart()
+            self.wait_whole()
+            self._recover(self.agent(run.graph), run)
         obs = Observation(
             run.invocation, at_fault, effects_at_fault, tasks_of(self.sys, run.invocation),
             read_effects(run.effects), recovery, terminal, final.status, active, refused,
