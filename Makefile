@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench chaos docs clean
+.PHONY: demo test lint typecheck pytest bench chaos soak docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ bench: $(STAMP)
 FAULTS_PER_KIND ?= 100
 chaos: $(STAMP)
 	$(PY) -m benchmarks.chaos --faults-per-kind $(FAULTS_PER_KIND)
+
+# Load and soak: 200 agents for 10 minutes from threads, asyncio and the CLI at once.
+SOAK_MINUTES ?= 10
+soak: $(STAMP)
+	$(PY) -m benchmarks.soak --agents 200 --minutes $(SOAK_MINUTES)
 
 # The reference docs in site/ (MkDocs + mkdocstrings); --strict turns every
 # warning (a broken link, a renamed function) into a failure. (Not --quiet:
