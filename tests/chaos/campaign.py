@@ -286,8 +286,6 @@ class Campaign:
             terminal += 1
         final = reading(lambda: self.sys.store.get_invocation(run.invocation))
         assert final is not None
-        self.wait_whole()
-        processes = {p.pid: p.ppid() for p in _procs(self.sys)}
         if final.status == "running" and recovery is Recovery.NONE:
             # A terminal AgentResult for an invocation the store still runs (found by
             # the campaign: store_unavailable); the violation is recorded by check().
@@ -296,6 +294,8 @@ class Campaign:
             self.restart()
             self.wait_whole()
             self._recover(self.agent(run.graph), run)
+        self.wait_whole()
+        processes = {p.pid: p.ppid() for p in _procs(self.sys)}
         obs = Observation(
             run.invocation, at_fault, effects_at_fault, tasks_of(self.sys, run.invocation),
             read_effects(run.effects), recovery, terminal, final.status, active, refused,
