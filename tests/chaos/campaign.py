@@ -117,7 +117,7 @@ def reading(read: Callable[[], Any]) -> Any:
 
 def tasks_of(system: hy.AgentSystem, invocation_id: str) -> tuple[Task, ...]:
     return tuple(Task(t.task_id, t.node_id, t.status, t.attempt, classify_task(t), t.result,
-                      t.execution_id)
+                      t.execution_id, t.resolved)
                  for t in reading(lambda: system.store.get_tasks(invocation_id)))
 
 
@@ -193,8 +193,8 @@ class Campaign:
                 "NodeActor": nodes}
         if any(kinds[k] != n for k, n in want.items()) or kinds["EdgeActor"] < nodes:
             return False
-        pids = {p.pid for p in procs}
-        return all(p.pid == self.sys.admin_pid or p.ppid() in pids for p in procs)
+        parents = _parents(self.sys)
+        return all(pid == self.sys.admin_pid or ppid in parents for pid, ppid in parents.items())
 
     def wait_whole(self) -> None:
         """Wait for a whole tree; a system that lost its admin or its top
@@ -209,7 +209,7 @@ class Campaign:
         try:
             poll(whole_or_restarted, WAIT_S, "a whole supervision tree")
         except CampaignError as exc:
-            table = sorted((p.pid, p.ppid(), _kind(p)) for p in _procs(self.sys))
+            table = sorted(_parents(self.sys).items())
             raise CampaignError(f"{exc}; processes (pid, ppid, kind): {table}") from None
 
     # -- one fault ---------------------------------------------------------------------
@@ -295,7 +295,7 @@ class Campaign:
             self.wait_whole()
             self._recover(self.agent(run.graph), run)
         self.wait_whole()
-        processes = {p.pid: p.ppid() for p in _procs(self.sys)}
+        processes = _parents(self.sys)
         obs = Observation(
             run.invocation, at_fault, effects_at_fault, tasks_of(self.sys, run.invocation),
             read_effects(run.effects), recovery, terminal, final.status, active, refused,
@@ -347,6 +347,17 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _parents(system: hy.AgentSystem) -> dict[int, int]:
+    """pid -> parent pid of the system's live processes (one may die meanwhile)."""
+    import psutil
+
+    out = {}
+    for proc in _procs(system):
+        with contextlib.suppress(psutil.Error):
+            out[proc.pid] = proc.ppid()
+    return out
 
 
 def _kind(proc: Any) -> str:

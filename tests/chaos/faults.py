@@ -30,8 +30,8 @@ def role_pids(campaign: Campaign, run: Run) -> dict[str, list[int]]:
     system = campaign.sys
     out: dict[str, list[int]] = {role: [] for role in ROLES}
     out["admin"] = [system.admin_pid]
-    out["logger"] = [p.pid for p in system.processes()
-                     if p.ppid() == system.admin_pid and _kind(p) == "logger"]
+    out["logger"] = [pid for pid, (ppid, kind) in _table(system).items()
+                     if ppid == system.admin_pid and kind == "logger"]
     tree = system.tree()
     out["top_supervisor"] = [tree["pid"]]
     for sup in tree["children"]:
@@ -46,6 +46,17 @@ def role_pids(campaign: Campaign, run: Run) -> dict[str, list[int]]:
                 out["node_supervisor"].append(pid)
             elif row["role"] in out:
                 out[row["role"]].append(pid)
+    return out
+
+
+def _table(system: Any) -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, kind) of the system's live processes (one may die meanwhile)."""
+    import psutil
+
+    out = {}
+    for proc in _procs(system):
+        with contextlib.suppress(psutil.Error):
+            out[proc.pid] = (proc.ppid(), _kind(proc))
     return out
 
 

@@ -53,6 +53,7 @@ class Task:
     klass: TaskClass
     result: Any = None
     execution_id: str = ""
+    resolved: bool = False  # completed by resolve_task: it may never have started
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,9 @@ def check(obs: Observation) -> list[Violation]:
                                      f"{task.result!r} -> {later!r}"))
     # 2. No task with a completed record started twice (more often than its attempts).
     for task in (*obs.tasks_at_fault, *obs.tasks_after):
-        if task.klass is TaskClass.COMPLETED and not 1 <= _starts(obs.effects_after,
-                                                                  task.task_id) <= task.attempt:
+        least = 0 if task.resolved else 1
+        if task.klass is TaskClass.COMPLETED and not least <= _starts(obs.effects_after,
+                                                                      task.task_id) <= task.attempt:
             out.append(Violation("completed_task_ran_twice", f"{task.node_id} {task.task_id}: "
                                  f"{_starts(obs.effects_after, task.task_id)} starts, "
                                  f"attempt {task.attempt}"))
@@ -133,7 +135,8 @@ def check(obs: Observation) -> list[Violation]:
     for task in obs.tasks_at_fault:
         starts = _starts(obs.effects_at_fault, task.task_id)
         ends = _ends(obs.effects_at_fault, task.task_id)
-        wrong = (task.klass is TaskClass.COMPLETED and (starts < 1 or ends < 1)) or \
+        wrong = (task.klass is TaskClass.COMPLETED and not task.resolved
+                 and (starts < 1 or ends < 1)) or \
             (task.klass is TaskClass.NOT_STARTED and starts != 0) or \
             (task.klass is TaskClass.UNCERTAIN and starts > task.attempt) or \
             (task.klass is TaskClass.FAILED and starts > task.attempt)

@@ -66,6 +66,19 @@ def test_each_broken_rule_is_named(change: dict[str, object], rule: str) -> None
     assert rule in rules(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]
 
 
+def test_a_resolved_task_may_never_have_started() -> None:
+    """Found by the long campaign (seed 20261201, fault 438 on SQLite): a task
+    killed before its node wrote ``start``, resolved by the user, is completed
+    with no start line; that is no second run."""
+    never = effects(start_t1=1, end_t1=1)
+    resolved = dataclasses.replace(RESOLVED, resolved=True)
+    obs = dataclasses.replace(clean(), effects_at_fault=never, effects_after=never,
+                              effects_at_refusal=never, tasks_after=(DONE, resolved))
+    assert check(obs) == []
+    assert "completed_task_ran_twice" in rules(dataclasses.replace(
+        obs, tasks_after=(DONE, dataclasses.replace(resolved, resolved=False))))
+
+
 def test_orphans_are_processes_whose_parent_is_outside() -> None:
     assert orphans({10: 1, 11: 10, 12: 11}, 10) == []
     assert orphans({10: 1, 11: 10, 13: 1}, 10) == [13]
