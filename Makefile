@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench bench-memory bench-memory-500 docs clean
+.PHONY: demo test lint typecheck pytest bench bench-memory bench-memory-500 chaos soak docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,17 @@ bench-memory: $(STAMP)
 # if the machine runs low on memory).
 bench-memory-500: $(STAMP)
 	$(PY) -m benchmarks.bench_memory --scale 500
+
+# The long chaos campaign (>= 1,000 faults on SQLite and PostgreSQL); figures in
+# benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100.
+FAULTS_PER_KIND ?= 100
+chaos: $(STAMP)
+	$(PY) -m benchmarks.chaos --faults-per-kind $(FAULTS_PER_KIND)
+
+# Load and soak: 200 agents for 10 minutes from threads, asyncio and the CLI at once.
+SOAK_MINUTES ?= 10
+soak: $(STAMP)
+	$(PY) -m benchmarks.soak --agents 200 --minutes $(SOAK_MINUTES)
 
 # The reference docs in site/ (MkDocs + mkdocstrings); --strict turns every
 # warning (a broken link, a renamed function) into a failure. (Not --quiet:

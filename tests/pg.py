@@ -156,17 +156,30 @@ class ThrowawayServer:
                 raise RuntimeError(f"initdb of the throwaway PostgreSQL failed:\n{initdb.stderr}")
             port = _free_port(host)
             self.log = self.work / "postgres.log"
-            with self.log.open("wb") as log:
-                self.process = subprocess.Popen(
-                    [str(bin_dir / "postgres"), "-D", str(data), "-h", host, "-p", str(port),
-                     "-k", str(self.work), "-c", "fsync=off", "-c", "max_connections=200"],
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                    user=uid, group=gid, extra_groups=groups)
+            self._command = [str(bin_dir / "postgres"), "-D", str(data), "-h", host, "-p",
+                             str(port), "-k", str(self.work), "-c", "fsync=off", "-c",
+                             "max_connections=200"]
+            self._runner = {"user": uid, "group": gid, "extra_groups": groups}
+            self._launch()
             self.server = PgServer(host, port, "postgres", "postgres", self.process.pid)
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
+
+    def _launch(self) -> None:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(self._command, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True,
+                                            **self._runner)  # type: ignore[call-overload]
+
+    def restart(self) -> None:
+        """Stop the server (fast shutdown: clients are cut off) and start it again on
+        the same port and data (the chaos campaign's "PostgreSQL restarted")."""
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(STOP_TIMEOUT_S)
+        self._launch()
+        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S

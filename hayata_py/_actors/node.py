@@ -51,12 +51,17 @@ from hayata_py._actors._protocol import (
     UseAgent,
     UseWatcher,
 )
+from hayata_py._config import MAX_MAP_CONCURRENCY
 from supervisors import SupervisedActor, host_id, kill_child_process
 
 RECHECK_AFTER = timedelta(seconds=0.05)
 REDUCER_DEATHS = 3
 """A map step's reducer that died this many times is not replaced again: the
 node reports it (``ReducerGone``) and the machine fails the step."""
+MAX_EDGES = MAX_MAP_CONCURRENCY
+"""The most edges a node keeps (the largest ``map_concurrency``): an
+``EnsureEdges`` asking for more (or for a count that is no int) is logged and
+dropped, never a fork without end."""
 
 
 @dataclass
@@ -143,7 +148,12 @@ class NodeActor(SupervisedActor):
             self.agent = message.address
             self._publish()
         elif isinstance(message, EnsureEdges):
-            self.wanted = max(1, message.count)
+            count = message.count
+            if isinstance(count, bool) or not isinstance(count, int) \
+                    or not 1 <= count <= MAX_EDGES:
+                self.log.warning("bad_message", message="EnsureEdges", count=repr(count)[:80])
+                return
+            self.wanted = count
             self._top_up()
         elif isinstance(message, UseWatcher):
             self.watcher = message.address

@@ -1,0 +1,184 @@
+"""The campaign's invariants as a pure function: observations in, violations out.
+
+No processes, no store, no clock: :func:`check` reads what the campaign saw
+after one fault (the side-effect file, the task records before and after
+recovery, what recovery answered, the results received, the processes and
+their parents) and names every broken guarantee. ``tests/chaos/test_invariants.py``
+feeds it crafted violating observations, so each rule is known to be able to fail.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hayata_py.store import TaskClass
+
+Effects = Counter[tuple[str, str]]  # ("start" | "end", task_id) -> lines
+
+
+def parse_effects(text: str) -> Effects:
+    """Count ``start``/``end`` lines per task id (``<event> <task_id> ...``);
+    a torn last line (the process died mid-write) is ignored."""
+    seen: Effects = Counter()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in ("start", "end"):
+            seen[(parts[0], parts[1])] += 1
+    return seen
+
+
+class Recovery(enum.Enum):
+    """How the invocation ended after the fault."""
+
+    NONE = "finished"                   # ran to its end (ok or failed) without recover()
+    RECOVERED = "recovered"             # recover() ran it to a result
+    REFUSED = "uncertain"               # recover() refused with task_execution_uncertain
+    RESOLVED = "uncertain, resolved"    # refused, resolve_task, then recovered
+    ABANDONED = "uncertain, abandoned"  # refused, then abandon()
+    RECOVERABLE = "recoverable"         # left unfinished on purpose (still recoverable)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task record reduced to what the invariants read."""
+
+    task_id: str
+    node_id: str
+    status: str
+    attempt: int
+    klass: TaskClass
+    result: Any = None
+    execution_id: str = ""
+    resolved: bool = False  # completed by resolve_task: it may never have started
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the campaign saw for one invocation hit by one fault.
+
+    ``at_fault``: records and effects once the fault has played out (before
+    any recover()); ``after``: at the end. ``refused_task_ids``: what a
+    refused recovery named; ``effects_at_refusal``: the effects just after it.
+    ``terminal_results``: terminal AgentResults received for the invocation;
+    ``final_status``: the store's invocation status at the end.
+    ``processes``: pid -> parent pid of every process of the system,
+    ``admin_pid``: the admin (whose parent is outside the system).
+    ``accepted_next``: the system accepted (and finished) a new run afterwards.
+    """
+
+    invocation_id: str
+    tasks_at_fault: tuple[Task, ...]
+    effects_at_fault: Effects
+    tasks_after: tuple[Task, ...]
+    effects_after: Effects
+    recovery: Recovery
+    terminal_results: int
+    final_status: str
+    active_execution_at_fault: str | None = None
+    refused_task_ids: tuple[str, ...] = ()
+    effects_at_refusal: Effects | None = None
+    processes: Mapping[int, int] = field(default_factory=dict)
+    admin_pid: int = 0
+    accepted_next: bool = True
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.detail}"
+
+
+def _starts(effects: Effects, task_id: str) -> int:
+    return effects[("start", task_id)]
+
+
+def _ends(effects: Effects, task_id: str) -> int:
+    return effects[("end", task_id)]
+
+
+def _recorded_ids(tasks: Iterable[Task]) -> set[str]:
+    return {t.task_id for t in tasks}
+
+
+def check(obs: Observation) -> list[Violation]:
+    """Every violated invariant of ``obs`` (empty: all hold)."""
+    out: list[Violation] = []
+    after = {t.task_id: t for t in obs.tasks_after}
+    # 1. No completed result lost.
+    for task in obs.tasks_at_fault:
+        if task.klass is TaskClass.COMPLETED:
+            later = after.get(task.task_id)
+            if later is None or later.status != "completed" or later.result != task.result:
+                out.append(Violation("completed_result_lost", f"{task.node_id} {task.task_id}: "
+                                     f"{task.result!r} -> {later!r}"))
+    # 2. No task with a completed record started twice (more often than its attempts).
+    for task in (*obs.tasks_at_fault, *obs.tasks_after):
+        least = 0 if task.resolved else 1
+        if task.klass is TaskClass.COMPLETED and not least <= _starts(obs.effects_after,
+                                                                      task.task_id) <= task.attempt:
+            out.append(Violation("completed_task_ran_twice", f"{task.node_id} {task.task_id}: "
+                                 f"{_starts(obs.effects_after, task.task_id)} starts, "
+                                 f"attempt {task.attempt}"))
+    for task in obs.tasks_at_fault:
+        if task.klass is TaskClass.COMPLETED and (_starts(obs.effects_after, task.task_id)
+                                                  > _starts(obs.effects_at_fault, task.task_id)):
+            out.append(Violation("completed_task_ran_twice",
+                                 f"{task.node_id} {task.task_id} ran again after completing"))
+    # 3. Every interrupted task classified as the side-effect file says.
+    for task in obs.tasks_at_fault:
+        starts = _starts(obs.effects_at_fault, task.task_id)
+        ends = _ends(obs.effects_at_fault, task.task_id)
+        wrong = (task.klass is TaskClass.COMPLETED and not task.resolved
+                 and (starts < 1 or ends < 1)) or \
+            (task.klass is TaskClass.NOT_STARTED and starts != 0) or \
+            (task.klass is TaskClass.UNCERTAIN and starts > task.attempt) or \
+            (task.klass is TaskClass.FAILED and starts > task.attempt)
+        if wrong:
+            out.append(Violation("misclassified", f"{task.node_id} {task.task_id} is "
+                                 f"{task.klass.value} but the effects show {starts} start(s), "
+                                 f"{ends} end(s)"))
+    for which, tasks, effects in (("at fault", obs.tasks_at_fault, obs.effects_at_fault),
+                                  ("after", obs.tasks_after, obs.effects_after)):
+        ran = {tid for (event, tid) in effects if event == "start"}
+        for tid in sorted(ran - _recorded_ids(tasks)):
+            out.append(Violation("ran_unrecorded", f"task {tid} started ({which}) with no record"))
+    # 4. A refused recovery names the uncertain tasks and ran nothing.
+    if obs.recovery in (Recovery.REFUSED, Recovery.RESOLVED, Recovery.ABANDONED):
+        uncertain = {t.task_id for t in obs.tasks_at_fault if t.klass is TaskClass.UNCERTAIN
+                     and t.execution_id == obs.active_execution_at_fault}
+        if set(obs.refused_task_ids) != uncertain or not uncertain:
+            out.append(Violation("refusal_wrong_tasks", f"refused {sorted(obs.refused_task_ids)}, "
+                                 f"uncertain {sorted(uncertain)}"))
+        if obs.effects_at_refusal is None or obs.effects_at_refusal != obs.effects_at_fault:
+            out.append(Violation("refused_recovery_ran_code", "effects changed by a refused "
+                                 "recovery"))
+    # 5. Exactly one terminal AgentResult, or still recoverable.
+    if obs.recovery is Recovery.RECOVERABLE:
+        if obs.final_status != "running" or obs.terminal_results != 0:
+            out.append(Violation("not_recoverable", f"status {obs.final_status}, "
+                                 f"{obs.terminal_results} result(s)"))
+    elif obs.terminal_results != 1 or obs.final_status not in ("completed", "failed"):
+        out.append(Violation("result_count", f"{obs.terminal_results} terminal result(s), "
+                             f"status {obs.final_status}"))
+    # 6. No process of the system without a supervisor (a parent in the system).
+    for pid in orphans(obs.processes, obs.admin_pid):
+        out.append(Violation("unsupervised_process", f"pid {pid} (parent "
+                             f"{obs.processes[pid]}) is outside the supervision tree"))
+    # 7. The system accepts new runs afterwards.
+    if not obs.accepted_next:
+        out.append(Violation("no_new_runs", "the system refused or failed a new run"))
+    return out
+
+
+def orphans(processes: Mapping[int, int], admin_pid: int) -> list[int]:
+    """Processes (pid -> parent pid) whose parent is not a process of the system;
+    the admin's own parent is outside by design."""
+    return sorted(pid for pid, ppid in processes.items()
+                  if pid != admin_pid and ppid not in processes)

@@ -1,0 +1,92 @@
+"""The short chaos campaign (CI): every fault kind on SQLite and on PostgreSQL
+(a server of the campaign's own, which the restart faults stop and start).
+
+``HAYATA_CHAOS_FAULTS`` faults of each kind per store (default 4; the issue
+asks for 30, which takes about 10 min on 2 cores: see the README's
+Reliability section); ``HAYATA_CHAOS_SEED`` names the campaign. The long
+campaign is ``make chaos``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.chaos import faults
+from tests.chaos.campaign import Campaign
+from tests.chaos.plan import KINDS, run_campaign
+
+FAULTS = int(os.environ.get("HAYATA_CHAOS_FAULTS", "4"))
+SEED = int(os.environ.get("HAYATA_CHAOS_SEED", "20261201"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_short_campaign(store: str, tmp_path: Path) -> None:
+    # PostgreSQL restarts: see test_postgres_restart_mid_invocation_stays_recoverable.
+    kinds = KINDS if store == "sqlite" else tuple(k for k in KINDS if k != "store")
+    began = time.monotonic()
+    figures = run_campaign(store, FAULTS, SEED, tmp_path, kinds)
+    table = figures.table()
+    print({k: (r["runs"], dict(r["outcomes"])) for k, r in table.items()},
+          f"{time.monotonic() - began:.1f}s")
+    assert figures.violations() == [], f"seed {SEED}"
+    assert {r["kind"] for r in table.values()} == set(kinds)
+    assert all(r["runs"] == FAULTS for r in table.values())
+
+
+@pytest.mark.xfail(strict=True, reason="found by the campaign, not fixed: a store_unavailable "
+                   "failure (PostgreSQL restarted) sends a terminal AgentResult while the "
+                   "invocation stays running in the store; the agent then refuses every run "
+                   "(agent_busy) until it restarts")
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_postgres_restart_mid_invocation_stays_recoverable(tmp_path: Path) -> None:
+    figures = run_campaign("postgres", 6, SEED, tmp_path, ("store",))
+    assert figures.violations() == [], f"seed {SEED}"
+
+
+@pytest.mark.timeout(120)
+def test_node_drops_ensure_edges_with_a_huge_count(tmp_path: Path) -> None:
+    """Found by the garbage faults: ``EnsureEdges(count=10**30)`` made a node fork
+    edges without end."""
+    from hayata_py._actors._protocol import EnsureEdges
+
+    campaign = Campaign(tmp_path, f"sqlite:///{tmp_path / 'data' / 'h.db'}", "sqlite", 1,
+                        graphs=("sequential",))
+    try:
+        campaign.wait_whole()
+        before = {p.pid for p in faults._procs(campaign.sys)}
+        for pid, port in faults.actor_ports(campaign).items():
+            if faults._kind(next(p for p in faults._procs(campaign.sys) if p.pid == pid)) \
+                    == "NodeActor":
+                campaign.sys._system.tell(faults.address(port), EnsureEdges(10 ** 30))
+        # The node answers Describe after it handled EnsureEdges (one mailbox, in order
+        # from one sender): then the edges it has are all it will have.
+        rows = campaign.sys.tree()
+        edges = [r for r in faults._walk(rows) if r["role"] == "edge"]
+        assert len(edges) == 3
+        assert {p.pid for p in faults._procs(campaign.sys)} == before
+    finally:
+        campaign.close()
+
+
+@pytest.mark.xfail(strict=True, reason="found by the campaign, not fixed: a protocol message "
+                   "with wrong fields crashes the actor (let it crash), which its supervisor "
+                   "restarts; an agent restarted so interrupts its invocation")
+@pytest.mark.timeout(120)
+def test_garbage_leaves_every_actor_running(tmp_path: Path) -> None:
+    campaign = Campaign(tmp_path, f"sqlite:///{tmp_path / 'data' / 'h.db'}", "sqlite", 5,
+                        graphs=("sequential",))
+    try:
+        campaign.wait_whole()
+        before = {p.pid for p in faults._procs(campaign.sys)}
+        outcome = campaign.one("garbage", faults.garbage)
+        assert outcome.violations == []
+        assert {p.pid for p in faults._procs(campaign.sys)} == before
+    finally:
+        campaign.close()

@@ -1,0 +1,89 @@
+"""The invariant checker on crafted observations: it passes a clean one and
+names each rule when that rule is broken."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+
+from hayata_py.store import TaskClass
+from tests.chaos.invariants import Observation, Recovery, Task, check, orphans, parse_effects
+
+pytestmark = pytest.mark.timeout(30)
+
+DONE = Task("t1", "a", "completed", 1, TaskClass.COMPLETED, {"a": 1}, "i:0")
+MAYBE = Task("t2", "b", "started", 1, TaskClass.UNCERTAIN, None, "i:1")
+RESOLVED = Task("t2", "b", "completed", 1, TaskClass.COMPLETED, {"r": 1}, "i:1")
+
+
+def effects(**counts: int) -> Counter[tuple[str, str]]:
+    out: Counter[tuple[str, str]] = Counter()
+    for key, n in counts.items():
+        event, tid = key.split("_")
+        out[(event, tid)] = n
+    return out
+
+
+def clean() -> Observation:
+    seen = effects(start_t1=1, end_t1=1, start_t2=1)
+    return Observation("i", (DONE, MAYBE), seen, (DONE, RESOLVED), seen, Recovery.RESOLVED, 1,
+                       "completed", "i:1", ("t2",), seen, {10: 1, 11: 10, 12: 11}, 10)
+
+
+def rules(obs: Observation) -> set[str]:
+    return {v.rule for v in check(obs)}
+
+
+def test_a_clean_observation_has_no_violation() -> None:
+    assert check(clean()) == []
+
+
+@pytest.mark.parametrize(("change", "rule"), [
+    ({"tasks_after": (dataclasses.replace(DONE, result={"a": 2}), RESOLVED)},
+     "completed_result_lost"),
+    ({"tasks_after": (RESOLVED,)}, "completed_result_lost"),
+    ({"effects_after": effects(start_t1=2, end_t1=2, start_t2=1)}, "completed_task_ran_twice"),
+    ({"effects_at_fault": effects(start_t1=1, start_t2=1)}, "misclassified"),
+    ({"tasks_at_fault": (DONE, dataclasses.replace(MAYBE, status="scheduled", attempt=0,
+                                                   klass=TaskClass.NOT_STARTED))},
+     "misclassified"),
+    ({"effects_after": effects(start_t1=1, end_t1=1, start_t2=1, start_t9=1)},
+     "ran_unrecorded"),
+    ({"refused_task_ids": ()}, "refusal_wrong_tasks"),
+    ({"refused_task_ids": ("t1", "t2")}, "refusal_wrong_tasks"),
+    ({"effects_at_refusal": effects(start_t1=1, end_t1=1, start_t2=2)},
+     "refused_recovery_ran_code"),
+    ({"terminal_results": 2}, "result_count"),
+    ({"terminal_results": 0}, "result_count"),
+    ({"final_status": "running"}, "result_count"),
+    ({"recovery": Recovery.RECOVERABLE}, "not_recoverable"),
+    ({"processes": {10: 1, 11: 10, 12: 99}}, "unsupervised_process"),
+    ({"accepted_next": False}, "no_new_runs"),
+])
+def test_each_broken_rule_is_named(change: dict[str, object], rule: str) -> None:
+    assert rule in rules(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]
+
+
+def test_a_resolved_task_may_never_have_started() -> None:
+    """Found by the long campaign (seed 20261201, fault 438 on SQLite): a task
+    killed before its node wrote ``start``, resolved by the user, is completed
+    with no start line; that is no second run."""
+    never = effects(start_t1=1, end_t1=1)
+    resolved = dataclasses.replace(RESOLVED, resolved=True)
+    obs = dataclasses.replace(clean(), effects_at_fault=never, effects_after=never,
+                              effects_at_refusal=never, tasks_after=(DONE, resolved))
+    assert check(obs) == []
+    assert "completed_task_ran_twice" in rules(dataclasses.replace(
+        obs, tasks_after=(DONE, dataclasses.replace(resolved, resolved=False))))
+
+
+def test_orphans_are_processes_whose_parent_is_outside() -> None:
+    assert orphans({10: 1, 11: 10, 12: 11}, 10) == []
+    assert orphans({10: 1, 11: 10, 13: 1}, 10) == [13]
+
+
+def test_parse_effects_counts_lines_and_ignores_a_torn_one() -> None:
+    text = "start t1 a 5\nend t1 a 5\nstart t2 b 6\nsta"
+    assert parse_effects(text) == effects(start_t1=1, end_t1=1, start_t2=1)
