@@ -170,8 +170,8 @@ ROWS: list[tuple[str, Callable[[], Invocation], Event, list[tuple[Any, ...]]]] =
      [("emit", "node_started"), ("dispatch", "a", 1), ("deadline", EX)]),
     ("checkpoint fenced", saving, WriteRefused(STALE, fenced=True),
      [("emit", "invocation_interrupted"), ("end", False, "ownership_lost", True)]),
-    ("checkpoint refused", saving, WriteRefused(STORE_DOWN),
-     [("emit", "invocation_failed"), ("end", False, "store_unavailable", False)]),
+    ("checkpoint refused: kept, as the store says", saving, WriteRefused(STORE_DOWN),
+     [("emit", "invocation_interrupted"), ("end", False, "store_unavailable", True)]),
     # RUNNING
     ("outcome", running, outcome(), [("emit", "node_completed"), POLICY1]),
     ("outcome before its partial", running, outcome(partials=1), []),
@@ -218,8 +218,8 @@ ROWS: list[tuple[str, Callable[[], Invocation], Event, list[tuple[Any, ...]]]] =
      [("emit", "invocation_failed"), ("end", False, "invalid_policy_result", False)]),
     ("result fenced", finishing, WriteRefused(STALE, fenced=True),
      [("emit", "invocation_interrupted"), ("end", False, "ownership_lost", True)]),
-    ("result refused", finishing, WriteRefused(STORE_DOWN),
-     [("emit", "invocation_failed"), ("end", False, "store_unavailable", False)]),
+    ("result refused: kept, as the store says", finishing, WriteRefused(STORE_DOWN),
+     [("emit", "invocation_interrupted"), ("end", False, "store_unavailable", True)]),
     ("finishing ignores a stop", finishing, Stop(StopKind.REQUESTED), []),
     ("finishing ignores a lost lease", finishing, LeaseLost(), []),
     ("finishing ignores a deadline", finishing, DeadlinePassed(EX), []),
@@ -392,4 +392,5 @@ def test_any_interleaving_ends_once_in_order(plan: list[list[str]], stream: bool
     if ends[0].kept:  # nothing durable is written for a kept invocation
         assert durable
         recorded = [c for c in shell.log if isinstance(c, RecordResult)]
-        assert not recorded or (refuse_record is False and recorded[-1] is not shell.log[-2])
+        # ... or its terminal write was refused: the store still holds it running.
+        assert not recorded or refuse_record or recorded[-1] is not shell.log[-2]

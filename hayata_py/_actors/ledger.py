@@ -212,6 +212,10 @@ class Ledger:
             self.log.warning("store_unavailable", code=as_store_error(raw).code)
             return
         if now is not None and now.status == "running":
+            # The store's record, not what this process guessed when it could not
+            # read it (keep()'s fallback has no active execution once the machine
+            # cancelled the step): recover() classifies the step the store names.
+            self.recovering = now
             return
         self.recovering = None
         self.log.info("unfinished_invocation_ended_elsewhere",
@@ -294,6 +298,8 @@ class Ledger:
             # Claim first: from here on no older writer (an orphan edge of a dead
             # system) can record anything, so the classification below is final.
             token = self._claim(record)
+            # What the store holds now that no one else can write.
+            record = self.store.get_invocation(record.invocation_id) or record
         except (InvocationBusy, StoreError) as exc:
             return RecoveryRejected(str(exc), code=exc.code,
                                     invocation_id=record.invocation_id)

@@ -358,13 +358,16 @@ class Invocation:
     def _on_refused(self, refused: WriteRefused) -> list[Command]:
         if refused.fenced or refused.error.code == "stale_writer":
             return self._lose_ownership()
-        if self.phase is Phase.SAVING:
-            # The step was not recorded, so nothing of it may run.
-            error = reasons.refused(refused.error, "checkpoint refused")
-            out = self._cancel_all()
-        else:
-            error = reasons.refused(refused.error, "the terminal result could not be recorded")
-            out = []
+        # Not recorded (the store is down, say): the store still holds the
+        # invocation running, so this run ends without a result and the
+        # invocation is kept for recover(), as the store says. A refused
+        # checkpoint also means nothing of its step may run.
+        what = ("checkpoint refused" if self.phase is Phase.SAVING
+                else "the terminal result could not be recorded")
+        error = reasons.refused(refused.error, what)
+        if self.rules.durable:
+            return self._interrupt(error)
+        out = self._cancel_all()
         self.phase = Phase.ENDED
         return out + self._emit("invocation_failed", _error_data(error)) + [
             End(False, error=error)]
