@@ -24,6 +24,7 @@ from thespian.actors import WakeupMessage
 from hayata_py import _invocation as m
 from hayata_py._actors import _protocol as p
 from hayata_py._actors import procs
+from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.edges import EdgePool
 from hayata_py._actors.ledger import Ledger
@@ -92,6 +93,8 @@ class AgentActor(SupervisedActor):
     # -- messages -> events ----------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if drop_malformed(self.log, message):
+            return
         if isinstance(message, p.Outcome):
             self._sends(self.pool.done(message.task_id))
             self.spans.task_ended(message.task_id, message.error)

@@ -27,6 +27,7 @@ from hayata_py._actors._protocol import (
     Partial,
     RunTask,
 )
+from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.durable import as_store_error, writer_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
@@ -73,6 +74,8 @@ class EdgeActor(SupervisedActor):
     edge_id = ""
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if drop_malformed(self.log, message):
+            return
         if isinstance(message, RunTask):
             self._run(message)
         elif isinstance(message, EdgeInit):

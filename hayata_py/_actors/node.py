@@ -51,6 +51,7 @@ from hayata_py._actors._protocol import (
     UseAgent,
     UseWatcher,
 )
+from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._config import MAX_MAP_CONCURRENCY
 from supervisors import SupervisedActor, host_id, kill_child_process
 
@@ -135,6 +136,8 @@ class NodeActor(SupervisedActor):
     # -- messages ------------------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if drop_malformed(self.log, message):
+            return
         if isinstance(message, EdgeReady):
             self._on_ready(message)
         elif isinstance(message, KillEdge):

@@ -30,6 +30,7 @@ from hayata_py._actors._protocol import (
     ReducerUp,
     StartReducer,
 )
+from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
@@ -92,6 +93,8 @@ class ReducerActor(SupervisedActor):
     answer: Reduced | None = None
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if drop_malformed(self.log, message):
+            return
         if isinstance(message, StartReducer):
             self.start, self.node, self.results = message, sender, {}
             self.span = telemetry.span_start(telemetry.REDUCER, {

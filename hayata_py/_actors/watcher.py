@@ -27,6 +27,7 @@ from hayata_py._actors._protocol import (
     NodeUp,
     WatchNodes,
 )
+from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._invocation import DownCause
 from supervisors import SupervisedActor, host_id, wait_gone
 
@@ -44,6 +45,8 @@ class EdgeWatcher(SupervisedActor):
         self.log = self.log.bind(agent_id=agent_id)
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if drop_malformed(self.log, message):
+            return
         if isinstance(message, NodeEvent):
             self._on_node_event(message)
         elif isinstance(message, EdgeStarted):

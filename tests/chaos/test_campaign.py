@@ -77,9 +77,6 @@ def test_node_drops_ensure_edges_with_a_huge_count(tmp_path: Path) -> None:
         campaign.close()
 
 
-@pytest.mark.xfail(strict=True, reason="found by the campaign, not fixed: a protocol message "
-                   "with wrong fields crashes the actor (let it crash), which its supervisor "
-                   "restarts; an agent restarted so interrupts its invocation")
 @pytest.mark.timeout(120)
 def test_garbage_leaves_every_actor_running(tmp_path: Path) -> None:
     campaign = Campaign(tmp_path, f"sqlite:///{tmp_path / 'data' / 'h.db'}", "sqlite", 5,
