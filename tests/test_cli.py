@@ -105,6 +105,9 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
         hayata(path, "system", "kill")
 
 
+# A whole drill: a dozen `hayata` processes, each a fresh interpreter (about 1 s
+# each quiet, several under load); 60 s was too tight on a busy machine.
+@pytest.mark.timeout(180)
 def test_drill_start_run_ps_kill_node_crash_restart(data_dir: Path) -> None:
     """The acceptance drill, down to `tasks` and `result` read from the store after a restart."""
     assert "started agent hello" in ok(data_dir, "agent", "start", "tests.cli_fixtures:config")
@@ -188,6 +191,9 @@ def test_start_cleans_up_orphans_of_a_crashed_admin(data_dir: Path) -> None:
     assert status["running"] and status["agents"] == []
 
 
+# A whole drill: a dozen `hayata` processes, each a fresh interpreter (about 1 s
+# each quiet, several under load); 60 s was too tight on a busy machine.
+@pytest.mark.timeout(180)
 def test_agent_commands_run_failures_and_detach(data_dir: Path, tmp_path: Path) -> None:
     ok(data_dir, "agent", "start", "tests.cli_fixtures:failing")
     ok(data_dir, "agent", "start", "tests.cli_fixtures:slow")  # a factory function
@@ -232,6 +238,9 @@ def test_agent_commands_run_failures_and_detach(data_dir: Path, tmp_path: Path) 
                           "already started")
 
 
+# A whole drill: a dozen `hayata` processes, each a fresh interpreter (about 1 s
+# each quiet, several under load); 60 s was too tight on a busy machine.
+@pytest.mark.timeout(180)
 def test_recovery_drill_through_the_cli(data_dir: Path, tmp_path: Path) -> None:
     """Drill 1 and 2 (resolve) of VM_RECOVERY_TESTS.md: `right` in flight, the whole
     system killed, restarted; the store shows what survived; recover, resolve, recover."""
