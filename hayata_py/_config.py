@@ -38,6 +38,9 @@ class AgentConfig:
     - ``lease_seconds``: each invocation is owned under a lease in the store,
       renewed every third of this while it runs. If the owning system dies,
       another system may recover the invocation once the lease has expired.
+    - ``node_timeouts``: node id -> seconds one run of that node may take,
+      overriding ``execution_timeout`` for it (same limits), e.g.
+      ``{"llm": 300, "lookup": 5}``.
     """
 
     id: str
@@ -50,6 +53,7 @@ class AgentConfig:
     placement: Mapping[str, Any] = field(default_factory=dict)
     node_placement: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     lease_seconds: float = 10.0
+    node_timeouts: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,11 @@ class AgentSpec:
     instance: str = ""
     """Set by the AgentSystem: the id of this system start (recorded with each task
     as the system instance that ran it; the lease owner is ``owner``)."""
+    node_timeouts: dict[str, float] = field(default_factory=dict)
+    """Node id -> seconds one run of it may take (else ``execution_timeout``)."""
+
+    def timeout_for(self, node_id: str) -> float:
+        return self.node_timeouts.get(node_id, self.execution_timeout)
 
 
 def validate_config(config: Any) -> AgentSpec:
@@ -130,14 +139,16 @@ def validate_config(config: Any) -> AgentSpec:
     if isinstance(config.max_steps, bool) or not isinstance(config.max_steps, int) \
             or config.max_steps <= 0:
         raise ConfigError("max_steps", f"must be a positive int, got {config.max_steps!r}")
-    timeout = config.execution_timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigError("execution_timeout",
-                          f"must be a positive number of seconds, got {timeout!r}")
-    if timeout > MAX_EXECUTION_TIMEOUT:
-        raise ConfigError("execution_timeout", f"must be at most {MAX_EXECUTION_TIMEOUT} s "
-                          f"(365 days), got {timeout!r}")
+    timeout = _timeout(config.execution_timeout, "execution_timeout")
+    if not isinstance(config.node_timeouts, Mapping):
+        raise ConfigError("node_timeouts", "must be a mapping of node id -> seconds, got "
+                          f"{type(config.node_timeouts).__name__}")
+    node_timeouts = {}
+    for node_id, seconds in config.node_timeouts.items():
+        if node_id not in nodes:
+            raise ConfigError("node_timeouts", f"unknown node id {node_id!r} (nodes: "
+                              f"{sorted(nodes)})")
+        node_timeouts[node_id] = _timeout(seconds, f"node_timeouts[{node_id!r}]")
     if not isinstance(config.state, Mapping):
         raise ConfigError("state", f"must be a dict, got {type(config.state).__name__}")
     state = dict(config.state)
@@ -166,8 +177,20 @@ def validate_config(config: Any) -> AgentSpec:
     if isinstance(lease, bool) or not isinstance(lease, (int, float)) \
             or not math.isfinite(lease) or not 0.5 <= lease <= 3600:
         raise ConfigError("lease_seconds", f"must be seconds between 0.5 and 3600, got {lease!r}")
-    return AgentSpec(config.id, nodes, policy, state, config.max_steps, float(timeout),
-                     idempotent, placement, node_placement, float(lease))
+    return AgentSpec(config.id, nodes, policy, state, config.max_steps, timeout,
+                     idempotent, placement, node_placement, float(lease),
+                     node_timeouts=node_timeouts)
+
+
+def _timeout(value: Any, field_name: str) -> float:
+    """Seconds a node run may take: positive, finite, at most 365 days."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ConfigError(field_name, f"must be a positive number of seconds, got {value!r}")
+    if value > MAX_EXECUTION_TIMEOUT:
+        raise ConfigError(field_name, f"must be at most {MAX_EXECUTION_TIMEOUT} s "
+                          f"(365 days), got {value!r}")
+    return float(value)
 
 
 def valid_capabilities(value: Any, field_name: str = "capabilities") -> dict[str, Any]:

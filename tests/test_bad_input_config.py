@@ -56,6 +56,10 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
         st.dictionaries(st.sampled_from(["mock", "other", "x"]), capabilities, max_size=2),
         anything),
     "lease_seconds": st.one_of(st.floats(), st.integers(), anything),
+    "node_timeouts": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.floats(), st.integers(), anything), max_size=2),
+        anything),
 }
 
 
@@ -79,6 +83,8 @@ def _check_spec(spec: AgentSpec) -> None:
     assert 0 < spec.execution_timeout <= 365 * 24 * 3600
     assert spec.idempotent_nodes <= set(spec.nodes)
     assert set(spec.node_placement) <= set(spec.nodes)
+    assert set(spec.node_timeouts) <= set(spec.nodes)
+    assert all(0 < t <= 365 * 24 * 3600 for t in spec.node_timeouts.values())
     check_encodable(spec.state, "state")
     assert pickle.loads(pickle.dumps(spec)) == spec
 

@@ -57,7 +57,8 @@ class AgentActor(SupervisedActor):
         self.pool = EdgePool()
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
-                             durable=self.ledger.store is not None, owner=self.ledger.owner)
+                             durable=self.ledger.store is not None, owner=self.ledger.owner,
+                             node_timeouts=spec.node_timeouts)
         self.inv: m.Invocation | None = None
         self.subscriber: Any = None
         self.token = 0
@@ -214,7 +215,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(cmd, m.RecordResult):
             return self.ledger.finish(inv.id, self.token, cmd) or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
-            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds)
+            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, cmd.key)
         elif isinstance(cmd, m.CancelTask):
             self.spans.task_ended(cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
@@ -265,8 +266,7 @@ class AgentActor(SupervisedActor):
                 return
             lease = self.spec.lease_seconds
             self.deadlines.renew_in(lease / 3 if renewed else min(1.0, lease / 6))
-        passed = self.deadlines.execution_passed()
-        if passed is not None:
-            self._feed(m.DeadlinePassed(passed))
+        for execution_id, key in self.deadlines.execution_passed():
+            self._feed(m.DeadlinePassed(execution_id, key))
         if self.inv is not None:
             self.deadlines.rearm()

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hayata_py import _telemetry as telemetry
+from hayata_py._actors._calls import call_node
 from hayata_py._actors._protocol import (
     EdgeInit,
     EdgeReady,
@@ -154,8 +155,7 @@ class EdgeActor(SupervisedActor):
 
     def _call(self, ctx: NodeContext) -> tuple[Any, ErrorInfo | None]:
         try:
-            fn = resolve_callable(self.function)
-            result = fn(ctx)
+            result = call_node(resolve_callable(self.function), ctx)
         except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
             return None, ErrorInfo("node_failed", f"{type(exc).__name__}: {exc}",
                                    {"node_id": ctx.node_id, "type": type(exc).__name__})

@@ -73,10 +73,12 @@ class CancelTask:
 
 @dataclass(frozen=True)
 class ArmDeadline:
-    """Report ``DeadlinePassed(execution_id)`` after ``seconds``."""
+    """Report ``DeadlinePassed(execution_id, key)`` after ``seconds`` (the task's
+    run time limit; arming the same task again replaces its deadline)."""
 
     execution_id: str
     seconds: float
+    key: TaskKey | None = None
 
 
 @dataclass(frozen=True)

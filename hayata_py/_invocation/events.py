@@ -143,9 +143,11 @@ class NodeDown:
 
 @dataclass(frozen=True)
 class DeadlinePassed:
-    """The deadline armed for ``execution_id`` has passed."""
+    """The deadline armed for task ``key`` of ``execution_id`` has passed (``key``
+    None: the execution's, every pending task)."""
 
     execution_id: str
+    key: TaskKey | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ second deadline) return no command.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -92,6 +92,11 @@ class Rules:
     """The agent records its work: an interruption keeps the invocation for recover()."""
     owner: str = ""
     """The lease owner (named in ``ownership_lost``)."""
+    node_timeouts: Mapping[str, float] = field(default_factory=dict)
+    """Node id -> seconds one run of it may take (else ``execution_timeout``)."""
+
+    def timeout_for(self, node_id: str) -> float:
+        return self.node_timeouts.get(node_id, self.execution_timeout)
 
 
 @dataclass(frozen=True)
@@ -271,7 +276,7 @@ class Invocation:
             out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id})
             out.append(Dispatch(ex.id, key, task.task_id, self.step_no,
                                 ex.nodes.index(node_id), ex.input, dict(self.state), attempt))
-        out.append(ArmDeadline(ex.id, self.rules.execution_timeout))
+            out.append(ArmDeadline(ex.id, self.rules.timeout_for(node_id), key))
         return out
 
     def _current(self, execution_id: str, key: TaskKey) -> tuple[_Execution, _Task] | None:
@@ -342,10 +347,14 @@ class Invocation:
     def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        if deadline.execution_id != ex.id or not ex.pending:
+        key = deadline.key
+        if deadline.execution_id != ex.id or not ex.pending \
+                or (key is not None and key not in ex.pending):
             return []
-        pending = sorted(k.node_id for k in ex.pending)
-        return self._fail(reasons.timed_out(pending, self.rules.execution_timeout, ex.id))
+        pending = sorted({k.node_id for k in ex.pending})
+        node_id = pending[0] if key is None else key.node_id
+        pending = [node_id] + [n for n in pending if n != node_id]
+        return self._fail(reasons.timed_out(pending, self.rules.timeout_for(node_id), ex.id))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:
