@@ -25,7 +25,7 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._policy import Finish, Next, NodeContext, PolicyContext
+from hayata_py._policy import Finish, Next, NodeContext, PolicyContext, RetryPolicy
 from hayata_py._ref import AgentRef
 from hayata_py.messages import (
     CALLER,
@@ -68,6 +68,7 @@ __all__ = [
     "PolicyContext",
     "RecoveryRejected",
     "ResultReply",
+    "RetryPolicy",
     "Run",
     "RunAccepted",
     "RunRejected",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hayata_py._callables import callable_path
+from hayata_py._callables import callable_path, exception_path
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
+from hayata_py._policy import RetryPolicy
 
 MAX_EXECUTION_TIMEOUT = 365 * 24 * 3600
 """The longest ``execution_timeout`` accepted (seconds): the runtime's timers hold it."""
@@ -41,6 +43,8 @@ class AgentConfig:
     - ``node_timeouts``: node id -> seconds one run of that node may take,
       overriding ``execution_timeout`` for it (same limits), e.g.
       ``{"llm": 300, "lookup": 5}``.
+    - ``retry``: node id -> :class:`RetryPolicy` for that node;
+      ``default_retry``: the policy of every other node (None: no retries).
     """
 
     id: str
@@ -54,6 +58,8 @@ class AgentConfig:
     node_placement: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     lease_seconds: float = 10.0
     node_timeouts: Mapping[str, float] = field(default_factory=dict)
+    retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    default_retry: RetryPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,10 @@ class AgentSpec:
     as the system instance that ran it; the lease owner is ``owner``)."""
     node_timeouts: dict[str, float] = field(default_factory=dict)
     """Node id -> seconds one run of it may take (else ``execution_timeout``)."""
+
+    retry: dict[str, RetryPolicy] = field(default_factory=dict)
+    """Node id -> its retry policy (``retry_on`` as ``module:Class`` paths); nodes
+    without one are not retried."""
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -179,7 +189,30 @@ def validate_config(config: Any) -> AgentSpec:
         raise ConfigError("lease_seconds", f"must be seconds between 0.5 and 3600, got {lease!r}")
     return AgentSpec(config.id, nodes, policy, state, config.max_steps, timeout,
                      idempotent, placement, node_placement, float(lease),
-                     node_timeouts=node_timeouts)
+                     node_timeouts=node_timeouts, retry=_retries(config, nodes))
+
+
+def _retries(config: AgentConfig, nodes: dict[str, str]) -> dict[str, RetryPolicy]:
+    """Each node's retry policy, ``retry_on`` checked and turned into import paths."""
+    if not isinstance(config.retry, Mapping):
+        raise ConfigError("retry", "must be a mapping of node id -> hy.RetryPolicy, got "
+                          f"{type(config.retry).__name__}")
+    given: dict[str, Any] = {}
+    for node_id, policy in config.retry.items():
+        if node_id not in nodes:
+            raise ConfigError("retry", f"unknown node id {node_id!r} (nodes: {sorted(nodes)})")
+        given[node_id] = policy
+    if config.default_retry is not None:
+        given = {n: given.get(n, config.default_retry) for n in nodes}
+    out = {}
+    for node_id, policy in given.items():
+        where = "default_retry" if policy is config.default_retry \
+            and node_id not in config.retry else f"retry[{node_id!r}]"
+        if not isinstance(policy, RetryPolicy):
+            raise ConfigError(where, f"must be a hy.RetryPolicy, got {type(policy).__name__}")
+        paths = tuple(exception_path(c, f"{where}.retry_on") for c in policy.retry_on)
+        out[node_id] = dataclasses.replace(policy, retry_on=paths)
+    return out
 
 
 def _timeout(value: Any, field_name: str) -> float:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hayata_py._codec import check_encodable
-from hayata_py._errors import EncodingError, ErrorInfo
+from hayata_py._errors import ConfigError, EncodingError, ErrorInfo
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,75 @@ class Finish:
     """End the invocation successfully with ``result``."""
 
     result: Any = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a node is tried again after it raised, and how long to wait.
+
+    A retry follows only a *known* failure: the node function raised an
+    exception matching ``retry_on`` and the edge recorded the failure. An
+    attempt interrupted by a crash stays uncertain and is never retried.
+
+    - ``max_attempts``: attempts in all, the first included (>= 1; 1: no retry).
+    - ``initial_interval``: seconds before the second attempt (>= 0).
+    - ``backoff``: each further wait is this many times the previous (>= 1).
+    - ``max_interval``: no wait is longer (>= ``initial_interval``).
+    - ``jitter``: wait between half and all of the computed interval, chosen
+      from the task id and the attempt (so the same after a restart).
+    - ``retry_on``: exception classes, or ``"module:Class"`` strings, worth a
+      retry (default: every ``Exception``); subclasses match.
+    """
+
+    max_attempts: int = 3
+    initial_interval: float = 0.5
+    backoff: float = 2.0
+    max_interval: float = 30.0
+    jitter: bool = True
+    retry_on: tuple[type[BaseException] | str, ...] = (Exception,)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) \
+                or not 1 <= self.max_attempts <= 1000:
+            raise ConfigError("max_attempts", "must be an int from 1 to 1000, got "
+                              f"{self.max_attempts!r}")
+        for name, low in (("initial_interval", 0.0), ("backoff", 1.0),
+                          ("max_interval", 0.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or not low <= value <= 86400 * 365:
+                raise ConfigError(name, f"must be a finite number >= {low} (at most 365 "
+                                  f"days), got {value!r}")
+        if self.max_interval < self.initial_interval:
+            raise ConfigError("max_interval", f"must be >= initial_interval "
+                              f"({self.initial_interval!r}), got {self.max_interval!r}")
+        if not isinstance(self.jitter, bool):
+            raise ConfigError("jitter", f"must be True or False, got {self.jitter!r}")
+        retry_on: Any = self.retry_on
+        if isinstance(retry_on, (str, type)):
+            retry_on = (retry_on,)
+        if not isinstance(retry_on, (tuple, list, frozenset, set)) or not retry_on:
+            raise ConfigError("retry_on", "must be a non-empty tuple of exception classes "
+                              f"or 'module:Class' strings, got {self.retry_on!r}")
+        for item in retry_on:
+            if isinstance(item, type) and issubclass(item, BaseException):
+                continue
+            if isinstance(item, str) and item.count(":") == 1 and all(item.split(":")):
+                continue
+            raise ConfigError("retry_on", f"{item!r} is not an exception class or a "
+                              "'module:Class' string")
+        object.__setattr__(self, "retry_on", tuple(retry_on))
+
+    def delay(self, attempt: int, seed: str = "") -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1-based) before the next."""
+        try:
+            base = min(self.max_interval, self.initial_interval * self.backoff ** (attempt - 1))
+        except OverflowError:
+            base = self.max_interval
+        if not self.jitter:
+            return float(base)
+        digest = hashlib.sha256(f"{seed}\x1f{attempt}".encode()).digest()
+        return float(base) * (0.5 + 0.5 * int.from_bytes(digest[:8], "big") / 2**64)
 
 
 @dataclass(frozen=True)
@@ -59,6 +130,8 @@ class NodeContext:
       external services so a repeated call is recognised.
     - ``streamer``: None unless the invocation streams; otherwise
       ``ctx.streamer({...})`` publishes a ``node_partial_result`` event.
+    - ``attempt``: 1 for the first run of the task, +1 for each retry (and for
+      each re-run of an idempotent task on recovery).
     """
 
     input: Any
@@ -69,6 +142,7 @@ class NodeContext:
     task_id: str
     idempotency_key: str
     streamer: Callable[[dict[str, Any]], None] | None = None
+    attempt: int = 1
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Every node appends one line to the side-effect file named in its input
 (``{"effects": path}``): ``<node> <attempt> <pid>``, so a test counts what
 really ran. ``{"fail": {"node": n}}`` makes a node raise on its first ``n``
 attempts; ``{"gates": {"node": path}}`` makes it wait for a file;
-``{"sleep": {"node": s}}`` sleep.
+``{"sleep": {"node": s}}`` sleep; ``{"gate_from": n}`` gates only attempts >= n.
 """
 
 from __future__ import annotations
@@ -35,23 +35,24 @@ def _effect(ctx: hy.NodeContext, attempt: int) -> None:
 
 def flaky(ctx: hy.NodeContext) -> dict[str, Any]:
     spec: dict[str, Any] = ctx.input
-    attempt = getattr(ctx, "attempt", 1)
+    attempt = ctx.attempt
     _effect(ctx, attempt)
     gate = spec.get("gates", {}).get(ctx.node_id)
-    while gate and not Path(gate).exists():
+    while gate and attempt >= spec.get("gate_from", 1) and not Path(gate).exists():
         time.sleep(0.005)  # held in flight until the test opens the gate
     time.sleep(spec.get("sleep", {}).get(ctx.node_id, 0.0))
     failures = spec.get("fail", {}).get(ctx.node_id, 0)
     if attempt <= failures:
         kind = Permanent if spec.get("permanent") else Transient
         raise kind(f"attempt {attempt} of {ctx.node_id} failed")
-    return {ctx.node_id: f"done-{attempt}", f"{ctx.node_id}_key": ctx.idempotency_key}
+    return {ctx.node_id: f"done-{attempt}", f"{ctx.node_id}_key": ctx.idempotency_key,
+            f"{ctx.node_id}_attempt": attempt}
 
 
 async def streaming(ctx: hy.NodeContext) -> dict[str, Any]:
     """An ``async def`` node that streams partials between awaits."""
     spec: dict[str, Any] = ctx.input
-    _effect(ctx, getattr(ctx, "attempt", 1))
+    _effect(ctx, ctx.attempt)
     for i in range(spec.get("partials", 3)):
         await asyncio.sleep(0.01)
         if ctx.streamer is not None:

@@ -24,6 +24,15 @@ from tests.bad_input import FAST, anything, assert_refusal, plain, scalars
 from tests.graph_nodes import mock_node, once_policy
 
 FIELDS = {f.name for f in dataclasses.fields(hy.AgentConfig)}
+
+
+def _local_error() -> type[Exception]:
+    class Local(Exception):
+        pass
+    return Local
+
+
+_LocalError = _local_error()
 NODES = {"mock": mock_node, "other": "tests.graph_nodes:worker"}
 
 paths = st.one_of(
@@ -56,6 +65,11 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
         st.dictionaries(st.sampled_from(["mock", "other", "x"]), capabilities, max_size=2),
         anything),
     "lease_seconds": st.one_of(st.floats(), st.integers(), anything),
+    "retry": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.just(hy.RetryPolicy()), anything), max_size=2),
+        anything),
+    "default_retry": st.one_of(st.none(), st.just(hy.RetryPolicy(max_attempts=2)), anything),
     "node_timeouts": st.one_of(
         st.dictionaries(st.sampled_from(["mock", "other", "x"]),
                         st.one_of(st.floats(), st.integers(), anything), max_size=2),
@@ -84,6 +98,8 @@ def _check_spec(spec: AgentSpec) -> None:
     assert spec.idempotent_nodes <= set(spec.nodes)
     assert set(spec.node_placement) <= set(spec.nodes)
     assert set(spec.node_timeouts) <= set(spec.nodes)
+    assert set(spec.retry) <= set(spec.nodes)
+    assert all(isinstance(p, str) for policy in spec.retry.values() for p in policy.retry_on)
     assert all(0 < t <= 365 * 24 * 3600 for t in spec.node_timeouts.values())
     check_encodable(spec.state, "state")
     assert pickle.loads(pickle.dumps(spec)) == spec
@@ -118,6 +134,16 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
         ({"placement": {"gpu": float("nan")}}, "placement", "finite"),
         ({"node_placement": {"mock": {"mem": float("inf")}}}, "node_placement['mock']",
          "finite"),
+        ({"retry": {"nope": hy.RetryPolicy()}}, "retry", "unknown node id 'nope'"),
+        ({"retry": {"mock": 3}}, "retry['mock']", "hy.RetryPolicy"),
+        ({"retry": [("mock", hy.RetryPolicy())]}, "retry", "mapping"),
+        ({"default_retry": {"max_attempts": 3}}, "default_retry", "hy.RetryPolicy"),
+        ({"retry": {"mock": hy.RetryPolicy(retry_on=(_LocalError,))}},
+         "retry['mock'].retry_on", "does not lead back"),
+        ({"retry": {"mock": hy.RetryPolicy(retry_on=("tests.nothing_here:E",))}},
+         "retry['mock'].retry_on", "cannot import"),
+        ({"default_retry": hy.RetryPolicy(retry_on=("tests.graph_nodes:mock_node",))},
+         "default_retry.retry_on", "not an exception class"),
     ],
 )
 def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: str) -> None:

@@ -14,7 +14,22 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from hayata_py._callables import resolve_callable
+
 _runner: asyncio.Runner | None = None
+
+
+def matches(exc: BaseException, retry_on: tuple[str, ...]) -> bool:
+    """``exc`` is an instance of one of the ``module:Class`` paths (a retry policy's
+    ``retry_on``); a path that no longer imports matches nothing."""
+    for path in retry_on:
+        try:
+            cls = resolve_callable(path)
+        except Exception:  # noqa: BLE001 - checked at start_agent; never fail the task here
+            continue
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return True
+    return False
 
 
 def call_node(fn: Callable[..., Any], ctx: Any) -> Any:

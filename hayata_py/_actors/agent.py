@@ -58,7 +58,7 @@ class AgentActor(SupervisedActor):
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
-                             node_timeouts=spec.node_timeouts)
+                             node_timeouts=spec.node_timeouts, retry=spec.retry)
         self.inv: m.Invocation | None = None
         self.subscriber: Any = None
         self.token = 0
@@ -223,6 +223,9 @@ class AgentActor(SupervisedActor):
             self._sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
         elif isinstance(cmd, m.End):
             self._end(inv, cmd)
+        elif isinstance(cmd, m.ScheduleRetry):
+            self.deadlines.arm_retry(cmd.execution_id, cmd.key, cmd.seconds)
+            self.spans.retrying(cmd)
         return None
 
     def _dispatch(self, inv: m.Invocation, cmd: m.Dispatch) -> None:
@@ -233,7 +236,9 @@ class AgentActor(SupervisedActor):
             self.myAddress, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
             branch_index=cmd.branch_index, item=cmd.key.item, token=self.token,
             attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
-            agent_id=spec.id)))
+            agent_id=spec.id, history=cmd.history,
+            retry_on=spec.retry[cmd.key.node_id].retry_on  # type: ignore[arg-type]
+            if cmd.key.node_id in spec.retry else ())))
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
@@ -268,5 +273,7 @@ class AgentActor(SupervisedActor):
             self.deadlines.renew_in(lease / 3 if renewed else min(1.0, lease / 6))
         for execution_id, key in self.deadlines.execution_passed():
             self._feed(m.DeadlinePassed(execution_id, key))
+        for execution_id, key in self.deadlines.retries_due():
+            self._feed(m.RetryDue(execution_id, key))
         if self.inv is not None:
             self.deadlines.rearm()

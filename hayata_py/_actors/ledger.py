@@ -15,6 +15,7 @@ invocations, and the recovery requests (``recover``, ``resolve_task``,
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +33,7 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._invocation import Checkpoint, RecordResult, Resume, WriteRefused
+from hayata_py._invocation import Checkpoint, RecordResult, Resume, WriteRefused, retry
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -288,16 +289,24 @@ class Ledger:
                 invocation_id=record.invocation_id,
                 task_ids=list(classes.uncertain_task_ids),
                 node_ids=list(classes.uncertain_node_ids))
-        failed = None
-        if classes.failed_node_ids:
-            failed = ErrorInfo.from_dict(tasks[classes.failed_node_ids[0]].error or {
+        failed, retries = None, {}
+        for node_id in classes.failed_node_ids:  # a retry waited, or the step failed
+            task = tasks[node_id]
+            error = ErrorInfo.from_dict(task.error or {
                 "code": "node_failed", "message": "recorded as failed"})
+            plan = retry.after_recovery(self.spec.retry.get(node_id), error, task.attempt,
+                                        task.task_id, task.finished_at, time.time())
+            if plan is not None:
+                retries[node_id] = plan
+            elif failed is None:
+                failed = error
         to_run = {n: tasks[n].attempt + 1 if classes.classes[n] is TaskClass.RERUN else 1
                   for n in classes.to_run}
         self.recovering = None
         return record, token, Resume(active.execution_id, tuple(active.node_ids),
                                      active.input, active.parallel, to_run,
-                                     dict(classes.reuse), failed)
+                                     dict(classes.reuse), failed,
+                                     {} if failed else retries)
 
     def resolve(self, message: ResolveTask) -> Any:
         self.refresh_recovering()

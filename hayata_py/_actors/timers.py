@@ -20,6 +20,7 @@ class Deadlines:
         self._pending: list[float] = []  # when the pending wakeups fire (monotonic)
         self.tasks: dict[tuple[str, Any], float] = {}  # (execution id, task key) -> when
         self.renew_at = math.inf
+        self.retries: dict[tuple[str, Any], float] = {}  # (execution id, task key) -> due
 
     def arm(self, at: float) -> None:
         """Make sure a wakeup fires by ``at``."""
@@ -40,7 +41,7 @@ class Deadlines:
         self.arm(self.renew_at)
 
     def clear(self) -> None:
-        self.tasks, self.renew_at = {}, math.inf
+        self.tasks, self.retries, self.renew_at = {}, {}, math.inf
 
     def fired(self, payload: Any) -> None:
         if payload in self._pending:
@@ -57,5 +58,17 @@ class Deadlines:
             del self.tasks[k]
         return passed
 
+    def arm_retry(self, execution_id: str, key: Any, seconds: float) -> None:
+        at = self.retries[(execution_id, key)] = time.monotonic() + seconds
+        self.arm(at)
+
+    def retries_due(self) -> list[tuple[str, Any]]:
+        """The (execution id, task key) whose backoff is over (each once)."""
+        now = time.monotonic()
+        due = [k for k, at in self.retries.items() if now >= at]
+        for k in due:
+            del self.retries[k]
+        return due
+
     def rearm(self) -> None:
-        self.arm(min(self.renew_at, *self.tasks.values()) if self.tasks else self.renew_at)
+        self.arm(min([self.renew_at, *self.tasks.values(), *self.retries.values()]))

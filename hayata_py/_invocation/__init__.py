@@ -13,6 +13,7 @@ from hayata_py._invocation.commands import (
     End,
     RecordResult,
     SaveCheckpoint,
+    ScheduleRetry,
 )
 from hayata_py._invocation.events import (
     Begin,
@@ -27,6 +28,7 @@ from hayata_py._invocation.events import (
     PolicyRaised,
     ResultRecorded,
     Resume,
+    RetryDue,
     Stop,
     StopKind,
     TaskKey,
@@ -34,6 +36,7 @@ from hayata_py._invocation.events import (
     WriteRefused,
 )
 from hayata_py._invocation.machine import Invocation, Phase, Rules, Seed, execution_id_for
+from hayata_py._invocation.retry import RetryPlan
 
 __all__ = [
     "ArmDeadline",
@@ -59,8 +62,11 @@ __all__ = [
     "RecordResult",
     "ResultRecorded",
     "Resume",
+    "RetryDue",
+    "RetryPlan",
     "Rules",
     "SaveCheckpoint",
+    "ScheduleRetry",
     "Seed",
     "Stop",
     "StopKind",

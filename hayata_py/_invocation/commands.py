@@ -58,6 +58,22 @@ class Dispatch:
     input: Any
     state: dict[str, Any]
     attempt: int = 1
+    history: tuple[str, ...] = ()
+    """Error types of the attempts before this one (non-empty: a retry)."""
+
+
+@dataclass(frozen=True)
+class ScheduleRetry:
+    """Report ``RetryDue(execution_id, key)`` after ``seconds`` (a retry's backoff;
+    its due time is durable: the recorded failure time plus the policy's delay)."""
+
+    execution_id: str
+    key: TaskKey
+    seconds: float
+    attempt: int = 2
+    """The attempt that runs then."""
+    error: ErrorInfo | None = None
+    """The failure it follows (None: found by ``recover()``)."""
 
 
 @dataclass(frozen=True)
@@ -114,4 +130,4 @@ class End:
 
 
 Command = (CallPolicy | SaveCheckpoint | Dispatch | CancelTask | ArmDeadline | Emit
-           | RecordResult | End)
+           | RecordResult | End | ScheduleRetry)

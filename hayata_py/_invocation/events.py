@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hayata_py._errors import ErrorInfo
+from hayata_py._invocation.retry import RetryPlan
 
 
 class DownCause(enum.Enum):
@@ -59,7 +60,8 @@ class Resume:
     """``recover()`` classified the interrupted step (``execution_id`` None: it was
     interrupted between steps). ``to_run`` maps each node to run to its attempt;
     ``reuse`` holds the recorded results of completed nodes; ``failed`` the
-    recorded failure of a node, which ends the invocation."""
+    recorded failure of a node, which ends the invocation; ``retry`` the nodes whose
+    recorded failure is followed by a retry (their backoff's remaining part)."""
 
     execution_id: str | None = None
     nodes: tuple[str, ...] = ()
@@ -68,6 +70,7 @@ class Resume:
     to_run: Mapping[str, int] = field(default_factory=dict)
     reuse: Mapping[str, Any] = field(default_factory=dict)
     failed: ErrorInfo | None = None
+    retry: Mapping[str, RetryPlan] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,14 @@ class DeadlinePassed:
 
 
 @dataclass(frozen=True)
+class RetryDue:
+    """The backoff scheduled for task ``key`` of ``execution_id`` is over."""
+
+    execution_id: str
+    key: TaskKey
+
+
+@dataclass(frozen=True)
 class LeaseLost:
     """Renewing the lease was refused: another system owns the invocation."""
 
@@ -164,4 +175,4 @@ class Stop:
 
 Event = (Begin | Resume | PolicyAnswered | PolicyRaised | CheckpointSaved | WriteRefused
          | ResultRecorded | TaskOutcome | PartialResult | NodeDown | DeadlinePassed | LeaseLost
-         | Stop)
+         | Stop | RetryDue)

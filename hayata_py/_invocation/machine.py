@@ -32,7 +32,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import reasons
+from hayata_py._invocation import reasons, retry
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -44,6 +44,7 @@ from hayata_py._invocation.commands import (
     End,
     RecordResult,
     SaveCheckpoint,
+    ScheduleRetry,
 )
 from hayata_py._invocation.events import (
     Begin,
@@ -58,13 +59,14 @@ from hayata_py._invocation.events import (
     PolicyRaised,
     ResultRecorded,
     Resume,
+    RetryDue,
     Stop,
     StopKind,
     TaskKey,
     TaskOutcome,
     WriteRefused,
 )
-from hayata_py._policy import PolicyContext, validate_decision
+from hayata_py._policy import PolicyContext, RetryPolicy, validate_decision
 from hayata_py.store._records import task_id_for
 
 
@@ -95,6 +97,9 @@ class Rules:
     node_timeouts: Mapping[str, float] = field(default_factory=dict)
     """Node id -> seconds one run of it may take (else ``execution_timeout``)."""
 
+    retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    """Node id -> its retry policy (nodes without one are not retried)."""
+
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
 
@@ -119,6 +124,9 @@ class _Task:
     partials_seen: int = 0
     held: TaskOutcome | None = None
     """A successful outcome that waits for its partial results."""
+    attempt: int = 1
+    retry: retry.RetryPlan | None = None
+    """Set while the task waits for its next attempt (its backoff)."""
 
 
 @dataclass
@@ -184,6 +192,8 @@ class Invocation:
             return self._on_node_down(event)
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
             return self._on_deadline(event)
+        if isinstance(event, RetryDue) and phase is Phase.RUNNING:
+            return self._on_retry_due(event)
         if isinstance(event, LeaseLost) and phase is not Phase.FINISHING \
                 and self.rules.durable:
             return self._lose_ownership()
@@ -220,7 +230,12 @@ class Invocation:
                         results=dict(event.reuse))
         self.execution = ex
         self.phase = Phase.RUNNING
-        if not event.to_run:
+        for node_id, plan in event.retry.items():  # recorded failures waiting for a retry
+            key = TaskKey(node_id)
+            ex.pending[key] = _Task(key, task_id_for(self.id, self.step_no, node_id),
+                                    attempt=plan.attempt - 1)
+            out += self._hold(ex, ex.pending[key], plan)
+        if not event.to_run and not event.retry:
             return out + self._step_done(ex)
         return out + self._send(ex, [(n, event.to_run[n]) for n in ex.nodes
                                      if n in event.to_run])
@@ -267,15 +282,18 @@ class Invocation:
             return self._interrupt(reasons.unplaced(waiting[0], unplaced[waiting[0]]))
         return self._send(ex, [(n, 1) for n in ex.nodes])
 
-    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]]) -> list[Command]:
+    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]],
+              history: tuple[str, ...] = ()) -> list[Command]:
         out: list[Command] = []
         for node_id, attempt in runs:
             key = TaskKey(node_id)
-            task = _Task(key, task_id_for(self.id, self.step_no, node_id))
+            task = _Task(key, task_id_for(self.id, self.step_no, node_id), attempt=attempt)
             ex.pending[key] = task
-            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id})
+            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id}
+                              | ({"attempt": attempt} if history else {}))
             out.append(Dispatch(ex.id, key, task.task_id, self.step_no,
-                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt))
+                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt,
+                                history))
             out.append(ArmDeadline(ex.id, self.rules.timeout_for(node_id), key))
         return out
 
@@ -290,6 +308,8 @@ class Invocation:
         if found is None:
             return []
         ex, task = found
+        if task.retry is not None:
+            return []  # waiting for its next attempt: nothing of it runs
         if outcome.ok and task.partials_seen < outcome.partials:
             task.held = outcome  # its partial results are still on the way
             return []
@@ -297,8 +317,8 @@ class Invocation:
 
     def _on_partial(self, partial: PartialResult) -> list[Command]:
         found = self._current(partial.execution_id, partial.key)
-        if found is None:
-            return []
+        if found is None or found[1].retry is not None:
+            return []  # a failed attempt's partial still on its way: dropped
         ex, task = found
         task.partials_seen += 1
         out = self._emit("node_partial_result", {
@@ -309,10 +329,17 @@ class Invocation:
         return out
 
     def _task_done(self, ex: _Execution, outcome: TaskOutcome) -> list[Command]:
-        del ex.pending[outcome.key]
+        task = ex.pending.pop(outcome.key)
         if not outcome.ok:
             assert outcome.error is not None
-            return self._fail(outcome.error)
+            found = retry.plan(self.rules.retry.get(task.key.node_id), outcome.error,
+                               task.attempt, task.task_id)
+            if found is None:
+                return self._fail(outcome.error)
+            ex.pending[task.key] = task
+            return self._emit("node_retrying", retry.retrying_data(
+                task.key.node_id, ex.id, found, outcome.error)) + self._hold(
+                    ex, task, found, outcome.error)
         ex.results[outcome.key.node_id] = outcome.result
         out = self._emit("node_completed", {"node_id": outcome.key.node_id,
                                             "execution_id": ex.id})
@@ -331,10 +358,23 @@ class Invocation:
         self.step_no += 1
         return self._decide()
 
+    def _hold(self, ex: _Execution, task: _Task, plan: retry.RetryPlan,
+              error: ErrorInfo | None = None) -> list[Command]:
+        """Task ``task`` waits for its next attempt (nothing of it runs meanwhile)."""
+        task.retry = plan
+        return [ScheduleRetry(ex.id, task.key, plan.delay, plan.attempt, error)]
+
+    def _on_retry_due(self, due: RetryDue) -> list[Command]:
+        found = self._current(due.execution_id, due.key)
+        plan = found[1].retry if found else None
+        if found is None or plan is None:
+            return []
+        return self._send(found[0], [(due.key.node_id, plan.attempt)], plan.history)
+
     def _on_node_down(self, down: NodeDown) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        lost = [k for k in ex.pending if k.node_id == down.node_id]
+        lost = [k for k, t in ex.pending.items() if k.node_id == down.node_id and not t.retry]
         if not lost:
             return []
         for key in lost:
@@ -349,7 +389,7 @@ class Invocation:
         assert ex is not None
         key = deadline.key
         if deadline.execution_id != ex.id or not ex.pending \
-                or (key is not None and key not in ex.pending):
+                or (key is not None and (key not in ex.pending or ex.pending[key].retry)):
             return []
         pending = sorted({k.node_id for k in ex.pending})
         node_id = pending[0] if key is None else key.node_id
