@@ -25,7 +25,7 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._policy import Finish, Next, NodeContext, PolicyContext, RetryPolicy
+from hayata_py._policy import Finish, Next, NodeContext, Pause, PolicyContext, RetryPolicy
 from hayata_py._ref import AgentRef
 from hayata_py.messages import (
     CALLER,
@@ -65,6 +65,7 @@ __all__ = [
     "Liveness",
     "Next",
     "NodeContext",
+    "Pause",
     "PolicyContext",
     "RecoveryRejected",
     "ResultReply",

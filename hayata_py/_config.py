@@ -43,6 +43,9 @@ class AgentConfig:
     - ``node_timeouts``: node id -> seconds one run of that node may take,
       overriding ``execution_timeout`` for it (same limits), e.g.
       ``{"llm": 300, "lookup": 5}``.
+    - ``pause_before`` / ``pause_after``: node ids: the invocation pauses
+      durably before a step with one of them starts (nothing of it has run) or
+      after it completed, until ``agent.resume(invocation_id, value)``.
     - ``retry``: node id -> :class:`RetryPolicy` for that node;
       ``default_retry``: the policy of every other node (None: no retries).
     """
@@ -60,6 +63,8 @@ class AgentConfig:
     node_timeouts: Mapping[str, float] = field(default_factory=dict)
     retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
     default_retry: RetryPolicy | None = None
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,9 @@ class AgentSpec:
     """Node id -> its retry policy (``retry_on`` as ``module:Class`` paths); nodes
     without one are not retried."""
 
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
+
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
 
@@ -189,7 +197,17 @@ def validate_config(config: Any) -> AgentSpec:
         raise ConfigError("lease_seconds", f"must be seconds between 0.5 and 3600, got {lease!r}")
     return AgentSpec(config.id, nodes, policy, state, config.max_steps, timeout,
                      idempotent, placement, node_placement, float(lease),
-                     node_timeouts=node_timeouts, retry=_retries(config, nodes))
+                     node_timeouts=node_timeouts, retry=_retries(config, nodes),
+                     pause_before=_known(config.pause_before, "pause_before", nodes),
+                     pause_after=_known(config.pause_after, "pause_after", nodes))
+
+
+def _known(value: Any, field_name: str, nodes: dict[str, str]) -> frozenset[str]:
+    ids = _node_ids(value, field_name)
+    unknown = sorted(ids - set(nodes))
+    if unknown:
+        raise ConfigError(field_name, f"unknown node ids {unknown} (nodes: {sorted(nodes)})")
+    return ids
 
 
 def _retries(config: AgentConfig, nodes: dict[str, str]) -> dict[str, RetryPolicy]:

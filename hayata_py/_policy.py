@@ -29,6 +29,16 @@ class Finish:
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Pause the invocation durably with ``payload`` (msgpack-encodable: what a
+    person must see to decide, e.g. the tool call awaiting approval). It waits,
+    across restarts, until ``agent.resume(invocation_id, value)``; the next
+    decision then sees ``ctx.resume_value``."""
+
+    payload: Any = None
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     """How often a node is tried again after it raised, and how long to wait.
 
@@ -109,6 +119,8 @@ class PolicyContext:
     - ``parallel_results``: after a parallel transition, the branch results in
       the requested order; None otherwise (and at the start of an invocation).
     - ``invocation_id``.
+    - ``resume_value``: the value given to ``resume()`` for the first decision
+      after a pause (a ``hy.Pause`` or a breakpoint); None otherwise.
     """
 
     step: int
@@ -117,6 +129,7 @@ class PolicyContext:
     last_result: Any
     parallel_results: list[Any] | None
     invocation_id: str
+    resume_value: Any = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +167,8 @@ class Decision:
     nodes: tuple[str, ...] = ()
     input: Any = None
     parallel: bool = False
+    pause: bool = False
+    """Pause with ``result`` as the payload."""
 
 
 def validate_decision(
@@ -170,10 +185,13 @@ def validate_decision(
     if isinstance(answer, Finish):
         unstorable = _unstorable(answer.result, "result", "Finish")
         return unstorable or Decision(True, answer.result)
+    if isinstance(answer, Pause):
+        unstorable = _unstorable(answer.payload, "payload", "Pause")
+        return unstorable or Decision(False, answer.payload, pause=True)
     if not isinstance(answer, Next):
         return ErrorInfo("invalid_policy_result",
                          f"the decision policy returned {type(answer).__name__}; "
-                         "expected hy.Next(...) or hy.Finish(...) as its answer",
+                         "expected hy.Next(...), hy.Finish(...) or hy.Pause(...)",
                          {"returned": type(answer).__name__, "field": "answer"})
     node: Any = answer.node
     if isinstance(node, str):

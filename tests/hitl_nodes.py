@@ -76,3 +76,20 @@ def effects(path: Path) -> list[tuple[str, int]]:
         return []
     return [(line.split()[0], int(line.split()[1]))
             for line in path.read_text().splitlines()]
+
+
+def approve(ctx: hy.PolicyContext) -> hy.Next | hy.Finish | hy.Pause:
+    """draft, then pause for a person's approval, then send (or stop)."""
+    if ctx.step == 0:
+        return hy.Next("draft", ctx.input)
+    if ctx.step == 1:
+        if ctx.resume_value is None:
+            return hy.Pause({"draft": ctx.state["draft"], "why": "approve sending"})
+        if not ctx.resume_value.get("approve"):
+            return hy.Finish({"rejected": ctx.resume_value})
+        return hy.Next("send", {**ctx.input, "note": ctx.resume_value})
+    return hy.Finish({"state": dict(ctx.state), "resume_value": ctx.resume_value})
+
+
+def unstorable_pause(ctx: hy.PolicyContext) -> hy.Pause:
+    return hy.Pause({"bad": {1, 2}})

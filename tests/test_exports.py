@@ -23,7 +23,7 @@ def test_hayata_exports() -> None:
         "AsyncAgentSystem", "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
         "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Next", "NodeContext",
-        "PolicyContext", "RecoveryRejected", "ResultReply", "RetryPolicy", "Run",
+        "Pause", "PolicyContext", "RecoveryRejected", "ResultReply", "RetryPolicy", "Run",
             "RunAccepted",
         "RunRejected", "SchemaTooNew", "StaleExecution", "StaleWriter", "StoreError",
         "WaitResult",

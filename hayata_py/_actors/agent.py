@@ -23,7 +23,7 @@ from thespian.actors import WakeupMessage
 
 from hayata_py import _invocation as m
 from hayata_py._actors import _protocol as p
-from hayata_py._actors import procs
+from hayata_py._actors import pauses, procs
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.edges import EdgePool
 from hayata_py._actors.ledger import Ledger
@@ -41,6 +41,7 @@ from hayata_py.messages import (
     GetStatus,
     Recover,
     ResolveTask,
+    ResumePaused,
     Run,
     RunAccepted,
     WaitResult,
@@ -58,7 +59,8 @@ class AgentActor(SupervisedActor):
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
-                             node_timeouts=spec.node_timeouts, retry=spec.retry)
+                             node_timeouts=spec.node_timeouts, retry=spec.retry,
+                             pause_before=spec.pause_before, pause_after=spec.pause_after)
         self.inv: m.Invocation | None = None
         self.subscriber: Any = None
         self.token = 0
@@ -125,6 +127,8 @@ class AgentActor(SupervisedActor):
             self.send(sender, dataclasses.replace(status, ref=message.ref))
         elif isinstance(message, Recover):
             self._on_recover(message, sender)
+        elif isinstance(message, ResumePaused):
+            self._on_resume(message, sender)
         elif isinstance(message, ResolveTask):
             self.send(sender, self.ledger.resolve(message))
         elif isinstance(message, Abandon):
@@ -172,6 +176,20 @@ class AgentActor(SupervisedActor):
                       record.step, record.last_result, record.parallel_results)
         self.log.info("invocation_recovered", invocation_id=seed.invocation_id,
                       step=seed.step)
+        self._begin(seed, token, message.subscriber, sender, resume)
+
+    def _on_resume(self, message: ResumePaused, sender: Any) -> None:
+        rejected = validate_run(Run(None, message.subscriber, message.stream))
+        answer = rejected or (pauses.resume(self.ledger, message) if self.inv is None else
+                              RunRejected(f"agent {self.spec.id!r} is running invocation "
+                                          f"{self.inv.id}", code="agent_busy"))
+        if not isinstance(answer, tuple):
+            self.send(sender, answer)
+            return
+        record, token, resume = answer
+        seed = m.Seed(record.invocation_id, record.input, dict(record.state), message.stream,
+                      record.step, record.last_result, record.parallel_results,
+                      resume_value=message.value)
         self._begin(seed, token, message.subscriber, sender, resume)
 
     def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
@@ -223,6 +241,9 @@ class AgentActor(SupervisedActor):
             self._sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
         elif isinstance(cmd, m.End):
             self._end(inv, cmd)
+        elif isinstance(cmd, m.RecordPause):
+            return self.ledger.checkpoint(inv.id, self.token, inv.input, cmd.checkpoint,
+                                          cmd.hold.to_dict()) or m.PauseRecorded()
         elif isinstance(cmd, m.ScheduleRetry):
             self.deadlines.arm_retry(cmd.execution_id, cmd.key, cmd.seconds)
             self.spans.retrying(cmd)
@@ -250,7 +271,8 @@ class AgentActor(SupervisedActor):
         self.spans.ended(end.ok, end.error)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)
-        result = AgentResult(inv.id, end.ok, end.result, end.error)
+        result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
+                             if end.paused else "interrupted" if end.kept else "")
         if self.subscriber is not None:
             self.send(self.subscriber, result)
         self.ledger.publish(result)

@@ -11,6 +11,7 @@ from hayata_py._invocation.commands import (
     Dispatch,
     Emit,
     End,
+    RecordPause,
     RecordResult,
     SaveCheckpoint,
     ScheduleRetry,
@@ -24,6 +25,7 @@ from hayata_py._invocation.events import (
     LeaseLost,
     NodeDown,
     PartialResult,
+    PauseRecorded,
     PolicyAnswered,
     PolicyRaised,
     ResultRecorded,
@@ -36,6 +38,7 @@ from hayata_py._invocation.events import (
     WriteRefused,
 )
 from hayata_py._invocation.machine import Invocation, Phase, Rules, Seed, execution_id_for
+from hayata_py._invocation.pause import Hold, PauseKind
 from hayata_py._invocation.retry import RetryPlan
 
 __all__ = [
@@ -52,13 +55,17 @@ __all__ = [
     "Emit",
     "End",
     "Event",
+    "Hold",
     "Invocation",
     "LeaseLost",
     "NodeDown",
     "PartialResult",
+    "PauseKind",
+    "PauseRecorded",
     "Phase",
     "PolicyAnswered",
     "PolicyRaised",
+    "RecordPause",
     "RecordResult",
     "ResultRecorded",
     "Resume",

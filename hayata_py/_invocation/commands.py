@@ -15,6 +15,7 @@ from typing import Any
 
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation.events import TaskKey
+from hayata_py._invocation.pause import Hold
 from hayata_py._policy import PolicyContext
 
 
@@ -44,6 +45,15 @@ class SaveCheckpoint:
     """Commit ``checkpoint`` (naming the step's work before any of it starts)."""
 
     checkpoint: Checkpoint
+
+
+@dataclass(frozen=True)
+class RecordPause:
+    """Commit ``checkpoint`` with the pause ``hold`` in it (answered with
+    ``PauseRecorded`` or ``WriteRefused``)."""
+
+    checkpoint: Checkpoint
+    hold: Hold
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,9 @@ class End:
     result: Any = None
     error: ErrorInfo | None = None
     kept: bool = False
+    paused: bool = False
+    """The invocation waits for ``resume()`` (durably paused; ``kept`` too)."""
 
 
 Command = (CallPolicy | SaveCheckpoint | Dispatch | CancelTask | ArmDeadline | Emit
-           | RecordResult | End | ScheduleRetry)
+           | RecordResult | End | ScheduleRetry | RecordPause)

@@ -154,6 +154,11 @@ class DeadlinePassed:
 
 
 @dataclass(frozen=True)
+class PauseRecorded:
+    """The pause is committed."""
+
+
+@dataclass(frozen=True)
 class RetryDue:
     """The backoff scheduled for task ``key`` of ``execution_id`` is over."""
 
@@ -175,4 +180,4 @@ class Stop:
 
 Event = (Begin | Resume | PolicyAnswered | PolicyRaised | CheckpointSaved | WriteRefused
          | ResultRecorded | TaskOutcome | PartialResult | NodeDown | DeadlinePassed | LeaseLost
-         | Stop | RetryDue)
+         | Stop | RetryDue | PauseRecorded)

@@ -32,7 +32,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import reasons, retry
+from hayata_py._invocation import pause, reasons, retry
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -42,6 +42,7 @@ from hayata_py._invocation.commands import (
     Dispatch,
     Emit,
     End,
+    RecordPause,
     RecordResult,
     SaveCheckpoint,
     ScheduleRetry,
@@ -55,6 +56,7 @@ from hayata_py._invocation.events import (
     LeaseLost,
     NodeDown,
     PartialResult,
+    PauseRecorded,
     PolicyAnswered,
     PolicyRaised,
     ResultRecorded,
@@ -78,6 +80,8 @@ class Phase(enum.Enum):
     """Waiting for the step's checkpoint to be committed."""
     RUNNING = "running"
     """A step's tasks are out."""
+    PAUSING = "pausing"
+    """Waiting for the pause to be committed."""
     FINISHING = "finishing"
     """Waiting for the terminal result to be committed."""
     ENDED = "ended"
@@ -99,6 +103,8 @@ class Rules:
 
     retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
     """Node id -> its retry policy (nodes without one are not retried)."""
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -115,6 +121,8 @@ class Seed:
     step: int = 0
     last_result: Any = None
     parallel_results: list[Any] | None = None
+    resume_value: Any = None
+    """What ``resume()`` was given: the next decision sees it."""
 
 
 @dataclass
@@ -155,10 +163,12 @@ class Invocation:
         self.step_no = seed.step
         self.last_result = seed.last_result
         self.parallel_results = seed.parallel_results
+        self.resume_value = seed.resume_value
         self.phase = Phase.NEW
         self.sequence = 0
         self.execution: _Execution | None = None
         self._ending: RecordResult | None = None
+        self._hold_pause = pause.Hold(pause.PauseKind.POLICY)
 
     # -- the one entry point -------------------------------------------------------
 
@@ -182,7 +192,10 @@ class Invocation:
             return self._dispatch_step(event.unplaced)
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
             return self._ended()
-        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING):
+        if isinstance(event, PauseRecorded) and phase is Phase.PAUSING:
+            return self._paused()
+        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING,
+                                                         Phase.PAUSING):
             return self._on_refused(event)
         if isinstance(event, TaskOutcome) and phase is Phase.RUNNING:
             return self._on_outcome(event)
@@ -243,13 +256,17 @@ class Invocation:
     def _decide(self) -> list[Command]:
         self.phase = Phase.DECIDING
         ctx = PolicyContext(self.step_no, MappingProxyType(dict(self.state)), self.input,
-                            self.last_result, self.parallel_results, self.id)
+                            self.last_result, self.parallel_results, self.id,
+                            self.resume_value)
+        self.resume_value = None  # for this decision only
         return [CallPolicy(ctx)]
 
     def _on_answer(self, answer: Any) -> list[Command]:
         decision = validate_decision(answer, self.rules.nodes)
         if isinstance(decision, ErrorInfo):
             return self._fail(decision)
+        if decision.pause:
+            return self._pause(pause.Hold(pause.PauseKind.POLICY, decision.result))
         if decision.finish:
             try:
                 check_encodable(decision.result, "result")
@@ -274,6 +291,9 @@ class Invocation:
     def _dispatch_step(self, unplaced: Any) -> list[Command]:
         ex = self.execution
         assert ex is not None
+        hold = pause.breakpoint_at(self.rules.pause_before, ex.nodes, pause.PauseKind.BEFORE)
+        if hold is not None:
+            return self._pause(hold)
         self.phase = Phase.RUNNING
         waiting = [n for n in ex.nodes if n in unplaced]
         if waiting and self.rules.durable:
@@ -356,7 +376,8 @@ class Invocation:
             self.state.update(result)
             self.last_result = result
         self.step_no += 1
-        return self._decide()
+        hold = pause.breakpoint_at(self.rules.pause_after, ex.nodes, pause.PauseKind.AFTER)
+        return self._decide() if hold is None else self._pause(hold)
 
     def _hold(self, ex: _Execution, task: _Task, plan: retry.RetryPlan,
               error: ErrorInfo | None = None) -> list[Command]:
@@ -438,7 +459,7 @@ class Invocation:
     def _on_refused(self, refused: WriteRefused) -> list[Command]:
         if refused.fenced or refused.error.code == "stale_writer":
             return self._lose_ownership()
-        if self.phase is Phase.SAVING:
+        if self.phase in (Phase.SAVING, Phase.PAUSING):
             # The step was not recorded, so nothing of it may run.
             error = reasons.refused(refused.error, "checkpoint refused")
             out = self._cancel_all()
@@ -448,6 +469,17 @@ class Invocation:
         self.phase = Phase.ENDED
         return out + self._emit("invocation_failed", _error_data(error)) + [
             End(False, error=error)]
+
+    def _pause(self, hold: pause.Hold) -> list[Command]:
+        self.phase = Phase.PAUSING
+        self._hold_pause = hold
+        return [RecordPause(self.checkpoint(), hold)]
+
+    def _paused(self) -> list[Command]:
+        self.phase, self.execution = Phase.ENDED, None
+        hold = self._hold_pause
+        return [*self._emit("invocation_paused", pause.event_data(hold)),
+                End(False, error=pause.paused_error(self.id, hold), kept=True, paused=True)]
 
     def _lose_ownership(self) -> list[Command]:
         """Another system took the invocation over (fenced): stop at once and
