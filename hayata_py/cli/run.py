@@ -40,7 +40,7 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
 
 def result_json(result: AgentResult) -> dict[str, Any]:
     return {"kind": "result", "invocation_id": result.invocation_id, "ok": result.ok,
-            "result": result.result,
+            "status": result.status, "result": result.result,
             "error": result.error.to_dict() if result.error is not None else None}
 
 
@@ -59,6 +59,10 @@ def print_result(result: AgentResult, as_json: bool) -> int:
         click.echo(f"completed {result.invocation_id}: {dumps(result.result)}")
     else:
         assert result.error is not None
+        if result.status == "paused":
+            click.echo(f"paused {result.invocation_id}: "
+                       f"{dumps(result.error.details.get('payload'))}", err=True)
+            return EXIT_RUNNING
         if result.error.details.get("recoverable"):
             # Not failed: the invocation is kept, unfinished, for `hayata recover`.
             click.echo(f"interrupted {result.invocation_id}: {result.error.code}: "
