@@ -191,7 +191,8 @@ def validate_decision(
     if not isinstance(answer, Next):
         return ErrorInfo("invalid_policy_result",
                          f"the decision policy returned {type(answer).__name__}; "
-                         "expected hy.Next(...), hy.Finish(...) or hy.Pause(...)",
+                         "expected hy.Next(...), hy.Finish(...) or hy.Pause(...) as its "
+                         "answer",
                          {"returned": type(answer).__name__, "field": "answer"})
     node: Any = answer.node
     if isinstance(node, str):
