@@ -55,7 +55,8 @@ def print_result(result: AgentResult, as_json: bool) -> int:
     """Print the result (failures to stderr in text mode); return the exit status."""
     if as_json:
         click.echo(dumps(result_json(result)))
-    elif result.ok:
+        return EXIT_RUNNING if result.status == "paused" else 0 if result.ok else EXIT_FAILED
+    if result.ok:
         click.echo(f"completed {result.invocation_id}: {dumps(result.result)}")
     else:
         assert result.error is not None
