@@ -77,9 +77,11 @@ class AgentEvent:
     Types and ``data`` keys: ``invocation_started`` (input), ``node_started``
     (node_id, execution_id), ``node_partial_result`` (node_id, execution_id,
     edge_id, result), ``node_completed`` (node_id, execution_id),
+    ``node_retrying`` (node_id, execution_id, attempt, delay, error),
     ``invocation_completed`` (result), ``invocation_failed`` (reason, message,
-    details) and ``invocation_interrupted`` (the same keys; the invocation is
-    kept for ``recover()``).
+    details), ``invocation_interrupted`` (the same keys; the invocation is
+    kept for ``recover()``) and ``invocation_paused`` (payload, kind, nodes;
+    it waits for ``resume()``).
     """
 
     invocation_id: str
