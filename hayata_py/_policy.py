@@ -209,7 +209,8 @@ def validate_decision(
         duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
         if duplicates:
             return ErrorInfo("duplicate_node", f"parallel node list repeats {duplicates} "
-                             "(field node)", {"nodes": duplicates, "field": "node"})
+                             "(field node)", {"nodes": _storable(duplicates),
+                                              "field": "node"})
     else:
         return ErrorInfo("invalid_policy_result",
                          f"Next() node must be a node id or a list of ids, got "
@@ -217,9 +218,15 @@ def validate_decision(
     unknown = [n for n in nodes if n not in known_nodes]
     if unknown:
         return ErrorInfo("unknown_node", f"unknown node id(s) {unknown} (field node)",
-                         {"nodes": unknown, "field": "node"})
+                         {"nodes": _storable(unknown), "field": "node"})
     unstorable = _unstorable(answer.input, "input", "Next")
     return unstorable or Decision(False, nodes=nodes, input=answer.input, parallel=parallel)
+
+
+def _storable(ids: list[str]) -> list[str]:
+    """Node ids as text the store can hold (a lone surrogate is escaped): the
+    error is recorded with the invocation."""
+    return [n.encode("utf-8", "backslashreplace").decode("utf-8") for n in ids]
 
 
 def _unstorable(value: Any, field: str, answer: str) -> ErrorInfo | None:
