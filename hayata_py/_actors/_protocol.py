@@ -34,6 +34,10 @@ class RunTask:
     store_url: str = ""
     instance: str = ""
     agent_id: str = ""
+    history: tuple[str, ...] = ()
+    """Error types of the attempts before this one (non-empty: a retry)."""
+    retry_on: tuple[str, ...] = ()
+    """Exception classes (``module:Class``) that make a failure retryable."""
 
 
 @dataclass(frozen=True)

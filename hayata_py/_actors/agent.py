@@ -23,7 +23,7 @@ from thespian.actors import WakeupMessage
 
 from hayata_py import _invocation as m
 from hayata_py._actors import _protocol as p
-from hayata_py._actors import procs
+from hayata_py._actors import pauses, procs
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.edges import EdgePool
 from hayata_py._actors.ledger import Ledger
@@ -42,6 +42,7 @@ from hayata_py.messages import (
     GetStatus,
     Recover,
     ResolveTask,
+    ResumePaused,
     Run,
     RunAccepted,
     WaitResult,
@@ -59,7 +60,9 @@ class AgentActor(SupervisedActor):
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
-                             map_concurrency=spec.map_concurrency, reduce_check=import_problem)
+                             map_concurrency=spec.map_concurrency, reduce_check=import_problem,
+                             node_timeouts=spec.node_timeouts, retry=spec.retry,
+                             pause_before=spec.pause_before, pause_after=spec.pause_after)
         self.maps = MapLink(self.myAddress, spec)
         self.inv: m.Invocation | None = None
         self.subscriber: Any = None
@@ -132,6 +135,8 @@ class AgentActor(SupervisedActor):
             self.send(sender, dataclasses.replace(status, ref=message.ref))
         elif isinstance(message, Recover):
             self._on_recover(message, sender)
+        elif isinstance(message, ResumePaused):
+            self._on_resume(message, sender)
         elif isinstance(message, ResolveTask):
             self.send(sender, self.ledger.resolve(message))
         elif isinstance(message, Abandon):
@@ -184,6 +189,20 @@ class AgentActor(SupervisedActor):
                       step=seed.step)
         self._begin(seed, token, message.subscriber, sender, resume)
 
+    def _on_resume(self, message: ResumePaused, sender: Any) -> None:
+        rejected = validate_run(Run(None, message.subscriber, message.stream))
+        answer = rejected or (pauses.resume(self.ledger, message) if self.inv is None else
+                              RunRejected(f"agent {self.spec.id!r} is running invocation "
+                                          f"{self.inv.id}", code="agent_busy"))
+        if not isinstance(answer, tuple):
+            self.send(sender, answer)
+            return
+        record, token, resume = answer
+        seed = m.Seed(record.invocation_id, record.input, dict(record.state), message.stream,
+                      record.step, record.last_result, record.parallel_results,
+                      resume_value=message.value)
+        self._begin(seed, token, message.subscriber, sender, resume)
+
     def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
                first: m.Begin | m.Resume) -> None:
         self.inv = m.Invocation(seed, self.rules)
@@ -225,7 +244,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(cmd, m.RecordResult):
             return self.ledger.finish(inv.id, self.token, cmd) or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
-            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds)
+            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, cmd.key)
         elif isinstance(cmd, m.CancelTask):
             self.spans.task_ended(cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
@@ -235,6 +254,12 @@ class AgentActor(SupervisedActor):
             self._sends(self.maps.on_command(cmd, self.pool, inv.id))
         elif isinstance(cmd, m.End):
             self._end(inv, cmd)
+        elif isinstance(cmd, m.RecordPause):
+            return self.ledger.checkpoint(inv.id, self.token, inv.input, cmd.checkpoint,
+                                          cmd.hold.to_dict()) or m.PauseRecorded()
+        elif isinstance(cmd, m.ScheduleRetry):
+            self.deadlines.arm_retry(cmd.execution_id, cmd.key, cmd.seconds)
+            self.spans.retrying(cmd)
         return None
 
     def _dispatch(self, inv: m.Invocation, cmd: m.Dispatch) -> None:
@@ -245,7 +270,9 @@ class AgentActor(SupervisedActor):
             self.myAddress, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
             branch_index=cmd.branch_index, item=cmd.key.item, token=self.token,
             attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
-            agent_id=spec.id)))
+            agent_id=spec.id, history=cmd.history,
+            retry_on=spec.retry[cmd.key.node_id].retry_on  # type: ignore[arg-type]
+            if cmd.key.node_id in spec.retry else ())))
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
@@ -257,7 +284,8 @@ class AgentActor(SupervisedActor):
         self.spans.ended(end.ok, end.error)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)
-        result = AgentResult(inv.id, end.ok, end.result, end.error)
+        result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
+                             if end.paused else "interrupted" if end.kept else "")
         if self.subscriber is not None:
             self.send(self.subscriber, result)
         self.ledger.publish(result)
@@ -278,8 +306,9 @@ class AgentActor(SupervisedActor):
                 return
             lease = self.spec.lease_seconds
             self.deadlines.renew_in(lease / 3 if renewed else min(1.0, lease / 6))
-        passed = self.deadlines.execution_passed()
-        if passed is not None:
-            self._feed(m.DeadlinePassed(passed))
+        for execution_id, key in self.deadlines.execution_passed():
+            self._feed(m.DeadlinePassed(execution_id, key))
+        for execution_id, key in self.deadlines.retries_due():
+            self._feed(m.RetryDue(execution_id, key))
         if self.inv is not None:
             self.deadlines.rearm()

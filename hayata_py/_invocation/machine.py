@@ -12,6 +12,8 @@ Phases::
     NEW --Begin/Resume--> DECIDING --PolicyAnswered(Next)--> SAVING --CheckpointSaved--> RUNNING
     RUNNING --last TaskOutcome--> DECIDING ...
     DECIDING --PolicyAnswered(Finish)--> FINISHING --ResultRecorded--> ENDED
+    DECIDING --Pause / pause_before / pause_after--> PAUSING --PauseRecorded--> ENDED (kept)
+    RUNNING --failed TaskOutcome with a retry--> (task held) --RetryDue--> dispatched again
     any failure (durable) --> FINISHING --ResultRecorded--> ENDED
     interruption, lost lease (nothing written) --> ENDED
 
@@ -33,7 +35,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import mapping, reasons
+from hayata_py._invocation import mapping, pause, reasons, retry
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -43,8 +45,10 @@ from hayata_py._invocation.commands import (
     Dispatch,
     Emit,
     End,
+    RecordPause,
     RecordResult,
     SaveCheckpoint,
+    ScheduleRetry,
 )
 from hayata_py._invocation.events import (
     Begin,
@@ -55,12 +59,14 @@ from hayata_py._invocation.events import (
     LeaseLost,
     NodeDown,
     PartialResult,
+    PauseRecorded,
     PolicyAnswered,
     PolicyRaised,
     Reduced,
     ReducerLost,
     ResultRecorded,
     Resume,
+    RetryDue,
     Stop,
     StopKind,
     TaskKey,
@@ -88,10 +94,12 @@ class Invocation:
         self.step_no = seed.step
         self.last_result = seed.last_result
         self.parallel_results = seed.parallel_results
+        self.resume_value = seed.resume_value
         self.phase = Phase.NEW
         self.sequence = 0
         self.execution: _Execution | None = None
         self._ending: RecordResult | None = None
+        self._hold_pause = pause.Hold(pause.PauseKind.POLICY)
 
     # -- the one entry point -------------------------------------------------------
 
@@ -115,7 +123,10 @@ class Invocation:
             return self._dispatch_step(event.unplaced)
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
             return self._ended()
-        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING):
+        if isinstance(event, PauseRecorded) and phase is Phase.PAUSING:
+            return self._paused()
+        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING,
+                                                         Phase.PAUSING):
             return self._on_refused(event)
         if isinstance(event, TaskOutcome) and phase is Phase.RUNNING:
             return self._on_outcome(event)
@@ -125,6 +136,8 @@ class Invocation:
             return self._on_node_down(event)
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
             return self._on_deadline(event)
+        if isinstance(event, RetryDue) and phase is Phase.RUNNING:
+            return self._on_retry_due(event)
         if isinstance(event, (Reduced, ReducerLost)) and phase is Phase.RUNNING:
             done = mapping.on_reduced(self, event)
             return [] if done is None else done or self._step_done(self.execution)
@@ -169,8 +182,13 @@ class Invocation:
             ex.map = mapping.new_map(self.id, self.step_no, ex.nodes[0], event.input,
                                      event.reduce, dict(event.items_to_run),
                                      dict(event.items_reused))
-            return out + mapping.start(self, ex)
-        if not event.to_run:
+            return out + mapping.start(self, ex, dict(event.items_retry))
+        for node_id, plan in event.retry.items():  # recorded failures waiting for a retry
+            key = TaskKey(node_id)
+            ex.pending[key] = _Task(key, task_id_for(self.id, self.step_no, node_id),
+                                    attempt=plan.attempt - 1)
+            out += self._hold(ex, ex.pending[key], plan)
+        if not event.to_run and not event.retry:
             return out + self._step_done(ex)
         return out + self._send(ex, [(n, event.to_run[n]) for n in ex.nodes
                                      if n in event.to_run])
@@ -178,13 +196,17 @@ class Invocation:
     def _decide(self) -> list[Command]:
         self.phase = Phase.DECIDING
         ctx = PolicyContext(self.step_no, MappingProxyType(dict(self.state)), self.input,
-                            self.last_result, self.parallel_results, self.id)
+                            self.last_result, self.parallel_results, self.id,
+                            self.resume_value)
+        self.resume_value = None  # for this decision only
         return [CallPolicy(ctx)]
 
     def _on_answer(self, answer: Any) -> list[Command]:
         decision = validate_decision(answer, self.rules.nodes, self.rules.reduce_check)
         if isinstance(decision, ErrorInfo):
             return self._fail(decision)
+        if decision.pause:
+            return self._pause(pause.Hold(pause.PauseKind.POLICY, decision.result))
         if decision.finish:
             try:
                 check_encodable(decision.result, "result")
@@ -212,6 +234,9 @@ class Invocation:
     def _dispatch_step(self, unplaced: Any) -> list[Command]:
         ex = self.execution
         assert ex is not None
+        hold = pause.breakpoint_at(self.rules.pause_before, ex.nodes, pause.PauseKind.BEFORE)
+        if hold is not None:
+            return self._pause(hold)
         self.phase = Phase.RUNNING
         waiting = [n for n in ex.nodes if n in unplaced]
         if waiting and self.rules.durable:
@@ -222,16 +247,19 @@ class Invocation:
             return mapping.start(self, ex)
         return self._send(ex, [(n, 1) for n in ex.nodes])
 
-    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]]) -> list[Command]:
+    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]],
+              history: tuple[str, ...] = ()) -> list[Command]:
         out: list[Command] = []
         for node_id, attempt in runs:
             key = TaskKey(node_id)
-            task = _Task(key, task_id_for(self.id, self.step_no, node_id))
+            task = _Task(key, task_id_for(self.id, self.step_no, node_id), attempt=attempt)
             ex.pending[key] = task
-            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id})
+            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id}
+                              | ({"attempt": attempt} if history else {}))
             out.append(Dispatch(ex.id, key, task.task_id, self.step_no,
-                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt))
-        out.append(ArmDeadline(ex.id, self.rules.execution_timeout))
+                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt,
+                                history))
+            out.append(ArmDeadline(ex.id, self.rules.timeout_for(node_id), key))
         return out
 
     def _current(self, execution_id: str, key: TaskKey) -> tuple[_Execution, _Task] | None:
@@ -245,6 +273,8 @@ class Invocation:
         if found is None:
             return []
         ex, task = found
+        if task.retry is not None:
+            return []  # waiting for its next attempt: nothing of it runs
         if outcome.ok and task.partials_seen < outcome.partials:
             task.held = outcome  # its partial results are still on the way
             return []
@@ -252,8 +282,8 @@ class Invocation:
 
     def _on_partial(self, partial: PartialResult) -> list[Command]:
         found = self._current(partial.execution_id, partial.key)
-        if found is None:
-            return []
+        if found is None or found[1].retry is not None:
+            return []  # a failed attempt's partial still on its way: dropped
         ex, task = found
         task.partials_seen += 1
         data: dict[str, Any] = {"node_id": partial.key.node_id, "execution_id": ex.id,
@@ -266,10 +296,17 @@ class Invocation:
         return out
 
     def _task_done(self, ex: _Execution, outcome: TaskOutcome) -> list[Command]:
-        del ex.pending[outcome.key]
+        task = ex.pending.pop(outcome.key)
         if not outcome.ok:
             assert outcome.error is not None
-            return self._fail(outcome.error)
+            found = retry.plan(self.rules.retry.get(task.key.node_id), outcome.error,
+                               task.attempt, task.task_id)
+            if found is None:
+                return self._fail(outcome.error)
+            ex.pending[task.key] = task
+            return self._emit("node_retrying", retry.retrying_data(
+                task.key, ex.id, found, outcome.error)) + self._hold(
+                    ex, task, found, outcome.error)
         if ex.map is not None:
             return mapping.item_done(self, ex, outcome)
         ex.results[outcome.key.node_id] = outcome.result
@@ -292,12 +329,28 @@ class Invocation:
             self.state.update(result)
             self.last_result = result
         self.step_no += 1
-        return out + self._decide()
+        hold = pause.breakpoint_at(self.rules.pause_after, ex.nodes, pause.PauseKind.AFTER)
+        return out + (self._decide() if hold is None else self._pause(hold))
+
+    def _hold(self, ex: _Execution, task: _Task, plan: retry.RetryPlan,
+              error: ErrorInfo | None = None) -> list[Command]:
+        """Task ``task`` waits for its next attempt (nothing of it runs meanwhile)."""
+        task.retry = plan
+        return [ScheduleRetry(ex.id, task.key, plan.delay, plan.attempt, error)]
+
+    def _on_retry_due(self, due: RetryDue) -> list[Command]:
+        found = self._current(due.execution_id, due.key)
+        plan = found[1].retry if found else None
+        if found is None or plan is None:
+            return []
+        if found[0].map is not None:
+            return mapping.resend(self, found[0], due.key, plan.attempt, plan.history)
+        return self._send(found[0], [(due.key.node_id, plan.attempt)], plan.history)
 
     def _on_node_down(self, down: NodeDown) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        lost = [k for k in ex.pending if k.node_id == down.node_id]
+        lost = [k for k, t in ex.pending.items() if k.node_id == down.node_id and not t.retry]
         if not lost:
             return []
         for key in lost:
@@ -310,10 +363,14 @@ class Invocation:
     def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        if deadline.execution_id != ex.id or not mapping.waiting(ex):
+        key = deadline.key
+        if deadline.execution_id != ex.id or not mapping.waiting(ex) \
+                or (key is not None and (key not in ex.pending or ex.pending[key].retry)):
             return []
         pending = sorted({k.node_id for k in ex.pending}) or [ex.nodes[0]]
-        return self._fail(reasons.timed_out(pending, self.rules.execution_timeout, ex.id))
+        node_id = pending[0] if key is None else key.node_id
+        pending = [node_id] + [n for n in pending if n != node_id]
+        return self._fail(reasons.timed_out(pending, self.rules.timeout_for(node_id), ex.id))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:
@@ -358,7 +415,7 @@ class Invocation:
     def _on_refused(self, refused: WriteRefused) -> list[Command]:
         if refused.fenced or refused.error.code == "stale_writer":
             return self._lose_ownership()
-        if self.phase is Phase.SAVING:
+        if self.phase in (Phase.SAVING, Phase.PAUSING):
             # The step was not recorded, so nothing of it may run.
             error = reasons.refused(refused.error, "checkpoint refused")
             out = self._cancel_all()
@@ -368,6 +425,17 @@ class Invocation:
         self.phase = Phase.ENDED
         return out + self._emit("invocation_failed", _error_data(error)) + [
             End(False, error=error)]
+
+    def _pause(self, hold: pause.Hold) -> list[Command]:
+        self.phase = Phase.PAUSING
+        self._hold_pause = hold
+        return [RecordPause(self.checkpoint(), hold)]
+
+    def _paused(self) -> list[Command]:
+        self.phase, self.execution = Phase.ENDED, None
+        hold = self._hold_pause
+        return [*self._emit("invocation_paused", pause.event_data(hold)),
+                End(False, error=pause.paused_error(self.id, hold), kept=True, paused=True)]
 
     def _lose_ownership(self) -> list[Command]:
         """Another system took the invocation over (fenced): stop at once and

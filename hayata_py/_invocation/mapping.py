@@ -26,6 +26,7 @@ from hayata_py._invocation.commands import (
     OpenMap,
 )
 from hayata_py._invocation.events import Reduced, ReducerLost, TaskKey, TaskOutcome
+from hayata_py._invocation.retry import RetryPlan
 from hayata_py._invocation.state import Execution, Task
 from hayata_py.store._records import task_id_for
 
@@ -58,15 +59,23 @@ def new_map(invocation_id: str, step: int, node_id: str, items: list[Any],
     return MapRun(node_id, list(items), reduce, ids, queue, dict(reused or {}))
 
 
-def start(inv: Invocation, ex: Execution) -> list[Command]:
-    """The step's checkpoint is saved (or it is resumed): open the map, send the first
-    window of items, arm the step's one deadline."""
+def start(inv: Invocation, ex: Execution,
+          retries: dict[int, RetryPlan] | None = None) -> list[Command]:
+    """The step's checkpoint is saved (or it is resumed): open the map, hold the
+    recovered items that wait for a retry (``retries``), send the first window of
+    items, arm the step's one deadline (the node's timeout: a map step has one
+    deadline, not one per item)."""
     run = ex.map
     assert run is not None
-    edges = max(1, min(inv.rules.map_concurrency, len(run.queue)))
+    retries = retries or {}
+    edges = max(1, min(inv.rules.map_concurrency, len(run.queue) + len(retries)))
     out: list[Command] = [OpenMap(ex.id, run.node_id, run.task_ids, edges, run.reduce)]
+    for item, plan in sorted(retries.items()):
+        key = TaskKey(run.node_id, item)
+        task = ex.pending[key] = Task(key, run.task_ids[item], attempt=plan.attempt - 1)
+        out += inv._hold(ex, task, plan)
     out += _fill(inv, ex, run)
-    out.append(ArmDeadline(ex.id, inv.rules.execution_timeout))
+    out.append(ArmDeadline(ex.id, inv.rules.timeout_for(run.node_id)))
     return out + _maybe_consolidate(inv, ex, run)
 
 
@@ -74,12 +83,21 @@ def _fill(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
     out: list[Command] = []
     while run.queue and len(ex.pending) < inv.rules.map_concurrency:
         item, attempt = run.queue.pop(0)
-        key = TaskKey(run.node_id, item)
-        ex.pending[key] = Task(key, run.task_ids[item])
-        out += inv._emit("node_started", {"node_id": run.node_id, "execution_id": ex.id,
-                                          "item": item})
-        out.append(Dispatch(ex.id, key, run.task_ids[item], inv.step_no, item,
-                            run.items[item], dict(inv.state), attempt))
+        out += resend(inv, ex, TaskKey(run.node_id, item), attempt)
+    return out
+
+
+def resend(inv: Invocation, ex: Execution, key: TaskKey, attempt: int,
+           history: tuple[str, ...] = ()) -> list[Command]:
+    """Send item ``key.item`` (attempt ``attempt``; ``history``: a retry's earlier errors)."""
+    run = ex.map
+    assert run is not None and key.item is not None
+    ex.pending[key] = Task(key, run.task_ids[key.item], attempt=attempt)
+    out = inv._emit("node_started", {"node_id": run.node_id, "execution_id": ex.id,
+                                     "item": key.item} | ({"attempt": attempt} if history
+                                                          else {}))
+    out.append(Dispatch(ex.id, key, run.task_ids[key.item], inv.step_no, key.item,
+                        run.items[key.item], dict(inv.state), attempt, history))
     return out
 
 

@@ -76,8 +76,9 @@ class TaskWriter:
     # -- the three writes --------------------------------------------------------
 
     def mark_started(self, task_id: str, *, token: int, system_instance: str | None,
-                     attempt: int, task: TaskRecord | None = None) -> TaskRecord:
-        if task is not None and attempt >= 1 and task.task_id == task_id:
+                     attempt: int, task: TaskRecord | None = None,
+                     retry: bool = False) -> TaskRecord:
+        if task is not None and attempt >= 1 and task.task_id == task_id and not retry:
             row = task_values(task)
             now = float(self.clock())
             params = (task_id, row["invocation_id"], row["execution_id"], row["step"],
@@ -88,8 +89,9 @@ class TaskWriter:
                 return dataclasses.replace(task, status="started", attempt=attempt,
                                            started_at=now, finished_at=None,
                                            system_instance=system_instance, resolved=False)
+        # A retry (its failed row exists) and every other case: the full store.
         return self._full().mark_started(task_id, token=token, system_instance=system_instance,
-                                         attempt=attempt, task=task)
+                                         attempt=attempt, task=task, retry=retry)
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
         params = (float(self.clock()), encode(result, key="result"), task_id, token)
