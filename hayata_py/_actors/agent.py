@@ -1,12 +1,11 @@
 """The agent actor: a shell around the invocation machine (``hayata_py._invocation``).
 
-It turns messages into the machine's events and carries out the commands
-the machine returns: calling the decision policy, durable writes (through
-the :class:`~hayata_py._actors.ledger.Ledger`), sending tasks straight to
-edges (through the :class:`~hayata_py._actors.edges.EdgePool`), cancelling
-them, arming the execution's deadline, numbering nothing itself (the
-machine numbers events) and sending the result. The machine alone decides
-when a step and an invocation are over.
+It turns messages into the machine's events and carries out its commands:
+calling the decision policy, durable writes (the
+:class:`~hayata_py._actors.ledger.Ledger`), sending tasks straight to edges
+(the :class:`~hayata_py._actors.edges.EdgePool`), cancelling them, arming
+each task's deadline and retry backoff, and sending the result. The machine
+alone decides when a step and an invocation are over.
 
 Ownership: every invocation runs under a lease held by the system's name,
 renewed every third of ``spec.lease_seconds``; a refused renewal
@@ -25,7 +24,7 @@ from hayata_py import _invocation as m
 from hayata_py._actors import _protocol as p
 from hayata_py._actors import pauses, procs
 from hayata_py._actors.boundary import validate_run as validate_run
-from hayata_py._actors.edges import EdgePool
+from hayata_py._actors.edges import EdgePool, run_task
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.spans import InvocationSpans
@@ -133,10 +132,8 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, GetStatus):
             status = self.ledger.status(self.inv.id if self.inv else None)
             self.send(sender, dataclasses.replace(status, ref=message.ref))
-        elif isinstance(message, Recover):
+        elif isinstance(message, (Recover, ResumePaused)):
             self._on_recover(message, sender)
-        elif isinstance(message, ResumePaused):
-            self._on_resume(message, sender)
         elif isinstance(message, ResolveTask):
             self.send(sender, self.ledger.resolve(message))
         elif isinstance(message, Abandon):
@@ -175,32 +172,27 @@ class AgentActor(SupervisedActor):
             return
         self._begin(seed, token, run.subscriber, sender, m.Begin())
 
-    def _on_recover(self, message: Recover, sender: Any) -> None:
-        self.ledger.refresh_recovering()
-        answer: Any = self.ledger.nothing() if self.ledger.recovering is None else (
-            validate_run(Run(None, message.subscriber, message.stream)) or self.ledger.recover())
-        if not isinstance(answer, tuple):
-            self.send(sender, answer)
-            return
-        record, token, resume = answer
-        seed = m.Seed(record.invocation_id, record.input, dict(record.state), message.stream,
-                      record.step, record.last_result, record.parallel_results)
-        self.log.info("invocation_recovered", invocation_id=seed.invocation_id,
-                      step=seed.step)
-        self._begin(seed, token, message.subscriber, sender, resume)
-
-    def _on_resume(self, message: ResumePaused, sender: Any) -> None:
+    def _on_recover(self, message: Recover | ResumePaused, sender: Any) -> None:
+        """``recover()`` an interrupted invocation, or ``resume()`` a paused one."""
         rejected = validate_run(Run(None, message.subscriber, message.stream))
-        answer = rejected or (pauses.resume(self.ledger, message) if self.inv is None else
-                              RunRejected(f"agent {self.spec.id!r} is running invocation "
-                                          f"{self.inv.id}", code="agent_busy"))
+        answer: Any
+        if isinstance(message, Recover):
+            self.ledger.refresh_recovering()
+            answer = self.ledger.nothing() if self.ledger.recovering is None else (
+                rejected or self.ledger.recover())
+        else:
+            answer = rejected or (pauses.resume(self.ledger, message) if self.inv is None else
+                                  RunRejected(f"agent {self.spec.id!r} is running invocation "
+                                              f"{self.inv.id}", code="agent_busy"))
         if not isinstance(answer, tuple):
             self.send(sender, answer)
             return
         record, token, resume = answer
         seed = m.Seed(record.invocation_id, record.input, dict(record.state), message.stream,
                       record.step, record.last_result, record.parallel_results,
-                      resume_value=message.value)
+                      resume_value=getattr(message, "value", None))
+        self.log.info("invocation_recovered" if isinstance(message, Recover) else
+                      "invocation_resumed", invocation_id=seed.invocation_id, step=seed.step)
         self._begin(seed, token, message.subscriber, sender, resume)
 
     def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
@@ -263,16 +255,9 @@ class AgentActor(SupervisedActor):
         return None
 
     def _dispatch(self, inv: m.Invocation, cmd: m.Dispatch) -> None:
-        spec = self.spec
         self.spans.task_started(cmd.task_id, cmd.key.node_id, cmd.execution_id, cmd.key.item)
-        self._sends(self.pool.dispatch(p.RunTask(
-            cmd.execution_id, cmd.task_id, inv.id, cmd.key.node_id, cmd.input, cmd.state,
-            self.myAddress, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
-            branch_index=cmd.branch_index, item=cmd.key.item, token=self.token,
-            attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
-            agent_id=spec.id, history=cmd.history,
-            retry_on=spec.retry[cmd.key.node_id].retry_on  # type: ignore[arg-type]
-            if cmd.key.node_id in spec.retry else ())))
+        self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
+                                                self.token)))
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:

@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hayata_py import _invocation as m
 from hayata_py._actors._protocol import EdgeExit, EdgeTable, KillEdge, KillReason, RunTask
+from hayata_py._config import AgentSpec
 
 Sends = list[tuple[Any, Any]]
 _EARLY_TABLES = 4
@@ -130,3 +132,17 @@ class EdgePool:
             self.tasks[run.task_id] = (idle, run)
             sends.append((node.edges[idle], run))
         return sends
+
+
+def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
+             token: int) -> RunTask:
+    """The edge's message for the machine's ``Dispatch`` (``agent``: where the
+    outcome goes; ``token``: the invocation's lease token, fencing the edge's writes)."""
+    policy = spec.retry.get(cmd.key.node_id)
+    return RunTask(
+        cmd.execution_id, cmd.task_id, inv.id, cmd.key.node_id, cmd.input, cmd.state,
+        agent, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
+        branch_index=cmd.branch_index, item=cmd.key.item, token=token,
+        attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
+        agent_id=spec.id, history=cmd.history,
+        retry_on=policy.retry_on if policy else ())  # type: ignore[arg-type]

@@ -88,7 +88,6 @@ def resume(ledger: Ledger, message: ResumePaused
     except StoreError as exc:
         return RecoveryRejected(str(exc), code=exc.code, invocation_id=record.invocation_id)
     ledger.recovering = None
-    ledger.log.info("invocation_resumed", invocation_id=now.invocation_id)
     assert now.paused is not None
     hold = Hold.from_dict(now.paused)
     active = now.active_execution

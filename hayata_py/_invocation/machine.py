@@ -35,7 +35,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import mapping, pause, reasons, retry
+from hayata_py._invocation import holding, mapping, pause, reasons
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -45,10 +45,8 @@ from hayata_py._invocation.commands import (
     Dispatch,
     Emit,
     End,
-    RecordPause,
     RecordResult,
     SaveCheckpoint,
-    ScheduleRetry,
 )
 from hayata_py._invocation.events import (
     Begin,
@@ -99,7 +97,8 @@ class Invocation:
         self.sequence = 0
         self.execution: _Execution | None = None
         self._ending: RecordResult | None = None
-        self._hold_pause = pause.Hold(pause.PauseKind.POLICY)
+        self.hold = pause.Hold(pause.PauseKind.POLICY)
+        """The pause being recorded."""
 
     # -- the one entry point -------------------------------------------------------
 
@@ -124,7 +123,7 @@ class Invocation:
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
             return self._ended()
         if isinstance(event, PauseRecorded) and phase is Phase.PAUSING:
-            return self._paused()
+            return holding.paused(self)
         if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING,
                                                          Phase.PAUSING):
             return self._on_refused(event)
@@ -137,7 +136,7 @@ class Invocation:
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
             return self._on_deadline(event)
         if isinstance(event, RetryDue) and phase is Phase.RUNNING:
-            return self._on_retry_due(event)
+            return holding.on_retry_due(self, event)
         if isinstance(event, (Reduced, ReducerLost)) and phase is Phase.RUNNING:
             done = mapping.on_reduced(self, event)
             return [] if done is None else done or self._step_done(self.execution)
@@ -182,12 +181,9 @@ class Invocation:
             ex.map = mapping.new_map(self.id, self.step_no, ex.nodes[0], event.input,
                                      event.reduce, dict(event.items_to_run),
                                      dict(event.items_reused))
-            return out + mapping.start(self, ex, dict(event.items_retry))
-        for node_id, plan in event.retry.items():  # recorded failures waiting for a retry
-            key = TaskKey(node_id)
-            ex.pending[key] = _Task(key, task_id_for(self.id, self.step_no, node_id),
-                                    attempt=plan.attempt - 1)
-            out += self._hold(ex, ex.pending[key], plan)
+        out += holding.hold_recovered(self, ex, event.retry, event.items_retry)
+        if ex.map is not None:
+            return out + mapping.start(self, ex)
         if not event.to_run and not event.retry:
             return out + self._step_done(ex)
         return out + self._send(ex, [(n, event.to_run[n]) for n in ex.nodes
@@ -206,7 +202,7 @@ class Invocation:
         if isinstance(decision, ErrorInfo):
             return self._fail(decision)
         if decision.pause:
-            return self._pause(pause.Hold(pause.PauseKind.POLICY, decision.result))
+            return holding.start_pause(self, pause.Hold(pause.PauseKind.POLICY, decision.result))
         if decision.finish:
             try:
                 check_encodable(decision.result, "result")
@@ -236,7 +232,7 @@ class Invocation:
         assert ex is not None
         hold = pause.breakpoint_at(self.rules.pause_before, ex.nodes, pause.PauseKind.BEFORE)
         if hold is not None:
-            return self._pause(hold)
+            return holding.start_pause(self, hold)
         self.phase = Phase.RUNNING
         waiting = [n for n in ex.nodes if n in unplaced]
         if waiting and self.rules.durable:
@@ -299,14 +295,8 @@ class Invocation:
         task = ex.pending.pop(outcome.key)
         if not outcome.ok:
             assert outcome.error is not None
-            found = retry.plan(self.rules.retry.get(task.key.node_id), outcome.error,
-                               task.attempt, task.task_id)
-            if found is None:
-                return self._fail(outcome.error)
-            ex.pending[task.key] = task
-            return self._emit("node_retrying", retry.retrying_data(
-                task.key, ex.id, found, outcome.error)) + self._hold(
-                    ex, task, found, outcome.error)
+            retried = holding.after_failure(self, ex, task, outcome.error)
+            return self._fail(outcome.error) if retried is None else retried
         if ex.map is not None:
             return mapping.item_done(self, ex, outcome)
         ex.results[outcome.key.node_id] = outcome.result
@@ -330,22 +320,7 @@ class Invocation:
             self.last_result = result
         self.step_no += 1
         hold = pause.breakpoint_at(self.rules.pause_after, ex.nodes, pause.PauseKind.AFTER)
-        return out + (self._decide() if hold is None else self._pause(hold))
-
-    def _hold(self, ex: _Execution, task: _Task, plan: retry.RetryPlan,
-              error: ErrorInfo | None = None) -> list[Command]:
-        """Task ``task`` waits for its next attempt (nothing of it runs meanwhile)."""
-        task.retry = plan
-        return [ScheduleRetry(ex.id, task.key, plan.delay, plan.attempt, error)]
-
-    def _on_retry_due(self, due: RetryDue) -> list[Command]:
-        found = self._current(due.execution_id, due.key)
-        plan = found[1].retry if found else None
-        if found is None or plan is None:
-            return []
-        if found[0].map is not None:
-            return mapping.resend(self, found[0], due.key, plan.attempt, plan.history)
-        return self._send(found[0], [(due.key.node_id, plan.attempt)], plan.history)
+        return out + (self._decide() if hold is None else holding.start_pause(self, hold))
 
     def _on_node_down(self, down: NodeDown) -> list[Command]:
         ex = self.execution
@@ -425,17 +400,6 @@ class Invocation:
         self.phase = Phase.ENDED
         return out + self._emit("invocation_failed", _error_data(error)) + [
             End(False, error=error)]
-
-    def _pause(self, hold: pause.Hold) -> list[Command]:
-        self.phase = Phase.PAUSING
-        self._hold_pause = hold
-        return [RecordPause(self.checkpoint(), hold)]
-
-    def _paused(self) -> list[Command]:
-        self.phase, self.execution = Phase.ENDED, None
-        hold = self._hold_pause
-        return [*self._emit("invocation_paused", pause.event_data(hold)),
-                End(False, error=pause.paused_error(self.id, hold), kept=True, paused=True)]
 
     def _lose_ownership(self) -> list[Command]:
         """Another system took the invocation over (fenced): stop at once and

@@ -26,7 +26,6 @@ from hayata_py._invocation.commands import (
     OpenMap,
 )
 from hayata_py._invocation.events import Reduced, ReducerLost, TaskKey, TaskOutcome
-from hayata_py._invocation.retry import RetryPlan
 from hayata_py._invocation.state import Execution, Task
 from hayata_py.store._records import task_id_for
 
@@ -59,21 +58,14 @@ def new_map(invocation_id: str, step: int, node_id: str, items: list[Any],
     return MapRun(node_id, list(items), reduce, ids, queue, dict(reused or {}))
 
 
-def start(inv: Invocation, ex: Execution,
-          retries: dict[int, RetryPlan] | None = None) -> list[Command]:
-    """The step's checkpoint is saved (or it is resumed): open the map, hold the
-    recovered items that wait for a retry (``retries``), send the first window of
-    items, arm the step's one deadline (the node's timeout: a map step has one
-    deadline, not one per item)."""
+def start(inv: Invocation, ex: Execution) -> list[Command]:
+    """The step's checkpoint is saved (or it is resumed, its items that wait for a
+    retry already pending): open the map, send the first window of items, arm the
+    step's one deadline (the node's timeout: one per map step, not one per item)."""
     run = ex.map
     assert run is not None
-    retries = retries or {}
-    edges = max(1, min(inv.rules.map_concurrency, len(run.queue) + len(retries)))
+    edges = max(1, min(inv.rules.map_concurrency, len(run.queue) + len(ex.pending)))
     out: list[Command] = [OpenMap(ex.id, run.node_id, run.task_ids, edges, run.reduce)]
-    for item, plan in sorted(retries.items()):
-        key = TaskKey(run.node_id, item)
-        task = ex.pending[key] = Task(key, run.task_ids[item], attempt=plan.attempt - 1)
-        out += inv._hold(ex, task, plan)
     out += _fill(inv, ex, run)
     out.append(ArmDeadline(ex.id, inv.rules.timeout_for(run.node_id)))
     return out + _maybe_consolidate(inv, ex, run)
