@@ -25,7 +25,7 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._policy import Finish, Map, Next, NodeContext, PolicyContext
+from hayata_py._policy import Finish, Map, Next, NodeContext, Pause, PolicyContext, RetryPolicy
 from hayata_py._ref import AgentRef
 from hayata_py.messages import (
     CALLER,
@@ -66,9 +66,11 @@ __all__ = [
     "Map",
     "Next",
     "NodeContext",
+    "Pause",
     "PolicyContext",
     "RecoveryRejected",
     "ResultReply",
+    "RetryPolicy",
     "Run",
     "RunAccepted",
     "RunRejected",

@@ -152,6 +152,13 @@ class AsyncAgentRef:
         checked_run(None, subscriber, stream)
         return await self.system.call(self.sync.recover, subscriber=subscriber, stream=stream)
 
+    async def resume(self, invocation_id: str, value: Any = None, *, subscriber: Any = None,
+                     stream: bool = False) -> str:
+        """Continue the paused invocation (see :meth:`AgentRef.resume`)."""
+        checked_run(None, subscriber, stream)
+        return await self.system.call(self.sync.resume, invocation_id, value,
+                                      subscriber=subscriber, stream=stream)
+
     async def get_result(self, invocation_id: str) -> AgentResult | None:
         """The result, or None while the invocation runs."""
         return await self.system.call(self.sync.get_result, invocation_id)

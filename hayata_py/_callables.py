@@ -60,6 +60,23 @@ def callable_path(value: Any, field: str) -> str:
     return path
 
 
+def exception_path(value: Any, field: str) -> str:
+    """The ``module:Class`` path of an exception class (a class, or a path to one)."""
+    if isinstance(value, str):
+        path = value.strip()
+        cls: Any = _import(path, field) if ":" in path and not path.startswith(".") else None
+        if cls is None:
+            raise ConfigError(field, f"{value!r} is not 'package.module:Class'")
+    else:
+        cls = value
+        path = f"{getattr(cls, '__module__', '')}:{getattr(cls, '__qualname__', '')}"
+        if "<locals>" in path or _import(path, field) is not cls:
+            raise ConfigError(field, f"{path} does not lead back to this class: {_WHY}")
+    if not isinstance(cls, type) or not issubclass(cls, BaseException):
+        raise ConfigError(field, f"{value!r} is not an exception class")
+    return path
+
+
 def _import(path: str, field: str) -> Callable[..., Any]:
     try:
         return resolve_callable(path)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hayata_py._callables import callable_path
+from hayata_py._callables import callable_path, exception_path
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
+from hayata_py._policy import RetryPolicy
 
 MAX_MAP_CONCURRENCY = 1024
 """The most items of a map step an agent runs at once (each on its own edge process)."""
@@ -45,6 +47,14 @@ class AgentConfig:
     - ``map_concurrency``: items of a map step (:class:`Map`) run at once, at
       most, each on its own edge of the node (an int from 1 to
       :data:`MAX_MAP_CONCURRENCY`; default: the machine's core count).
+    - ``node_timeouts``: node id -> seconds one run of that node may take,
+      overriding ``execution_timeout`` for it (same limits), e.g.
+      ``{"llm": 300, "lookup": 5}``.
+    - ``pause_before`` / ``pause_after``: node ids: the invocation pauses
+      durably before a step with one of them starts (nothing of it has run) or
+      after it completed, until ``agent.resume(invocation_id, value)``.
+    - ``retry``: node id -> :class:`RetryPolicy` for that node;
+      ``default_retry``: the policy of every other node (None: no retries).
     """
 
     id: str
@@ -58,6 +68,11 @@ class AgentConfig:
     node_placement: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     lease_seconds: float = 10.0
     map_concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
+    node_timeouts: Mapping[str, float] = field(default_factory=dict)
+    retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    default_retry: RetryPolicy | None = None
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -119,6 +134,19 @@ class AgentSpec:
     map_concurrency: int = 1
     """Items of a map step out at once, at most."""
 
+    node_timeouts: dict[str, float] = field(default_factory=dict)
+    """Node id -> seconds one run of it may take (else ``execution_timeout``)."""
+
+    retry: dict[str, RetryPolicy] = field(default_factory=dict)
+    """Node id -> its retry policy (``retry_on`` as ``module:Class`` paths); nodes
+    without one are not retried."""
+
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
+
+    def timeout_for(self, node_id: str) -> float:
+        return self.node_timeouts.get(node_id, self.execution_timeout)
+
 
 def validate_config(config: Any) -> AgentSpec:
     """Check every field of ``config``; raise :class:`ConfigError` naming the first bad one."""
@@ -140,14 +168,16 @@ def validate_config(config: Any) -> AgentSpec:
     if isinstance(config.max_steps, bool) or not isinstance(config.max_steps, int) \
             or config.max_steps <= 0:
         raise ConfigError("max_steps", f"must be a positive int, got {config.max_steps!r}")
-    timeout = config.execution_timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigError("execution_timeout",
-                          f"must be a positive number of seconds, got {timeout!r}")
-    if timeout > MAX_EXECUTION_TIMEOUT:
-        raise ConfigError("execution_timeout", f"must be at most {MAX_EXECUTION_TIMEOUT} s "
-                          f"(365 days), got {timeout!r}")
+    timeout = _timeout(config.execution_timeout, "execution_timeout")
+    if not isinstance(config.node_timeouts, Mapping):
+        raise ConfigError("node_timeouts", "must be a mapping of node id -> seconds, got "
+                          f"{type(config.node_timeouts).__name__}")
+    node_timeouts = {}
+    for node_id, seconds in config.node_timeouts.items():
+        if node_id not in nodes:
+            raise ConfigError("node_timeouts", f"unknown node id {node_id!r} (nodes: "
+                              f"{sorted(nodes)})")
+        node_timeouts[node_id] = _timeout(seconds, f"node_timeouts[{node_id!r}]")
     if not isinstance(config.state, Mapping):
         raise ConfigError("state", f"must be a dict, got {type(config.state).__name__}")
     state = dict(config.state)
@@ -181,9 +211,54 @@ def validate_config(config: Any) -> AgentSpec:
             or not 1 <= concurrency <= MAX_MAP_CONCURRENCY:
         raise ConfigError("map_concurrency", f"must be an int from 1 to {MAX_MAP_CONCURRENCY} "
                           f"(items of a map step run at once), got {concurrency!r}")
-    return AgentSpec(config.id, nodes, policy, state, config.max_steps, float(timeout),
+    return AgentSpec(config.id, nodes, policy, state, config.max_steps, timeout,
                      idempotent, placement, node_placement, float(lease),
-                     map_concurrency=concurrency)
+                     map_concurrency=concurrency,
+                     node_timeouts=node_timeouts, retry=_retries(config, nodes),
+                     pause_before=_known(config.pause_before, "pause_before", nodes),
+                     pause_after=_known(config.pause_after, "pause_after", nodes))
+
+
+def _known(value: Any, field_name: str, nodes: dict[str, str]) -> frozenset[str]:
+    ids = _node_ids(value, field_name)
+    unknown = sorted(ids - set(nodes))
+    if unknown:
+        raise ConfigError(field_name, f"unknown node ids {unknown} (nodes: {sorted(nodes)})")
+    return ids
+
+
+def _retries(config: AgentConfig, nodes: dict[str, str]) -> dict[str, RetryPolicy]:
+    """Each node's retry policy, ``retry_on`` checked and turned into import paths."""
+    if not isinstance(config.retry, Mapping):
+        raise ConfigError("retry", "must be a mapping of node id -> hy.RetryPolicy, got "
+                          f"{type(config.retry).__name__}")
+    given: dict[str, Any] = {}
+    for node_id, policy in config.retry.items():
+        if node_id not in nodes:
+            raise ConfigError("retry", f"unknown node id {node_id!r} (nodes: {sorted(nodes)})")
+        given[node_id] = policy
+    if config.default_retry is not None:
+        given = {n: given.get(n, config.default_retry) for n in nodes}
+    out = {}
+    for node_id, policy in given.items():
+        where = "default_retry" if policy is config.default_retry \
+            and node_id not in config.retry else f"retry[{node_id!r}]"
+        if not isinstance(policy, RetryPolicy):
+            raise ConfigError(where, f"must be a hy.RetryPolicy, got {type(policy).__name__}")
+        paths = tuple(exception_path(c, f"{where}.retry_on") for c in policy.retry_on)
+        out[node_id] = dataclasses.replace(policy, retry_on=paths)
+    return out
+
+
+def _timeout(value: Any, field_name: str) -> float:
+    """Seconds a node run may take: positive, finite, at most 365 days."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ConfigError(field_name, f"must be a positive number of seconds, got {value!r}")
+    if value > MAX_EXECUTION_TIMEOUT:
+        raise ConfigError(field_name, f"must be at most {MAX_EXECUTION_TIMEOUT} s "
+                          f"(365 days), got {value!r}")
+    return float(value)
 
 
 def valid_capabilities(value: Any, field_name: str = "capabilities") -> dict[str, Any]:

@@ -29,7 +29,8 @@ from thespian.actors import PoisonMessage
 from hayata_py._errors import HayataError, TimeoutError_
 from hayata_py.messages import AgentEvent, AgentResult
 
-TERMINAL_EVENTS = ("invocation_completed", "invocation_failed", "invocation_interrupted")
+TERMINAL_EVENTS = ("invocation_completed", "invocation_failed", "invocation_interrupted",
+                   "invocation_paused")
 MAX_STREAMS = 1000
 """Streams nobody reads are kept for the last this many CALLER runs."""
 MAX_EARLY = 10_000

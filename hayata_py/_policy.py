@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hayata_py._codec import check_encodable
-from hayata_py._errors import EncodingError, ErrorInfo
+from hayata_py._errors import ConfigError, EncodingError, ErrorInfo
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,85 @@ class Finish:
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Pause the invocation durably with ``payload`` (msgpack-encodable: what a
+    person must see to decide, e.g. the tool call awaiting approval). It waits,
+    across restarts, until ``agent.resume(invocation_id, value)``; the next
+    decision then sees ``ctx.resume_value``."""
+
+    payload: Any = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a node is tried again after it raised, and how long to wait.
+
+    A retry follows only a *known* failure: the node function raised an
+    exception matching ``retry_on`` and the edge recorded the failure. An
+    attempt interrupted by a crash stays uncertain and is never retried.
+
+    - ``max_attempts``: attempts in all, the first included (>= 1; 1: no retry).
+    - ``initial_interval``: seconds before the second attempt (>= 0).
+    - ``backoff``: each further wait is this many times the previous (>= 1).
+    - ``max_interval``: no wait is longer (>= ``initial_interval``).
+    - ``jitter``: wait between half and all of the computed interval, chosen
+      from the task id and the attempt (so the same after a restart).
+    - ``retry_on``: exception classes, or ``"module:Class"`` strings, worth a
+      retry (default: every ``Exception``); subclasses match.
+    """
+
+    max_attempts: int = 3
+    initial_interval: float = 0.5
+    backoff: float = 2.0
+    max_interval: float = 30.0
+    jitter: bool = True
+    retry_on: tuple[type[BaseException] | str, ...] = (Exception,)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) \
+                or not 1 <= self.max_attempts <= 1000:
+            raise ConfigError("max_attempts", "must be an int from 1 to 1000, got "
+                              f"{self.max_attempts!r}")
+        for name, low in (("initial_interval", 0.0), ("backoff", 1.0),
+                          ("max_interval", 0.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or not low <= value <= 86400 * 365:
+                raise ConfigError(name, f"must be a finite number >= {low} (at most 365 "
+                                  f"days), got {value!r}")
+        if self.max_interval < self.initial_interval:
+            raise ConfigError("max_interval", f"must be >= initial_interval "
+                              f"({self.initial_interval!r}), got {self.max_interval!r}")
+        if not isinstance(self.jitter, bool):
+            raise ConfigError("jitter", f"must be True or False, got {self.jitter!r}")
+        retry_on: Any = self.retry_on
+        if isinstance(retry_on, (str, type)):
+            retry_on = (retry_on,)
+        if not isinstance(retry_on, (tuple, list, frozenset, set)) or not retry_on:
+            raise ConfigError("retry_on", "must be a non-empty tuple of exception classes "
+                              f"or 'module:Class' strings, got {self.retry_on!r}")
+        for item in retry_on:
+            if isinstance(item, type) and issubclass(item, BaseException):
+                continue
+            if isinstance(item, str) and item.count(":") == 1 and all(item.split(":")):
+                continue
+            raise ConfigError("retry_on", f"{item!r} is not an exception class or a "
+                              "'module:Class' string")
+        object.__setattr__(self, "retry_on", tuple(retry_on))
+
+    def delay(self, attempt: int, seed: str = "") -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1-based) before the next."""
+        try:
+            base = min(self.max_interval, self.initial_interval * self.backoff ** (attempt - 1))
+        except OverflowError:
+            base = self.max_interval
+        if not self.jitter:
+            return float(base)
+        digest = hashlib.sha256(f"{seed}\x1f{attempt}".encode()).digest()
+        return float(base) * (0.5 + 0.5 * int.from_bytes(digest[:8], "big") / 2**64)
+
+
+@dataclass(frozen=True)
 class PolicyContext:
     """The decision policy's view of an invocation.
 
@@ -58,6 +139,8 @@ class PolicyContext:
     - ``parallel_results``: after a parallel transition, the branch results in
       the requested order; None otherwise (and at the start of an invocation).
     - ``invocation_id``.
+    - ``resume_value``: the value given to ``resume()`` for the first decision
+      after a pause (a ``hy.Pause`` or a breakpoint); None otherwise.
     """
 
     step: int
@@ -66,6 +149,7 @@ class PolicyContext:
     last_result: Any
     parallel_results: list[Any] | None
     invocation_id: str
+    resume_value: Any = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +165,8 @@ class NodeContext:
       ``ctx.streamer({...})`` publishes a ``node_partial_result`` event.
     - ``item``: in a map step (:class:`Map`), the index of ``input`` in the
       step's items; None outside maps.
+    - ``attempt``: 1 for the first run of the task, +1 for each retry (and for
+      each re-run of an idempotent task on recovery).
     """
 
     input: Any
@@ -92,6 +178,7 @@ class NodeContext:
     idempotency_key: str
     streamer: Callable[[dict[str, Any]], None] | None = None
     item: int | None = None
+    attempt: int = 1
 
 
 @dataclass(frozen=True)
@@ -107,6 +194,8 @@ class Decision:
     parallel: bool = False
     map: bool = False
     reduce: str | None = None
+    pause: bool = False
+    """Pause with ``result`` as the payload."""
 
 
 def _importable(path: str) -> str | None:
@@ -132,10 +221,14 @@ def validate_decision(
     if isinstance(answer, Finish):
         unstorable = _unstorable(answer.result, "result", "Finish")
         return unstorable or Decision(True, answer.result)
+    if isinstance(answer, Pause):
+        unstorable = _unstorable(answer.payload, "payload", "Pause")
+        return unstorable or Decision(False, answer.payload, pause=True)
     if not isinstance(answer, Next):
         return ErrorInfo("invalid_policy_result",
                          f"the decision policy returned {type(answer).__name__}; "
-                         "expected hy.Next(...), hy.Map(...) or hy.Finish(...) as its answer",
+                         "expected hy.Next(...), hy.Map(...), hy.Finish(...) or "
+                         "hy.Pause(...) as its answer",
                          {"returned": type(answer).__name__, "field": "answer"})
     node: Any = answer.node
     if isinstance(node, str):
@@ -152,7 +245,8 @@ def validate_decision(
         duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
         if duplicates:
             return ErrorInfo("duplicate_node", f"parallel node list repeats {duplicates} "
-                             "(field node)", {"nodes": duplicates, "field": "node"})
+                             "(field node)", {"nodes": _storable(duplicates),
+                                              "field": "node"})
     else:
         return ErrorInfo("invalid_policy_result",
                          f"Next() node must be a node id or a list of ids, got "
@@ -160,7 +254,7 @@ def validate_decision(
     unknown = [n for n in nodes if n not in known_nodes]
     if unknown:
         return ErrorInfo("unknown_node", f"unknown node id(s) {unknown} (field node)",
-                         {"nodes": unknown, "field": "node"})
+                         {"nodes": _storable(unknown), "field": "node"})
     unstorable = _unstorable(answer.input, "input", "Next")
     return unstorable or Decision(False, nodes=nodes, input=answer.input, parallel=parallel)
 
@@ -181,7 +275,7 @@ def validate_map(answer: Map, known_nodes: Collection[str],
                          f"{type(node).__name__} (field node)", {"field": "node"})
     if node not in known_nodes:
         return ErrorInfo("unknown_node", f"unknown node id(s) {[node]} (field node)",
-                         {"nodes": [node], "field": "node"})
+                         {"nodes": _storable([node]), "field": "node"})
     items: Any = answer.items
     if not isinstance(items, list) or not items:
         got = "an empty list" if isinstance(items, list) else type(items).__name__
@@ -238,6 +332,12 @@ def function_path(value: Any) -> str:
         return f"!{name or value!r} is not a module-level function: it cannot be imported " \
                "by name"
     return f"{module}:{name}"
+
+
+def _storable(ids: list[str]) -> list[str]:
+    """Node ids as text the store can hold (a lone surrogate is escaped): the
+    error is recorded with the invocation."""
+    return [n.encode("utf-8", "backslashreplace").decode("utf-8") for n in ids]
 
 
 def _unstorable(value: Any, field: str, answer: str) -> ErrorInfo | None:

@@ -14,7 +14,8 @@ import psutil
 from thespian.actors import PoisonMessage
 
 from hayata_py._actors.agent import validate_run
-from hayata_py._errors import ConfigError, HayataError, TimeoutError_
+from hayata_py._codec import check_encodable
+from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -27,6 +28,7 @@ from hayata_py.messages import (
     Recover,
     ResolveTask,
     ResultReply,
+    ResumePaused,
     Run,
     RunAccepted,
     WaitResult,
@@ -145,7 +147,8 @@ class AgentRef:
                                 f"{type(message).__name__} within {timeout}s")
         return reply
 
-    def _start(self, message: Run | Recover, subscriber: Any, stream: bool) -> str:
+    def _start(self, message: Run | Recover | ResumePaused, subscriber: Any, stream: bool
+               ) -> str:
         """Send a Run or Recover; a ``hy.CALLER`` subscriber becomes this
         system's receiver, whose stream for the invocation starts afresh."""
         address = self._current_address()
@@ -295,6 +298,26 @@ class AgentRef:
         """
         checked_run(None, subscriber, stream)
         return self._start(Recover(subscriber, stream), subscriber, stream)
+
+    def resume(self, invocation_id: str, value: Any = None, *, subscriber: Any = None,
+               stream: bool = False) -> str:
+        """Continue the paused invocation ``invocation_id``; return its id.
+
+        Its next decision sees ``value`` (msgpack-encodable) as
+        ``ctx.resume_value``; a ``pause_before`` breakpoint runs its held step
+        first. Raises :class:`RecoveryRejected`: ``not_paused`` (it is not
+        paused, or another ``resume()`` won), ``invocation_busy``; and
+        ``ConfigError("value")`` for a value that cannot be stored (nothing is
+        sent). ``subscriber``/``stream`` as for :meth:`run`.
+        """
+        checked_run(None, subscriber, stream)
+        try:
+            check_encodable(value, "value")
+        except EncodingError as exc:
+            raise ConfigError("value", f"cannot be stored durably: {exc}",
+                              key=exc.details.get("key")) from exc
+        return self._start(ResumePaused(invocation_id, value, subscriber, stream), subscriber,
+                           stream)
 
     def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
         """Record ``result`` for an uncertain task (established by checking the

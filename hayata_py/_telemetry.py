@@ -41,11 +41,13 @@ AGENT_INVOCATION: Event = ("hayata", "agent", "invocation")
 NODE_EXECUTION: Event = ("hayata", "node", "execution")
 EDGE: Event = ("hayata", "edge")
 REDUCER: Event = ("hayata", "reducer")
+NODE_RETRY: Event = ("hayata", "node", "retry")
+"""A node's attempt failed and it will be tried again (``measurements["delay"]``)."""
 
 EVENTS: frozenset[Event] = frozenset(
     [(*prefix, suffix) for prefix in (AGENT_INVOCATION, NODE_EXECUTION, EDGE)
      for suffix in ("start", "stop", "exception")]
-    + [(*REDUCER, "start"), (*REDUCER, "stop")]
+    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY]
 )
 """Every event the runtime emits."""
 

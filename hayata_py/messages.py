@@ -52,12 +52,22 @@ class AgentResult:
     ``node_failed``, ``invalid_node_result``, ``execution_timeout``,
     ``node_crashed``, ``policy_failed``, ``invalid_policy_result``,
     ``unknown_node``, ``duplicate_node``, ``max_steps_exceeded``, ...).
+
+    ``status``: ``"completed"`` (``ok``), ``"failed"``, ``"paused"`` (the
+    invocation waits for ``resume()``; ``error.code`` is ``invocation_paused``,
+    ``error.details["payload"]`` the pause's payload) or ``"interrupted"`` (the
+    run stopped, the invocation is kept for ``recover()``).
     """
 
     invocation_id: str
     ok: bool
     result: Any = None
     error: ErrorInfo | None = None
+    status: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            object.__setattr__(self, "status", "completed" if self.ok else "failed")
 
 
 @dataclass(frozen=True)
@@ -67,9 +77,11 @@ class AgentEvent:
     Types and ``data`` keys: ``invocation_started`` (input), ``node_started``
     (node_id, execution_id), ``node_partial_result`` (node_id, execution_id,
     edge_id, result), ``node_completed`` (node_id, execution_id),
+    ``node_retrying`` (node_id, execution_id, attempt, delay, error),
     ``invocation_completed`` (result), ``invocation_failed`` (reason, message,
-    details) and ``invocation_interrupted`` (the same keys; the invocation is
-    kept for ``recover()``).
+    details), ``invocation_interrupted`` (the same keys; the invocation is
+    kept for ``recover()``) and ``invocation_paused`` (payload, kind, nodes;
+    it waits for ``resume()``).
     """
 
     invocation_id: str
@@ -117,7 +129,8 @@ class GetStatus:
 
 @dataclass(frozen=True)
 class AgentStatus:
-    """``status``: ``idle``, ``running`` or ``recovery_required``."""
+    """``status``: ``idle``, ``running``, ``paused`` (``invocation_id`` waits for
+    ``resume()``) or ``recovery_required``."""
 
     agent_id: str
     status: str
@@ -135,6 +148,18 @@ class Recover:
     ``invocation_busy``). ``subscriber``/``stream`` as for :class:`Run`.
     """
 
+    subscriber: Any = None
+    stream: bool = False
+
+
+@dataclass(frozen=True)
+class ResumePaused:
+    """Continue the paused invocation ``invocation_id``; its next decision sees
+    ``value`` as ``ctx.resume_value``. Answered with :class:`RunAccepted` or a
+    :class:`~hayata_py.RecoveryRejected` (``not_paused``, ``invocation_busy``)."""
+
+    invocation_id: str
+    value: Any = None
     subscriber: Any = None
     stream: bool = False
 

@@ -5,7 +5,8 @@ level: importable by the edges and reducers).
 input.get("reduce"))`` at step 0 (``items`` "$unencodable" puts an object in
 the list) and then finishes with what the policy saw. ``item`` is driven by
 its item: a dict with ``log`` (append "start|end <item> <pid> <time>" lines),
-``sleep``, ``raise``, ``value``, ``gate`` (wait until that file exists).
+``sleep``, ``raise``, ``value``, ``gate`` (wait until that file exists),
+``fail_first`` (raise :class:`Transient` on attempts up to that number).
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
+
+
+class Transient(Exception):
+    """A failure worth a retry (the retry tests' ``retry_on``)."""
 
 
 def map_policy(ctx: hy.PolicyContext) -> Any:
@@ -47,6 +52,9 @@ def item(ctx: hy.NodeContext) -> dict[str, Any]:
             time.sleep(0.01)
     if "sleep" in spec:
         time.sleep(spec["sleep"])
+    if ctx.attempt <= spec.get("fail_first", 0):
+        note("raise")
+        raise Transient(f"attempt {ctx.attempt} of item {ctx.item} failed")
     if "raise" in spec:
         note("raise")
         raise RuntimeError(spec["raise"])

@@ -24,6 +24,15 @@ from tests.bad_input import FAST, anything, assert_refusal, plain, scalars
 from tests.graph_nodes import mock_node, once_policy
 
 FIELDS = {f.name for f in dataclasses.fields(hy.AgentConfig)}
+
+
+def _local_error() -> type[Exception]:
+    class Local(Exception):
+        pass
+    return Local
+
+
+_LocalError = _local_error()
 NODES = {"mock": mock_node, "other": "tests.graph_nodes:worker"}
 
 paths = st.one_of(
@@ -57,6 +66,15 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
         anything),
     "lease_seconds": st.one_of(st.floats(), st.integers(), anything),
     "map_concurrency": st.one_of(st.integers(), st.booleans(), st.floats(), anything),
+    "retry": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.just(hy.RetryPolicy()), anything), max_size=2),
+        anything),
+    "default_retry": st.one_of(st.none(), st.just(hy.RetryPolicy(max_attempts=2)), anything),
+    "node_timeouts": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.floats(), st.integers(), anything), max_size=2),
+        anything),
 }
 
 
@@ -81,6 +99,10 @@ def _check_spec(spec: AgentSpec) -> None:
     assert spec.idempotent_nodes <= set(spec.nodes)
     assert set(spec.node_placement) <= set(spec.nodes)
     assert isinstance(spec.map_concurrency, int) and 1 <= spec.map_concurrency <= 1024
+    assert set(spec.node_timeouts) <= set(spec.nodes)
+    assert set(spec.retry) <= set(spec.nodes)
+    assert all(isinstance(p, str) for policy in spec.retry.values() for p in policy.retry_on)
+    assert all(0 < t <= 365 * 24 * 3600 for t in spec.node_timeouts.values())
     check_encodable(spec.state, "state")
     assert pickle.loads(pickle.dumps(spec)) == spec
 
@@ -118,6 +140,16 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
         ({"map_concurrency": True}, "map_concurrency", "from 1 to 1024"),
         ({"map_concurrency": 2.0}, "map_concurrency", "from 1 to 1024"),
         ({"map_concurrency": 5000}, "map_concurrency", "from 1 to 1024"),
+        ({"retry": {"nope": hy.RetryPolicy()}}, "retry", "unknown node id 'nope'"),
+        ({"retry": {"mock": 3}}, "retry['mock']", "hy.RetryPolicy"),
+        ({"retry": [("mock", hy.RetryPolicy())]}, "retry", "mapping"),
+        ({"default_retry": {"max_attempts": 3}}, "default_retry", "hy.RetryPolicy"),
+        ({"retry": {"mock": hy.RetryPolicy(retry_on=(_LocalError,))}},
+         "retry['mock'].retry_on", "does not lead back"),
+        ({"retry": {"mock": hy.RetryPolicy(retry_on=("tests.nothing_here:E",))}},
+         "retry['mock'].retry_on", "cannot import"),
+        ({"default_retry": hy.RetryPolicy(retry_on=("tests.graph_nodes:mock_node",))},
+         "default_retry.retry_on", "not an exception class"),
     ],
 )
 def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: str) -> None:

@@ -99,7 +99,7 @@ node_fields = st.one_of(
     st.lists(st.one_of(node_names, anything), max_size=3), anything)
 answers = st.one_of(
     st.builds(hy.Next, node_fields, inputs), st.builds(hy.Finish, inputs),
-    st.builds(hy.Next, node_fields), anything)
+    st.builds(hy.Next, node_fields), st.builds(hy.Pause, inputs), anything)
 
 
 @FAST
@@ -110,6 +110,9 @@ def test_policy_answers_become_a_decision_or_an_error_naming_the_field(answer: A
         if decision.finish:
             assert isinstance(answer, hy.Finish)
             check_encodable(decision.result, "result")
+        elif decision.pause:
+            assert isinstance(answer, hy.Pause)
+            check_encodable(decision.result, "payload")
         else:
             assert isinstance(answer, hy.Next)
             assert decision.nodes and set(decision.nodes) <= set(KNOWN)
@@ -120,7 +123,7 @@ def test_policy_answers_become_a_decision_or_an_error_naming_the_field(answer: A
     assert isinstance(decision, hy.ErrorInfo), decision
     assert decision.code in POLICY_CODES, decision
     field = decision.details.get("field")
-    assert field in {"answer", "node", "input", "result"}, decision
+    assert field in {"answer", "node", "input", "result", "payload"}, decision
     assert field in decision.message, decision
     check_encodable(decision.details, "details")  # it is recorded with the invocation
 

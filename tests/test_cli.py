@@ -122,7 +122,7 @@ def test_drill_start_run_ps_kill_node_crash_restart(data_dir: Path) -> None:
                                            "node_completed", "invocation_completed"]
     assert {e["kind"] for e in events} == {"event"}
     assert result == {"kind": "result", "invocation_id": events[0]["invocation_id"], "ok": True,
-                      "result": {"answer": "echo:hi"}, "error": None}
+                      "status": "completed", "result": {"answer": "echo:hi"}, "error": None}
 
     before = tree(data_dir)
     agent_sup = find(before, "agent:hello")

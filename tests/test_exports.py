@@ -23,8 +23,8 @@ def test_hayata_exports() -> None:
         "AsyncAgentSystem", "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
         "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Map", "Next",
-        "NodeContext",
-        "PolicyContext", "RecoveryRejected", "ResultReply", "Run", "RunAccepted",
+        "NodeContext", "Pause", "PolicyContext", "RecoveryRejected", "ResultReply", "RetryPolicy",
+        "Run", "RunAccepted",
         "RunRejected", "SchemaTooNew", "StaleExecution", "StaleWriter", "StoreError",
         "WaitResult",
     }

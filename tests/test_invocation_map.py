@@ -37,8 +37,10 @@ from hayata_py._invocation import (
     ReducerLost,
     ResultRecorded,
     Resume,
+    RetryDue,
     Rules,
     SaveCheckpoint,
+    ScheduleRetry,
     Seed,
     TaskKey,
     TaskOutcome,
@@ -338,3 +340,63 @@ def test_any_interleaving_of_a_map(n: int, concurrency: int, stream: bool, reduc
             completed.add(e.data["item"])
         elif e.type == "node_partial_result":
             assert e.data["item"] not in completed, "a partial after its node_completed"
+
+
+# -- retries of map items ------------------------------------------------------------
+
+RETRYABLE = ErrorInfo("node_failed", "Transient: x", {"node_id": "a", "type": "Transient",
+                                                      "retryable": True,
+                                                      "attempts": ["Transient"]})
+
+
+def retrying_machine(max_attempts: int = 2) -> Invocation:
+    policy = hy.RetryPolicy(max_attempts=max_attempts, initial_interval=0.5, jitter=False)
+    return Invocation(Seed("inv", None, {"s": 0}, stream=True),
+                      Rules(NODES, max_steps=5, execution_timeout=2.0, map_concurrency=2,
+                            retry={"a": policy}))
+
+
+def test_a_failed_map_item_is_held_then_resent_alone_with_its_attempt() -> None:
+    m = retrying_machine()
+    answer(m, hy.Map("a", [10, 11, 12]))
+    m.step(CheckpointSaved())
+    held = m.step(TaskOutcome(EX, TaskKey("a", 0), False, error=RETRYABLE))
+    retries = [c for c in held if isinstance(c, ScheduleRetry)]
+    assert [(c.key, c.attempt, c.seconds) for c in retries] == [(TaskKey("a", 0), 2, 0.5)]
+    assert not any(isinstance(c, (Dispatch, RecordResult)) for c in held)
+    emitted = [c.data for c in held if isinstance(c, Emit) and c.type == "node_retrying"]
+    assert emitted and emitted[0]["item"] == 0 and emitted[0]["attempt"] == 2
+    # The held item keeps its place in the window: item 2 takes item 1's place only.
+    assert [c.key for c in m.step(ok(1)) if isinstance(c, Dispatch)] == [TaskKey("a", 2)]
+    resent = [c for c in m.step(RetryDue(EX, TaskKey("a", 0))) if isinstance(c, Dispatch)]
+    assert [(c.key, c.attempt, c.input, c.history) for c in resent] == [
+        (TaskKey("a", 0), 2, 10, ("Transient",))]
+    assert m.step(RetryDue(EX, TaskKey("a", 0))) == []  # once
+    assert not any(isinstance(c, (Dispatch, Consolidate)) for c in m.step(ok(2)))
+    assert any(isinstance(c, Consolidate) for c in m.step(ok(0)))
+
+
+def test_a_map_item_failing_its_last_attempt_fails_the_step() -> None:
+    m = retrying_machine(max_attempts=2)
+    answer(m, hy.Map("a", [10, 11]))
+    m.step(CheckpointSaved())
+    m.step(TaskOutcome(EX, TaskKey("a", 1), False, error=RETRYABLE))
+    m.step(RetryDue(EX, TaskKey("a", 1)))
+    final = m.step(TaskOutcome(EX, TaskKey("a", 1), False, error=RETRYABLE))
+    assert code(final) == "node_failed"
+    assert any(isinstance(c, CancelTask) and c.key == TaskKey("a", 0) for c in final)
+
+
+def test_a_recovered_map_item_waiting_for_its_retry_is_held_first() -> None:
+    from hayata_py._invocation.retry import RetryPlan
+    m = retrying_machine(max_attempts=3)
+    cmds = m.step(Resume(EX, ("a",), [10, 11, 12], map=True, items_to_run={2: 1},
+                         items_reused={0: {"i": 0}},
+                         items_retry={1: RetryPlan(2, 0.25, ("Transient",))}))
+    assert [(c.key, c.attempt, c.seconds) for c in cmds if isinstance(c, ScheduleRetry)] == [
+        (TaskKey("a", 1), 2, 0.25)]
+    assert [c.key for c in cmds if isinstance(c, Dispatch)] == [TaskKey("a", 2)]
+    opened = [c for c in cmds if isinstance(c, OpenMap)]
+    assert opened and opened[0].edges == 2
+    resent = [c for c in m.step(RetryDue(EX, TaskKey("a", 1))) if isinstance(c, Dispatch)]
+    assert [(c.key, c.attempt) for c in resent] == [(TaskKey("a", 1), 2)]

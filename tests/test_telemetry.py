@@ -44,6 +44,7 @@ def test_known_events_are_hayatas() -> None:
     expected |= {("hayata", "node", "execution", s) for s in suffixes}
     expected |= {("hayata", "edge", s) for s in suffixes}
     expected |= {("hayata", "reducer", "start"), ("hayata", "reducer", "stop")}
+    expected |= {("hayata", "node", "retry")}
     assert expected == telemetry.EVENTS
 
 

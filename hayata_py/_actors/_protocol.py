@@ -38,6 +38,10 @@ class RunTask:
     instance: str = ""
     agent_id: str = ""
     checkpoint: InvocationRecord | None = None
+    history: tuple[str, ...] = ()
+    """Error types of the attempts before this one (non-empty: a retry)."""
+    retry_on: tuple[str, ...] = ()
+    """Exception classes (``module:Class``) that make a failure retryable."""
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,14 @@
 """The agent actor: a shell around the invocation machine (``hayata_py._invocation``).
 
-It turns messages into the machine's events and carries out the commands
-the machine returns: calling the decision policy, durable writes (through
-the :class:`~hayata_py._actors.ledger.Ledger`), sending tasks straight to
-edges (through the :class:`~hayata_py._actors.edges.EdgePool`), cancelling
-them, arming the execution's deadline, numbering nothing itself (the
-machine numbers events) and sending the result. The machine alone decides
-when a step and an invocation are over.
+It turns messages into the machine's events and carries out its commands:
+calling the decision policy, durable writes (the
+:class:`~hayata_py._actors.ledger.Ledger`), sending tasks straight to edges
+(the :class:`~hayata_py._actors.edges.EdgePool`), cancelling them, arming
+each task's deadline and retry backoff, and sending the result. The machine
+alone decides when a step and an invocation are over.
 
-Ownership: every invocation runs under a lease held by the system's name,
-renewed every third of ``spec.lease_seconds``; a refused renewal
-(``LeaseLost``) stops the run without writing (``ownership_lost``).
+Ownership: a lease held by the system's name, renewed every third of
+``spec.lease_seconds``; a refused renewal stops the run (``ownership_lost``).
 """
 
 from __future__ import annotations
@@ -23,17 +21,17 @@ from thespian.actors import WakeupMessage
 
 from hayata_py import _invocation as m
 from hayata_py._actors import _protocol as p
-from hayata_py._actors import procs
+from hayata_py._actors import pauses, procs
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.boundary import validate_run as validate_run
-from hayata_py._actors.edges import EdgePool
+from hayata_py._actors.edges import EdgePool, edge_died, run_task
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
-from hayata_py._errors import ErrorInfo, RunRejected, StoreError
+from hayata_py._errors import RunRejected, StoreError
 from hayata_py.messages import (
     Abandon,
     AgentEvent,
@@ -43,6 +41,7 @@ from hayata_py.messages import (
     GetStatus,
     Recover,
     ResolveTask,
+    ResumePaused,
     Run,
     RunAccepted,
     WaitResult,
@@ -60,7 +59,9 @@ class AgentActor(SupervisedActor):
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
-                             map_concurrency=spec.map_concurrency, reduce_check=import_problem)
+                             map_concurrency=spec.map_concurrency, reduce_check=import_problem,
+                             node_timeouts=spec.node_timeouts, retry=spec.retry,
+                             pause_before=spec.pause_before, pause_after=spec.pause_after)
         self.maps = MapLink(self.myAddress, spec)
         self.inv: m.Invocation | None = None
         self.subscriber: Any = None
@@ -76,19 +77,14 @@ class AgentActor(SupervisedActor):
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
-        """Stopped on request: a running invocation ends as ``agent_stopped``, unless
-        the node supervisor is already dead (the agent is restarted with it, nothing
-        failed for the user): then it is kept for ``recover()``."""
+        """A running invocation ends as ``agent_stopped``, unless the node supervisor
+        died (the agent restarts with it, nothing failed): then it is kept."""
         if self.inv is None:
             return
-        if self._nodes_lost():
+        lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
+        if lost:
             self.pool = EdgePool()  # its nodes and edges are dead: send them nothing
-            self._feed(m.Stop(m.StopKind.NODES_LOST))
-        else:
-            self._feed(m.Stop(m.StopKind.REQUESTED))
-
-    def _nodes_lost(self) -> bool:
-        return self.nodes_sup is not None and not procs.running(self.nodes_sup)
+        self._feed(m.Stop(m.StopKind.NODES_LOST if lost else m.StopKind.REQUESTED))
 
     # -- messages -> events ----------------------------------------------------------
 
@@ -137,7 +133,7 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, GetStatus):
             status = self.ledger.status(self.inv.id if self.inv else None)
             self.send(sender, dataclasses.replace(status, ref=message.ref))
-        elif isinstance(message, Recover):
+        elif isinstance(message, (Recover, ResumePaused)):
             self._on_recover(message, sender)
         elif isinstance(message, ResolveTask):
             self.send(sender, self.ledger.resolve(message))
@@ -153,9 +149,7 @@ class AgentActor(SupervisedActor):
         run = self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit)
         if run is None:
             return
-        error = ErrorInfo("node_failed", f"edge process {lost.pid} of node "
-                          f"{lost.node_id!r} died while running the node function",
-                          {"node_id": lost.node_id, "edge_id": lost.edge_id})
+        error = edge_died(lost)
         self.spans.task_ended(run.task_id, error)
         self._feed(m.TaskOutcome(run.execution_id, m.TaskKey(run.node_id, run.item), False,
                                  error=error))
@@ -177,18 +171,27 @@ class AgentActor(SupervisedActor):
             return
         self._begin(seed, token, run.subscriber, sender, m.Begin())
 
-    def _on_recover(self, message: Recover, sender: Any) -> None:
-        self.ledger.refresh_recovering()
-        answer: Any = self.ledger.nothing() if self.ledger.recovering is None else (
-            validate_run(Run(None, message.subscriber, message.stream)) or self.ledger.recover())
+    def _on_recover(self, message: Recover | ResumePaused, sender: Any) -> None:
+        """``recover()`` an interrupted invocation, or ``resume()`` a paused one."""
+        rejected = validate_run(Run(None, message.subscriber, message.stream))
+        answer: Any
+        if isinstance(message, Recover):
+            self.ledger.refresh_recovering()
+            answer = self.ledger.nothing() if self.ledger.recovering is None else (
+                rejected or self.ledger.recover())
+        else:
+            answer = rejected or (pauses.resume(self.ledger, message) if self.inv is None else
+                                  RunRejected(f"agent {self.spec.id!r} is running invocation "
+                                              f"{self.inv.id}", code="agent_busy"))
         if not isinstance(answer, tuple):
             self.send(sender, answer)
             return
         record, token, resume = answer
         seed = m.Seed(record.invocation_id, record.input, dict(record.state), message.stream,
-                      record.step, record.last_result, record.parallel_results)
-        self.log.info("invocation_recovered", invocation_id=seed.invocation_id,
-                      step=seed.step)
+                      record.step, record.last_result, record.parallel_results,
+                      resume_value=getattr(message, "value", None))
+        self.log.info("invocation_recovered" if isinstance(message, Recover) else
+                      "invocation_resumed", invocation_id=seed.invocation_id, step=seed.step)
         self._begin(seed, token, message.subscriber, sender, resume)
 
     def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
@@ -220,23 +223,24 @@ class AgentActor(SupervisedActor):
             if self.subscriber is not None:
                 self.send(self.subscriber, AgentEvent(inv.id, cmd.type, cmd.sequence, cmd.data))
         elif isinstance(cmd, m.Dispatch):
-            self._dispatch(inv, cmd)
+            self.spans.task_started(cmd.task_id, cmd.key.node_id, cmd.execution_id,
+                                    cmd.key.item)
+            folded = self.ledger.folded_record(inv.id, self.folded, cmd)
+            self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
+                                                    self.token, folded)))
         elif isinstance(cmd, m.CallPolicy):
             try:
                 return m.PolicyAnswered(resolve_callable(self.spec.policy)(cmd.context))
             except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
                 return m.PolicyRaised(type(exc).__name__, str(exc))
         elif isinstance(cmd, m.SaveCheckpoint):
-            self.folded = cmd.checkpoint if self.ledger.foldable(cmd.checkpoint,
-                                                                 self.unplaced) else None
-            if self.folded is not None:  # committed by the step's edge, with `started`
-                return m.CheckpointSaved(dict(self.unplaced))
-            refused = self.ledger.checkpoint(inv.id, self.token, inv.input, cmd.checkpoint)
-            return refused or m.CheckpointSaved(dict(self.unplaced))
+            self.folded, saved = self.ledger.save_step(inv.id, self.token, inv.input,
+                                                       cmd.checkpoint, self.unplaced)
+            return saved
         elif isinstance(cmd, m.RecordResult):
             return self.ledger.finish(inv.id, self.token, cmd) or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
-            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds)
+            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, cmd.key)
         elif isinstance(cmd, m.CancelTask):
             self.spans.task_ended(cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
@@ -246,18 +250,13 @@ class AgentActor(SupervisedActor):
             self._sends(self.maps.on_command(cmd, self.pool, inv.id))
         elif isinstance(cmd, m.End):
             self._end(inv, cmd)
+        elif isinstance(cmd, m.RecordPause):
+            return self.ledger.checkpoint(inv.id, self.token, inv.input, cmd.checkpoint,
+                                          cmd.hold.to_dict()) or m.PauseRecorded()
+        elif isinstance(cmd, m.ScheduleRetry):
+            self.deadlines.arm_retry(cmd.execution_id, cmd.key, cmd.seconds)
+            self.spans.retrying(cmd)
         return None
-
-    def _dispatch(self, inv: m.Invocation, cmd: m.Dispatch) -> None:
-        spec = self.spec
-        checkpoint = self.ledger.folded_record(inv.id, self.folded, cmd)
-        self.spans.task_started(cmd.task_id, cmd.key.node_id, cmd.execution_id, cmd.key.item)
-        self._sends(self.pool.dispatch(p.RunTask(
-            cmd.execution_id, cmd.task_id, inv.id, cmd.key.node_id, cmd.input, cmd.state,
-            self.myAddress, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
-            branch_index=cmd.branch_index, item=cmd.key.item, token=self.token,
-            attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
-            agent_id=spec.id, checkpoint=checkpoint)))
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
@@ -270,7 +269,8 @@ class AgentActor(SupervisedActor):
         self.spans.ended(end.ok, end.error)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)
-        result = AgentResult(inv.id, end.ok, end.result, end.error)
+        result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
+                             if end.paused else "interrupted" if end.kept else "")
         if self.subscriber is not None:
             self.send(self.subscriber, result)
         self.ledger.publish(result)
@@ -291,8 +291,9 @@ class AgentActor(SupervisedActor):
                 return
             lease = self.spec.lease_seconds
             self.deadlines.renew_in(lease / 3 if renewed else min(1.0, lease / 6))
-        passed = self.deadlines.execution_passed()
-        if passed is not None:
-            self._feed(m.DeadlinePassed(passed))
+        for execution_id, key in self.deadlines.execution_passed():
+            self._feed(m.DeadlinePassed(execution_id, key))
+        for execution_id, key in self.deadlines.retries_due():
+            self._feed(m.RetryDue(execution_id, key))
         if self.inv is not None:
             self.deadlines.rearm()

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hayata_py import _telemetry as telemetry
+from hayata_py._actors._calls import call_node, matches
 from hayata_py._actors._protocol import (
     EdgeInit,
     EdgeReady,
@@ -93,7 +94,7 @@ class EdgeActor(SupervisedActor):
             input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
             invocation_id=execute.invocation_id, execution_id=execute.execution_id,
             task_id=execute.task_id, idempotency_key=execute.idempotency_key,
-            streamer=streamer, item=execute.item)
+            streamer=streamer, item=execute.item, attempt=execute.attempt)
         span = telemetry.span_start(telemetry.EDGE, {
             "agent_id": execute.agent_id, "node_id": execute.node_id,
             "execution_id": execute.execution_id, "edge_id": self.edge_id,
@@ -103,7 +104,7 @@ class EdgeActor(SupervisedActor):
         if error is None:
             self.current = execute
             try:
-                result, error = self._call(ctx)
+                result, error = self._call(ctx, execute)
             finally:
                 self.current = None
             error = self._record_end(execute, result, error) or error
@@ -134,7 +135,8 @@ class EdgeActor(SupervisedActor):
         try:
             writer_for(execute.store_url).mark_started(
                 execute.task_id, token=execute.token, system_instance=execute.instance,
-                attempt=execute.attempt, task=task, checkpoint=execute.checkpoint)
+                attempt=execute.attempt, task=task, checkpoint=execute.checkpoint,
+                retry=bool(execute.history))
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             exc = as_store_error(raw)
             self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)
@@ -160,13 +162,15 @@ class EdgeActor(SupervisedActor):
                              {"node_id": execute.node_id, "task_id": execute.task_id})
         return None
 
-    def _call(self, ctx: NodeContext) -> tuple[Any, ErrorInfo | None]:
+    def _call(self, ctx: NodeContext, execute: RunTask) -> tuple[Any, ErrorInfo | None]:
         try:
-            fn = resolve_callable(self.function)
-            result = fn(ctx)
+            result = call_node(resolve_callable(self.function), ctx)
         except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
-            return None, ErrorInfo("node_failed", f"{type(exc).__name__}: {exc}",
-                                   {"node_id": ctx.node_id, "type": type(exc).__name__})
+            name = type(exc).__name__
+            return None, ErrorInfo("node_failed", f"{name}: {exc}", {
+                "node_id": ctx.node_id, "type": name, "attempt": execute.attempt,
+                "attempts": [*execute.history, name],
+                "retryable": matches(exc, execute.retry_on)})
         if not isinstance(result, dict):
             return None, ErrorInfo(
                 "invalid_node_result",

@@ -14,7 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hayata_py._actors._protocol import EdgeExit, EdgeTable, KillEdge, KillReason, RunTask
+from hayata_py import _invocation as m
+from hayata_py._actors._protocol import (
+    EdgeExit,
+    EdgeLost,
+    EdgeTable,
+    KillEdge,
+    KillReason,
+    RunTask,
+)
+from hayata_py._config import AgentSpec
+from hayata_py._errors import ErrorInfo
 
 Sends = list[tuple[Any, Any]]
 _EARLY_TABLES = 4
@@ -130,3 +140,25 @@ class EdgePool:
             self.tasks[run.task_id] = (idle, run)
             sends.append((node.edges[idle], run))
         return sends
+
+
+def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
+             token: int, checkpoint: Any = None) -> RunTask:
+    """The edge's message for the machine's ``Dispatch`` (``agent``: where the
+    outcome goes; ``token``: the invocation's lease token, fencing the edge's writes;
+    ``checkpoint``: the step's, for the edge to commit with ``started``)."""
+    policy = spec.retry.get(cmd.key.node_id)
+    return RunTask(
+        cmd.execution_id, cmd.task_id, inv.id, cmd.key.node_id, cmd.input, cmd.state,
+        agent, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
+        branch_index=cmd.branch_index, item=cmd.key.item, token=token,
+        attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
+        agent_id=spec.id, checkpoint=checkpoint, history=cmd.history,
+        retry_on=policy.retry_on if policy else ())  # type: ignore[arg-type]
+
+
+def edge_died(lost: EdgeLost) -> ErrorInfo:
+    """The failure of the task an edge was running when its process died."""
+    return ErrorInfo("node_failed", f"edge process {lost.pid} of node {lost.node_id!r} "
+                     "died while running the node function",
+                     {"node_id": lost.node_id, "edge_id": lost.edge_id})

@@ -18,10 +18,12 @@ invocations, and the recovery requests (``recover``, ``resolve_task``,
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from hayata_py._actors import pauses
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._actors.maps import resume_map
@@ -36,7 +38,16 @@ from hayata_py._errors import (
     StaleWriter,
     StoreError,
 )
-from hayata_py._invocation import Checkpoint, Dispatch, RecordResult, Resume, WriteRefused
+from hayata_py._invocation import (
+    Checkpoint,
+    CheckpointSaved,
+    Dispatch,
+    Event,
+    RecordResult,
+    Resume,
+    WriteRefused,
+    retry,
+)
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -106,21 +117,35 @@ class Ledger:
         except Exception as raw:
             raise as_store_error(raw) from raw
 
-    def record_of(self, invocation_id: str, input: Any, cp: Checkpoint) -> InvocationRecord:
+    def record_of(self, invocation_id: str, input: Any, cp: Checkpoint,
+                  paused: dict[str, Any] | None = None) -> InvocationRecord:
         active = None if cp.execution_id is None else ActiveExecution(
             cp.execution_id, cp.step, cp.nodes, cp.input, cp.parallel, cp.map, cp.reduce)
         return InvocationRecord(invocation_id, self.spec.id, "running", cp.step, cp.state,
-                                input, active, cp.parallel_results, cp.last_result)
+                                input, active, cp.parallel_results, cp.last_result,
+                                paused=paused)
 
-    def checkpoint(self, invocation_id: str, token: int, input: Any, cp: Checkpoint
-                   ) -> WriteRefused | None:
+    def checkpoint(self, invocation_id: str, token: int, input: Any, cp: Checkpoint,
+                   paused: dict[str, Any] | None = None) -> WriteRefused | None:
+        """Commit a checkpoint (``paused``: with a pause in it: see ``pauses.py``)."""
         if self.store is None:
             return None
         try:
-            self.store.save_checkpoint(self.record_of(invocation_id, input, cp), token=token)
+            self.store.save_checkpoint(self.record_of(invocation_id, input, cp, paused),
+                                       token=token)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             return _refused(raw)
         return None
+
+    def save_step(self, invocation_id: str, token: int, input: Any, cp: Checkpoint,
+                  unplaced: dict[str, str]) -> tuple[Checkpoint | None, Event]:
+        """The machine's ``SaveCheckpoint``: fold it onto the step's tasks
+        (:meth:`foldable`; returned, to ride on each ``RunTask``) or commit it now.
+        Returns (the folded checkpoint or None, the answer for the machine)."""
+        if self.foldable(cp, unplaced):  # committed by the step's edges, with `started`
+            return cp, CheckpointSaved(dict(unplaced))
+        refused = self.checkpoint(invocation_id, token, input, cp)
+        return None, refused or CheckpointSaved(dict(unplaced))
 
     def foldable(self, cp: Checkpoint, unplaced: dict[str, str]) -> bool:
         """Whether the step's checkpoint is left to its tasks' edges: not written
@@ -227,6 +252,9 @@ class Ledger:
         result = self.results.get(invocation_id)
         running = running or (self.recovering is not None
                               and self.recovering.invocation_id == invocation_id)
+        held = pauses.paused(self)
+        if held is not None and held.invocation_id == invocation_id:
+            return ResultReply(invocation_id, pauses.paused_result(held), known=True)
         if result is None and not running and self.store is not None:
             record = self.store.get_invocation(invocation_id)
             if record is not None and record.agent_id == self.spec.id:
@@ -240,6 +268,9 @@ class Ledger:
         recovery, the agent is busy with ``running``), or None."""
         rejected = validate_run(run)
         self.refresh_recovering()
+        held = pauses.paused(self)
+        if rejected is None and held is not None:
+            rejected = pauses.refuse_run(self.spec.id, held)
         if rejected is None and self.recovering is not None:
             rejected = RunRejected(
                 f"agent {self.spec.id!r} has an unfinished invocation "
@@ -255,8 +286,8 @@ class Ledger:
         """The agent's status; ``running`` is the id of the invocation it runs."""
         self.refresh_recovering()
         if self.recovering is not None:
-            return AgentStatus(self.spec.id, "recovery_required",
-                               self.recovering.invocation_id)
+            return AgentStatus(self.spec.id, "paused" if pauses.paused(self) else
+                               "recovery_required", self.recovering.invocation_id)
         return AgentStatus(self.spec.id, "running" if running else "idle", running)
 
     def answer(self, message: GetResult | WaitResult, sender: Any, running: str | None
@@ -294,6 +325,8 @@ class Ledger:
         record = self.recovering
         if record is None or self.store is None:
             return self.nothing()
+        if record.paused is not None:
+            return pauses.refuse_recover(record)
         try:
             # Claim first: from here on no older writer (an orphan edge of a dead
             # system) can record anything, so the classification below is final.
@@ -309,7 +342,8 @@ class Ledger:
             return record, token, Resume()
         records = self.store.get_tasks(record.invocation_id, execution_id=active.execution_id)
         if active.map:
-            resumed = resume_map(record, active, records, self.spec.idempotent_nodes)
+            resumed = resume_map(record, active, records, self.spec.idempotent_nodes,
+                                 self.spec.retry.get(active.node_ids[0]))
             if not isinstance(resumed, RecoveryRejected):
                 self.recovering = None
                 return record, token, resumed
@@ -325,16 +359,24 @@ class Ledger:
                 invocation_id=record.invocation_id,
                 task_ids=list(classes.uncertain_task_ids),
                 node_ids=list(classes.uncertain_node_ids))
-        failed = None
-        if classes.failed_node_ids:
-            failed = ErrorInfo.from_dict(tasks[classes.failed_node_ids[0]].error or {
+        failed, retries = None, {}
+        for node_id in classes.failed_node_ids:  # a retry waited, or the step failed
+            task = tasks[node_id]
+            error = ErrorInfo.from_dict(task.error or {
                 "code": "node_failed", "message": "recorded as failed"})
+            plan = retry.after_recovery(self.spec.retry.get(node_id), error, task.attempt,
+                                        task.task_id, task.finished_at, time.time())
+            if plan is not None:
+                retries[node_id] = plan
+            elif failed is None:
+                failed = error
         to_run = {n: tasks[n].attempt + 1 if classes.classes[n] is TaskClass.RERUN else 1
                   for n in classes.to_run}
         self.recovering = None
         return record, token, Resume(active.execution_id, tuple(active.node_ids),
                                      active.input, active.parallel, to_run,
-                                     dict(classes.reuse), failed)
+                                     dict(classes.reuse), failed,
+                                     retry={} if failed else retries)
 
     def resolve(self, message: ResolveTask) -> Any:
         self.refresh_recovering()

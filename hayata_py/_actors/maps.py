@@ -12,6 +12,7 @@ replacement (which reads the items it was not sent from the store). Like
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -20,6 +21,8 @@ from hayata_py._actors import _protocol as p
 from hayata_py._actors.edges import EdgePool
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo, RecoveryRejected
+from hayata_py._invocation import retry
+from hayata_py._policy import RetryPolicy
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
@@ -101,10 +104,12 @@ class MapLink:
 
 
 def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[TaskRecord],
-               idempotent_nodes: frozenset[str]) -> m.Resume | RecoveryRejected:
+               idempotent_nodes: frozenset[str], policy: RetryPolicy | None = None
+               ) -> m.Resume | RecoveryRejected:
     """Classify an interrupted map step per item, as parallel branches are: reuse
     completed items, run not-started ones, refuse uncertain ones (re-run them if
-    the node is idempotent); a recorded failure ends the invocation."""
+    the node is idempotent); a recorded failure ends the invocation, unless the
+    node's retry ``policy`` retries it (what is left of its backoff is waited)."""
     node_id = active.node_ids[0]
     items = list(active.input)
     task_ids = [task_id_for(record.invocation_id, active.step, node_id, item=i)
@@ -118,12 +123,19 @@ def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[
             code="task_execution_uncertain", invocation_id=record.invocation_id,
             task_ids=list(found.uncertain_task_ids), node_ids=[node_id],
             items=list(found.uncertain_items))
-    failed = None
-    if found.failed_items:
-        error = found.records[found.failed_items[0]].error
-        failed = ErrorInfo.from_dict(error or {"code": "node_failed",
-                                               "message": "recorded as failed"})
+    failed, retries = None, {}
+    for item in found.failed_items:
+        task = found.records[item]
+        error = ErrorInfo.from_dict(task.error or {"code": "node_failed",
+                                                   "message": "recorded as failed"})
+        plan = retry.after_recovery(policy, error, task.attempt, task.task_id,
+                                    task.finished_at, time.time())
+        if plan is not None:
+            retries[item] = plan
+        elif failed is None:
+            failed = error
     runs = {i: found.records[i].attempt + 1 if found.classes[i] is TaskClass.RERUN else 1
             for i in found.to_run}
     return m.Resume(active.execution_id, (node_id,), items, False, failed=failed, map=True,
-                    reduce=active.reduce, items_to_run=runs, items_reused=dict(found.reuse))
+                    reduce=active.reduce, items_to_run=runs, items_reused=dict(found.reuse),
+                    items_retry={} if failed else retries)

@@ -39,6 +39,16 @@ class InvocationSpans:
         else:
             telemetry.span_stop(span, status or ("failed" if error else "completed"))
 
+    def retrying(self, retry: Any) -> None:
+        """``hayata.node.retry``: a task waits ``delay`` s for its next attempt."""
+        error = retry.error
+        telemetry.execute(telemetry.NODE_RETRY, {"delay": retry.seconds}, {
+            "agent_id": self.agent_id, "node_id": retry.key.node_id,
+            "execution_id": retry.execution_id, "attempt": retry.attempt,
+            "error_code": error.code if error else None,
+            "error_type": error.details.get("type") if error else None,
+            **({} if retry.key.item is None else {"item": retry.key.item})})
+
     def ended(self, ok: bool, error: ErrorInfo | None) -> None:
         for task_id in list(self.tasks):
             self.task_ended(task_id, None, "failed")

@@ -15,8 +15,10 @@ from hayata_py._invocation.commands import (
     Emit,
     End,
     OpenMap,
+    RecordPause,
     RecordResult,
     SaveCheckpoint,
+    ScheduleRetry,
 )
 from hayata_py._invocation.events import (
     Begin,
@@ -27,12 +29,14 @@ from hayata_py._invocation.events import (
     LeaseLost,
     NodeDown,
     PartialResult,
+    PauseRecorded,
     PolicyAnswered,
     PolicyRaised,
     Reduced,
     ReducerLost,
     ResultRecorded,
     Resume,
+    RetryDue,
     Stop,
     StopKind,
     TaskKey,
@@ -40,6 +44,8 @@ from hayata_py._invocation.events import (
     WriteRefused,
 )
 from hayata_py._invocation.machine import Invocation, Phase, Rules, Seed, execution_id_for
+from hayata_py._invocation.pause import Hold, PauseKind
+from hayata_py._invocation.retry import RetryPlan
 
 __all__ = [
     "ArmDeadline",
@@ -58,21 +64,28 @@ __all__ = [
     "Emit",
     "End",
     "Event",
+    "Hold",
     "Invocation",
     "LeaseLost",
     "NodeDown",
     "OpenMap",
     "PartialResult",
+    "PauseKind",
+    "PauseRecorded",
     "Phase",
     "PolicyAnswered",
     "PolicyRaised",
+    "RecordPause",
     "RecordResult",
     "Reduced",
     "ReducerLost",
     "ResultRecorded",
     "Resume",
+    "RetryDue",
+    "RetryPlan",
     "Rules",
     "SaveCheckpoint",
+    "ScheduleRetry",
     "Seed",
     "Stop",
     "StopKind",

@@ -15,6 +15,7 @@ from typing import Any
 
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation.events import TaskKey
+from hayata_py._invocation.pause import Hold
 from hayata_py._policy import PolicyContext
 
 
@@ -50,6 +51,15 @@ class SaveCheckpoint:
 
 
 @dataclass(frozen=True)
+class RecordPause:
+    """Commit ``checkpoint`` with the pause ``hold`` in it (answered with
+    ``PauseRecorded`` or ``WriteRefused``)."""
+
+    checkpoint: Checkpoint
+    hold: Hold
+
+
+@dataclass(frozen=True)
 class Dispatch:
     """Run one task on an edge of ``key.node_id``."""
 
@@ -61,6 +71,22 @@ class Dispatch:
     input: Any
     state: dict[str, Any]
     attempt: int = 1
+    history: tuple[str, ...] = ()
+    """Error types of the attempts before this one (non-empty: a retry)."""
+
+
+@dataclass(frozen=True)
+class ScheduleRetry:
+    """Report ``RetryDue(execution_id, key)`` after ``seconds`` (a retry's backoff;
+    its due time is durable: the recorded failure time plus the policy's delay)."""
+
+    execution_id: str
+    key: TaskKey
+    seconds: float
+    attempt: int = 2
+    """The attempt that runs then."""
+    error: ErrorInfo | None = None
+    """The failure it follows (None: found by ``recover()``)."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +102,12 @@ class CancelTask:
 
 @dataclass(frozen=True)
 class ArmDeadline:
-    """Report ``DeadlinePassed(execution_id)`` after ``seconds``."""
+    """Report ``DeadlinePassed(execution_id, key)`` after ``seconds`` (the task's
+    run time limit; arming the same task again replaces its deadline)."""
 
     execution_id: str
     seconds: float
+    key: TaskKey | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +140,8 @@ class End:
     result: Any = None
     error: ErrorInfo | None = None
     kept: bool = False
+    paused: bool = False
+    """The invocation waits for ``resume()`` (durably paused; ``kept`` too)."""
 
 
 @dataclass(frozen=True)
@@ -155,4 +185,5 @@ class CloseMap:
 
 
 Command = (CallPolicy | SaveCheckpoint | Dispatch | CancelTask | ArmDeadline | Emit
-           | RecordResult | End | OpenMap | Collect | Consolidate | CloseMap)
+           | RecordResult | End | OpenMap | Collect | Consolidate | CloseMap
+           | ScheduleRetry | RecordPause)

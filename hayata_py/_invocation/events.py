@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hayata_py._errors import ErrorInfo
+from hayata_py._invocation.retry import RetryPlan
 
 
 class DownCause(enum.Enum):
@@ -59,7 +60,8 @@ class Resume:
     """``recover()`` classified the interrupted step (``execution_id`` None: it was
     interrupted between steps). ``to_run`` maps each node to run to its attempt;
     ``reuse`` holds the recorded results of completed nodes; ``failed`` the
-    recorded failure of a node, which ends the invocation."""
+    recorded failure of a node, which ends the invocation; ``retry`` the nodes whose
+    recorded failure is followed by a retry (their backoff's remaining part)."""
 
     execution_id: str | None = None
     nodes: tuple[str, ...] = ()
@@ -74,6 +76,9 @@ class Resume:
     reduce: str | None = None
     items_to_run: Mapping[int, int] = field(default_factory=dict)
     items_reused: Mapping[int, Any] = field(default_factory=dict)
+    retry: Mapping[str, RetryPlan] = field(default_factory=dict)
+    items_retry: Mapping[int, RetryPlan] = field(default_factory=dict)
+    """A map step's items whose recorded failure is followed by a retry."""
 
 
 @dataclass(frozen=True)
@@ -149,9 +154,24 @@ class NodeDown:
 
 @dataclass(frozen=True)
 class DeadlinePassed:
-    """The deadline armed for ``execution_id`` has passed."""
+    """The deadline armed for task ``key`` of ``execution_id`` has passed (``key``
+    None: the execution's, every pending task)."""
 
     execution_id: str
+    key: TaskKey | None = None
+
+
+@dataclass(frozen=True)
+class PauseRecorded:
+    """The pause is committed."""
+
+
+@dataclass(frozen=True)
+class RetryDue:
+    """The backoff scheduled for task ``key`` of ``execution_id`` is over."""
+
+    execution_id: str
+    key: TaskKey
 
 
 @dataclass(frozen=True)
@@ -187,4 +207,4 @@ class ReducerLost:
 
 Event = (Begin | Resume | PolicyAnswered | PolicyRaised | CheckpointSaved | WriteRefused
          | ResultRecorded | TaskOutcome | PartialResult | NodeDown | DeadlinePassed | LeaseLost
-         | Stop | Reduced | ReducerLost)
+         | Stop | Reduced | ReducerLost | RetryDue | PauseRecorded)

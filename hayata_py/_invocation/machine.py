@@ -12,6 +12,8 @@ Phases::
     NEW --Begin/Resume--> DECIDING --PolicyAnswered(Next)--> SAVING --CheckpointSaved--> RUNNING
     RUNNING --last TaskOutcome--> DECIDING ...
     DECIDING --PolicyAnswered(Finish)--> FINISHING --ResultRecorded--> ENDED
+    DECIDING --Pause / pause_before / pause_after--> PAUSING --PauseRecorded--> ENDED (kept)
+    RUNNING --failed TaskOutcome with a retry--> (task held) --RetryDue--> dispatched again
     any failure (durable) --> FINISHING --ResultRecorded--> ENDED
     interruption, lost lease (nothing written) --> ENDED
 
@@ -33,7 +35,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import mapping, reasons
+from hayata_py._invocation import holding, mapping, pause, reasons
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -55,12 +57,14 @@ from hayata_py._invocation.events import (
     LeaseLost,
     NodeDown,
     PartialResult,
+    PauseRecorded,
     PolicyAnswered,
     PolicyRaised,
     Reduced,
     ReducerLost,
     ResultRecorded,
     Resume,
+    RetryDue,
     Stop,
     StopKind,
     TaskKey,
@@ -88,10 +92,13 @@ class Invocation:
         self.step_no = seed.step
         self.last_result = seed.last_result
         self.parallel_results = seed.parallel_results
+        self.resume_value = seed.resume_value
         self.phase = Phase.NEW
         self.sequence = 0
         self.execution: _Execution | None = None
         self._ending: RecordResult | None = None
+        self.hold = pause.Hold(pause.PauseKind.POLICY)
+        """The pause being recorded."""
 
     # -- the one entry point -------------------------------------------------------
 
@@ -115,7 +122,10 @@ class Invocation:
             return self._dispatch_step(event.unplaced)
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
             return self._ended()
-        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING):
+        if isinstance(event, PauseRecorded) and phase is Phase.PAUSING:
+            return holding.paused(self)
+        if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING,
+                                                         Phase.PAUSING):
             return self._on_refused(event)
         if isinstance(event, TaskOutcome) and phase is Phase.RUNNING:
             return self._on_outcome(event)
@@ -125,6 +135,8 @@ class Invocation:
             return self._on_node_down(event)
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
             return self._on_deadline(event)
+        if isinstance(event, RetryDue) and phase is Phase.RUNNING:
+            return holding.on_retry_due(self, event)
         if isinstance(event, (Reduced, ReducerLost)) and phase is Phase.RUNNING:
             done = mapping.on_reduced(self, event)
             return [] if done is None else done or self._step_done(self.execution)
@@ -169,8 +181,10 @@ class Invocation:
             ex.map = mapping.new_map(self.id, self.step_no, ex.nodes[0], event.input,
                                      event.reduce, dict(event.items_to_run),
                                      dict(event.items_reused))
+        out += holding.hold_recovered(self, ex, event.retry, event.items_retry)
+        if ex.map is not None:
             return out + mapping.start(self, ex)
-        if not event.to_run:
+        if not event.to_run and not event.retry:
             return out + self._step_done(ex)
         return out + self._send(ex, [(n, event.to_run[n]) for n in ex.nodes
                                      if n in event.to_run])
@@ -178,13 +192,17 @@ class Invocation:
     def _decide(self) -> list[Command]:
         self.phase = Phase.DECIDING
         ctx = PolicyContext(self.step_no, MappingProxyType(dict(self.state)), self.input,
-                            self.last_result, self.parallel_results, self.id)
+                            self.last_result, self.parallel_results, self.id,
+                            self.resume_value)
+        self.resume_value = None  # for this decision only
         return [CallPolicy(ctx)]
 
     def _on_answer(self, answer: Any) -> list[Command]:
         decision = validate_decision(answer, self.rules.nodes, self.rules.reduce_check)
         if isinstance(decision, ErrorInfo):
             return self._fail(decision)
+        if decision.pause:
+            return holding.start_pause(self, pause.Hold(pause.PauseKind.POLICY, decision.result))
         if decision.finish:
             try:
                 check_encodable(decision.result, "result")
@@ -212,6 +230,9 @@ class Invocation:
     def _dispatch_step(self, unplaced: Any) -> list[Command]:
         ex = self.execution
         assert ex is not None
+        hold = pause.breakpoint_at(self.rules.pause_before, ex.nodes, pause.PauseKind.BEFORE)
+        if hold is not None:
+            return holding.start_pause(self, hold)
         self.phase = Phase.RUNNING
         waiting = [n for n in ex.nodes if n in unplaced]
         if waiting and self.rules.durable:
@@ -222,16 +243,19 @@ class Invocation:
             return mapping.start(self, ex)
         return self._send(ex, [(n, 1) for n in ex.nodes])
 
-    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]]) -> list[Command]:
+    def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]],
+              history: tuple[str, ...] = ()) -> list[Command]:
         out: list[Command] = []
         for node_id, attempt in runs:
             key = TaskKey(node_id)
-            task = _Task(key, task_id_for(self.id, self.step_no, node_id))
+            task = _Task(key, task_id_for(self.id, self.step_no, node_id), attempt=attempt)
             ex.pending[key] = task
-            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id})
+            out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id}
+                              | ({"attempt": attempt} if history else {}))
             out.append(Dispatch(ex.id, key, task.task_id, self.step_no,
-                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt))
-        out.append(ArmDeadline(ex.id, self.rules.execution_timeout))
+                                ex.nodes.index(node_id), ex.input, dict(self.state), attempt,
+                                history))
+            out.append(ArmDeadline(ex.id, self.rules.timeout_for(node_id), key))
         return out
 
     def _current(self, execution_id: str, key: TaskKey) -> tuple[_Execution, _Task] | None:
@@ -245,6 +269,8 @@ class Invocation:
         if found is None:
             return []
         ex, task = found
+        if task.retry is not None:
+            return []  # waiting for its next attempt: nothing of it runs
         if outcome.ok and task.partials_seen < outcome.partials:
             task.held = outcome  # its partial results are still on the way
             return []
@@ -252,8 +278,8 @@ class Invocation:
 
     def _on_partial(self, partial: PartialResult) -> list[Command]:
         found = self._current(partial.execution_id, partial.key)
-        if found is None:
-            return []
+        if found is None or found[1].retry is not None:
+            return []  # a failed attempt's partial still on its way: dropped
         ex, task = found
         task.partials_seen += 1
         data: dict[str, Any] = {"node_id": partial.key.node_id, "execution_id": ex.id,
@@ -266,10 +292,11 @@ class Invocation:
         return out
 
     def _task_done(self, ex: _Execution, outcome: TaskOutcome) -> list[Command]:
-        del ex.pending[outcome.key]
+        task = ex.pending.pop(outcome.key)
         if not outcome.ok:
             assert outcome.error is not None
-            return self._fail(outcome.error)
+            retried = holding.after_failure(self, ex, task, outcome.error)
+            return self._fail(outcome.error) if retried is None else retried
         if ex.map is not None:
             return mapping.item_done(self, ex, outcome)
         ex.results[outcome.key.node_id] = outcome.result
@@ -292,12 +319,13 @@ class Invocation:
             self.state.update(result)
             self.last_result = result
         self.step_no += 1
-        return out + self._decide()
+        hold = pause.breakpoint_at(self.rules.pause_after, ex.nodes, pause.PauseKind.AFTER)
+        return out + (self._decide() if hold is None else holding.start_pause(self, hold))
 
     def _on_node_down(self, down: NodeDown) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        lost = [k for k in ex.pending if k.node_id == down.node_id]
+        lost = [k for k, t in ex.pending.items() if k.node_id == down.node_id and not t.retry]
         if not lost:
             return []
         for key in lost:
@@ -310,10 +338,14 @@ class Invocation:
     def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
         ex = self.execution
         assert ex is not None
-        if deadline.execution_id != ex.id or not mapping.waiting(ex):
+        key = deadline.key
+        if deadline.execution_id != ex.id or not mapping.waiting(ex) \
+                or (key is not None and (key not in ex.pending or ex.pending[key].retry)):
             return []
         pending = sorted({k.node_id for k in ex.pending}) or [ex.nodes[0]]
-        return self._fail(reasons.timed_out(pending, self.rules.execution_timeout, ex.id))
+        node_id = pending[0] if key is None else key.node_id
+        pending = [node_id] + [n for n in pending if n != node_id]
+        return self._fail(reasons.timed_out(pending, self.rules.timeout_for(node_id), ex.id))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:
@@ -362,8 +394,9 @@ class Invocation:
         # invocation running, so this run ends without a result and the
         # invocation is kept for recover(), as the store says. A refused
         # checkpoint also means nothing of its step may run.
-        what = ("checkpoint refused" if self.phase is Phase.SAVING
-                else "the terminal result could not be recorded")
+        what = {Phase.SAVING: "checkpoint refused",
+                Phase.PAUSING: "the pause could not be recorded"}.get(
+            self.phase, "the terminal result could not be recorded")
         error = reasons.refused(refused.error, what)
         if self.rules.durable:
             return self._interrupt(error)

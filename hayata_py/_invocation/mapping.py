@@ -59,14 +59,15 @@ def new_map(invocation_id: str, step: int, node_id: str, items: list[Any],
 
 
 def start(inv: Invocation, ex: Execution) -> list[Command]:
-    """The step's checkpoint is saved (or it is resumed): open the map, send the first
-    window of items, arm the step's one deadline."""
+    """The step's checkpoint is saved (or it is resumed, its items that wait for a
+    retry already pending): open the map, send the first window of items, arm the
+    step's one deadline (the node's timeout: one per map step, not one per item)."""
     run = ex.map
     assert run is not None
-    edges = max(1, min(inv.rules.map_concurrency, len(run.queue)))
+    edges = max(1, min(inv.rules.map_concurrency, len(run.queue) + len(ex.pending)))
     out: list[Command] = [OpenMap(ex.id, run.node_id, run.task_ids, edges, run.reduce)]
     out += _fill(inv, ex, run)
-    out.append(ArmDeadline(ex.id, inv.rules.execution_timeout))
+    out.append(ArmDeadline(ex.id, inv.rules.timeout_for(run.node_id)))
     return out + _maybe_consolidate(inv, ex, run)
 
 
@@ -74,12 +75,21 @@ def _fill(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
     out: list[Command] = []
     while run.queue and len(ex.pending) < inv.rules.map_concurrency:
         item, attempt = run.queue.pop(0)
-        key = TaskKey(run.node_id, item)
-        ex.pending[key] = Task(key, run.task_ids[item])
-        out += inv._emit("node_started", {"node_id": run.node_id, "execution_id": ex.id,
-                                          "item": item})
-        out.append(Dispatch(ex.id, key, run.task_ids[item], inv.step_no, item,
-                            run.items[item], dict(inv.state), attempt))
+        out += resend(inv, ex, TaskKey(run.node_id, item), attempt)
+    return out
+
+
+def resend(inv: Invocation, ex: Execution, key: TaskKey, attempt: int,
+           history: tuple[str, ...] = ()) -> list[Command]:
+    """Send item ``key.item`` (attempt ``attempt``; ``history``: a retry's earlier errors)."""
+    run = ex.map
+    assert run is not None and key.item is not None
+    ex.pending[key] = Task(key, run.task_ids[key.item], attempt=attempt)
+    out = inv._emit("node_started", {"node_id": run.node_id, "execution_id": ex.id,
+                                     "item": key.item} | ({"attempt": attempt} if history
+                                                          else {}))
+    out.append(Dispatch(ex.id, key, run.task_ids[key.item], inv.step_no, key.item,
+                        run.items[key.item], dict(inv.state), attempt, history))
     return out
 
 

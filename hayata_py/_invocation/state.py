@@ -7,11 +7,13 @@ Plain data, shared by :mod:`~hayata_py._invocation.machine` and
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hayata_py._invocation.events import TaskKey, TaskOutcome
+from hayata_py._invocation.retry import RetryPlan
+from hayata_py._policy import RetryPolicy
 
 if TYPE_CHECKING:
     from hayata_py._invocation.mapping import MapRun
@@ -25,6 +27,8 @@ class Phase(enum.Enum):
     """Waiting for the step's checkpoint to be committed."""
     RUNNING = "running"
     """A step's tasks are out (or a map step waits for its reducer)."""
+    PAUSING = "pausing"
+    """Waiting for the pause to be committed."""
     FINISHING = "finishing"
     """Waiting for the terminal result to be committed."""
     ENDED = "ended"
@@ -51,6 +55,15 @@ class Rules:
     reduce_check: Callable[[str], str | None] = no_reduce_check
     """Why a map's reduce path cannot be imported, or None (the agent imports it;
     the machine itself imports nothing)."""
+    node_timeouts: Mapping[str, float] = field(default_factory=dict)
+    """Node id -> seconds one run of it may take (else ``execution_timeout``)."""
+    retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    """Node id -> its retry policy (nodes without one are not retried)."""
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
+
+    def timeout_for(self, node_id: str) -> float:
+        return self.node_timeouts.get(node_id, self.execution_timeout)
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,8 @@ class Seed:
     step: int = 0
     last_result: Any = None
     parallel_results: list[Any] | None = None
+    resume_value: Any = None
+    """What ``resume()`` was given: the next decision sees it."""
 
 
 @dataclass
@@ -73,6 +88,9 @@ class Task:
     partials_seen: int = 0
     held: TaskOutcome | None = None
     """A successful outcome that waits for its partial results."""
+    attempt: int = 1
+    retry: RetryPlan | None = None
+    """Set while the task waits for its next attempt (its backoff)."""
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from hayata_py._errors import HayataError
-from hayata_py.cli import agents, logs, observe, ps, recovery, run, system
+from hayata_py.cli import agents, logs, observe, pauses, ps, recovery, run, system
 from hayata_py.cli._common import EXIT_FAILED, CliError, from_hayata
 from supervisors import SupervisorError
 
@@ -40,7 +40,8 @@ def cli() -> None:
     Start a system with `hayata system start`, add agents with `hayata agent
     start MODULE:ATTR`, run them with `hayata run`, and see the actor tree with
     OS pids with `hayata ps`. After a crash, `hayata tasks AGENT` shows what
-    the store recorded and `hayata recover AGENT` continues the invocation.
+    the store recorded and `hayata recover AGENT` continues the invocation;
+    `hayata resume AGENT INVOCATION --value JSON` continues a paused one.
     `hayata observe` serves all of this as a live page.
     """
 
@@ -55,6 +56,7 @@ cli.add_command(recovery.tasks)
 cli.add_command(recovery.recover)
 cli.add_command(recovery.resolve)
 cli.add_command(recovery.abandon)
+cli.add_command(pauses.resume)
 cli.add_command(logs.logs)
 cli.add_command(observe.observe)
 

@@ -18,7 +18,9 @@ from hayata_py.cli._common import (
     CliError,
     connect,
     data_dir_option,
+    dumps,
     json_option,
+    open_store_of,
 )
 
 
@@ -94,24 +96,37 @@ def stop(agent_id: str, data_dir: Path) -> None:
 @data_dir_option
 @json_option
 def list_agents(data_dir: Path, as_json: bool) -> None:
-    """List agents: id, status, current invocation."""
+    """List agents: id, status, current invocation, and a paused invocation's payload."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    system, _record = connect(data_dir)
-    rows = []
+    system, record = connect(data_dir)
+    rows: list[tuple[str, str, str | None, Any]] = []
     for agent_id in system.agents():
         try:
             status = system.agent(agent_id).status_info()
-            rows.append((agent_id, status.status, status.invocation_id))
+            rows.append((agent_id, status.status, status.invocation_id,
+                         _payload(record.store_url, status.invocation_id)
+                         if status.status == "paused" else None))
         except HayataError as exc:
-            rows.append((agent_id, f"unreachable ({exc.code})", None))
+            rows.append((agent_id, f"unreachable ({exc.code})", None, None))
     if as_json:
-        for agent_id, state, invocation in rows:
-            click.echo(json.dumps({"id": agent_id, "status": state, "invocation": invocation}))
+        for agent_id, state, invocation, paused in rows:
+            click.echo(json.dumps({"id": agent_id, "status": state, "invocation": invocation}
+                                  | ({"paused": paused} if paused is not None else {})))
         return
-    table = Table("AGENT", "STATUS", "INVOCATION", box=None, pad_edge=False)
-    for agent_id, state, invocation in rows:
-        table.add_row(Text(agent_id), Text(state), Text(invocation or "-"))
+    table = Table("AGENT", "STATUS", "INVOCATION", "PAUSED", box=None, pad_edge=False)
+    for agent_id, state, invocation, paused in rows:
+        table.add_row(Text(agent_id), Text(state), Text(invocation or "-"),
+                      Text(dumps(paused) if paused is not None else "-"))
     Console(highlight=False, soft_wrap=True).print(table)
+
+
+def _payload(store_url: str | None, invocation_id: str | None) -> Any:
+    """A paused invocation's pause (kind, payload, nodes) as the store has it."""
+    if invocation_id is None:
+        return None
+    with open_store_of(store_url) as store:
+        found = store.get_invocation(invocation_id)
+    return None if found is None or found.paused is None else found.paused

@@ -40,7 +40,7 @@ def event_json(event: AgentEvent) -> dict[str, Any]:
 
 def result_json(result: AgentResult) -> dict[str, Any]:
     return {"kind": "result", "invocation_id": result.invocation_id, "ok": result.ok,
-            "result": result.result,
+            "status": result.status, "result": result.result,
             "error": result.error.to_dict() if result.error is not None else None}
 
 
@@ -55,10 +55,15 @@ def print_result(result: AgentResult, as_json: bool) -> int:
     """Print the result (failures to stderr in text mode); return the exit status."""
     if as_json:
         click.echo(dumps(result_json(result)))
-    elif result.ok:
+        return EXIT_RUNNING if result.status == "paused" else 0 if result.ok else EXIT_FAILED
+    if result.ok:
         click.echo(f"completed {result.invocation_id}: {dumps(result.result)}")
     else:
         assert result.error is not None
+        if result.status == "paused":
+            click.echo(f"paused {result.invocation_id}: "
+                       f"{dumps(result.error.details.get('payload'))}", err=True)
+            return EXIT_RUNNING
         if result.error.details.get("recoverable"):
             # Not failed: the invocation is kept, unfinished, for `hayata recover`.
             click.echo(f"interrupted {result.invocation_id}: {result.error.code}: "

@@ -172,16 +172,22 @@ class TaskStore(abc.ABC):
         attempt: int,
         task: TaskRecord | None = None,
         checkpoint: InvocationRecord | None = None,
+        retry: bool = False,
     ) -> TaskRecord:
         """Record that attempt ``attempt`` of the task starts now; return the stored record.
+
+        ``retry``: this attempt follows the task's recorded failure (a retry
+        policy); from ``failed`` it is accepted if ``attempt`` is higher than the
+        failed one, and clears the recorded error.
 
         A missing row is created from ``task`` (``task_not_found`` if ``task`` is
         not given). From ``scheduled`` any ``attempt >= 1`` is accepted. From
         ``started`` the ``attempt`` must increase (re-running an uncertain
         idempotent task), except that repeating the identical call (same attempt
         and ``system_instance``) is a no-op; otherwise ``attempt_not_increasing``.
-        A completed or failed task raises ``task_finished``. The invocation must
-        be running (``invocation_finished``). Fenced (:class:`StaleWriter`).
+        A completed task, or a failed one without ``retry``, raises
+        ``task_finished``. The invocation must be running
+        (``invocation_finished``). Fenced (:class:`StaleWriter`).
 
         With ``checkpoint`` (which needs ``task``; it must be of the task's
         running invocation and name the task's execution and node, else

@@ -84,6 +84,9 @@ class InvocationRecord:
     created_at: float = 0.0
     updated_at: float = 0.0
     format_version: int = FORMAT_VERSION
+    paused: dict[str, Any] | None = None
+    """Set while a running invocation waits for ``resume()`` (a human-in-the-loop
+    pause): ``{"kind", "payload", "nodes"}``. Written with the checkpoint."""
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,13 @@ __all__ = [
 ]
 
 
-def _active_to_plain(active: ActiveExecution | None) -> dict[str, Any] | None:
+def _active_to_plain(active: ActiveExecution | None, paused: dict[str, Any] | None = None
+                    ) -> dict[str, Any] | None:
+    """The active execution column; a pause rides along in it (``"paused"``), with
+    or without an execution, so pausing needs no schema change."""
     if active is None:
-        return None
-    plain = {
+        return None if paused is None else {"paused": paused}
+    plain = ({"paused": paused} if paused is not None else {}) | {
         "execution_id": active.execution_id,
         "step": active.step,
         "node_ids": list(active.node_ids),
@@ -55,7 +58,7 @@ def checkpoint_values(record: InvocationRecord) -> dict[str, Any]:
         "step": int(record.step),
         "state": encode(record.state, key="state"),
         "active_execution": encode(
-            _active_to_plain(record.active_execution), key="active_execution"
+            _active_to_plain(record.active_execution, record.paused), key="active_execution"
         ),
         "parallel_results": encode(record.parallel_results, key="parallel_results"),
         "last_result": encode(record.last_result, key="last_result"),
@@ -109,8 +112,15 @@ def _kind(value: Any, where: str, column: str, kinds: tuple[type, ...]) -> Any:
     return value
 
 
+def _paused_from_plain(raw: Any, where: str) -> dict[str, Any] | None:
+    paused = raw.get("paused") if isinstance(raw, dict) else None
+    if paused is not None and not isinstance(paused, dict):
+        raise _corrupt(where, "active_execution", f"not a pause: {paused!r:.200}")
+    return paused
+
+
 def _active_from_plain(raw: Any, where: str) -> ActiveExecution | None:
-    if raw is None:
+    if raw is None or (isinstance(raw, dict) and raw.keys() == {"paused"}):
         return None
     column = "active_execution"
     if not isinstance(raw, dict) or not {"execution_id", "step", "node_ids"} <= raw.keys():
@@ -150,7 +160,8 @@ def invocation_from_row(row: Any) -> InvocationRecord:
         step=row.step,
         state=dec("state", dict),
         input=dec("input"),
-        active_execution=_active_from_plain(dec("active_execution"), where),
+        active_execution=_active_from_plain(active := dec("active_execution"), where),
+        paused=_paused_from_plain(active, where),
         parallel_results=dec("parallel_results", list, _NONE),
         last_result=dec("last_result"),
         result=dec("result"),

@@ -177,6 +177,7 @@ class TaskWrites:
         attempt: int,
         task: TaskRecord | None = None,
         checkpoint: InvocationRecord | None = None,
+        retry: bool = False,
     ) -> TaskRecord:
         if attempt < 1:
             raise _task_error(task_id, "invalid_argument", f"attempt must be >= 1, got {attempt}")
@@ -242,6 +243,9 @@ class TaskWrites:
                 if new_row is None:
                     raise _task_error(task_id, "task_not_found", "no such task")
                 conn.execute(tk.insert(), new_row | started | {"resolved": False})
+            elif retry and row.status == "failed" and attempt > row.attempt:
+                # The next attempt after a recorded failure (a retry): its error goes.
+                self._update(conn, task_id, **started, error=encode(None, key="error"))
             elif row.status in FINISHED_TASK_STATUSES:
                 raise _task_error(task_id, "task_finished", f"already {row.status}")
             elif row.status == "started" and attempt <= row.attempt:

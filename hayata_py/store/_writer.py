@@ -82,8 +82,9 @@ class TaskWriter:
 
     def mark_started(self, task_id: str, *, token: int, system_instance: str | None,
                      attempt: int, task: TaskRecord | None = None,
-                     checkpoint: InvocationRecord | None = None) -> TaskRecord:
-        if task is not None and attempt >= 1 and task.task_id == task_id:
+                     checkpoint: InvocationRecord | None = None,
+                     retry: bool = False) -> TaskRecord:
+        if task is not None and attempt >= 1 and task.task_id == task_id and not retry:
             # The same checks as the store's before anything is written.
             saved = None if checkpoint is None else _checkpoint_of(task_id, task, checkpoint)
             row = task_values(task)
@@ -101,8 +102,10 @@ class TaskWriter:
                 return dataclasses.replace(task, status="started", attempt=attempt,
                                            started_at=now, finished_at=None,
                                            system_instance=system_instance, resolved=False)
+        # A retry (its failed row exists) and every other case: the full store.
         return self._full().mark_started(task_id, token=token, system_instance=system_instance,
-                                         attempt=attempt, task=task, checkpoint=checkpoint)
+                                         attempt=attempt, task=task, checkpoint=checkpoint,
+                                         retry=retry)
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
         params = (float(self.clock()), encode(result, key="result"), task_id, token)

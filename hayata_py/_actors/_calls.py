@@ -1,0 +1,51 @@
+"""Calling a node function on an edge: a plain function, or an ``async def`` one.
+
+An ``async def`` node runs on the edge's own event loop (one per edge
+process, kept between calls, so a client the node caches on the loop stays
+usable). The call blocks the edge exactly like a plain function: the edge
+runs one task at a time, ``ctx.streamer`` is called from the loop's thread,
+and cancelling or timing out the task still kills the edge process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from hayata_py._callables import resolve_callable
+
+_runner: asyncio.Runner | None = None
+
+
+def matches(exc: BaseException, retry_on: tuple[str, ...]) -> bool:
+    """``exc`` is an instance of one of the ``module:Class`` paths (a retry policy's
+    ``retry_on``); a path that no longer imports matches nothing."""
+    for path in retry_on:
+        try:
+            cls = resolve_callable(path)
+        except Exception:  # noqa: BLE001 - checked at start_agent; never fail the task here
+            continue
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return True
+    return False
+
+
+def call_node(fn: Callable[..., Any], ctx: Any) -> Any:
+    """``fn(ctx)``; a coroutine it returns is run to its end on the edge's loop."""
+    result = fn(ctx)
+    if inspect.isawaitable(result):
+        return _loop_runner().run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _loop_runner() -> asyncio.Runner:
+    global _runner
+    if _runner is None:
+        _runner = asyncio.Runner()
+    return _runner
