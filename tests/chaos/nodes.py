@@ -6,10 +6,9 @@ the input (fsynced), so the campaign can compare what really ran with what
 the store says. ``delay`` (seconds, per node) is the node's work.
 
 A graph is a plan: a list of steps, each a node id (sequential) or a list of
-node ids (parallel). Adding a map step once ``hy.Map`` exists is one entry
-in :data:`GRAPHS` with a ``{"map": node, "items": n}`` step, which
-:func:`policy` turns into ``hy.Map`` (retries and pauses: the same, one
-step kind each).
+node ids (parallel), or ``{"map": node, "items": n}`` (a map step, which
+:func:`policy` turns into ``hy.Map``). Retries and pauses would be one step
+kind each, the same way.
 """
 
 from __future__ import annotations
@@ -46,10 +45,8 @@ class Graph:
 GRAPHS: dict[str, Graph] = {
     "sequential": Graph("sequential", ("a", "b", "c"), ("a", "b", "c")),
     "parallel": Graph("parallel", ("fan", "x", "y", "join"), ("fan", ["x", "y"], "join")),
+    "map": Graph("map", ("split", "item", "join"), ("split", {"map": "item", "items": 3}, "join")),
 }
-if hasattr(hy, "Map"):  # the map step (being built): one entry, no other change here
-    GRAPHS["map"] = Graph("map", ("split", "item", "join"),
-                          ("split", {"map": "item", "items": 3}, "join"))
 
 
 def _effect(ctx: hy.NodeContext, event: str) -> None:
