@@ -259,36 +259,7 @@ class EngineHolder:
             finally:
                 raw.close()
         conn = self._pinned_connection(engine)
-        try:
-            cursor = conn.cursor()
-            try:
-                _begin_immediate(cursor)
-                changed = True
-                for sql, params in statements:
-                    cursor.execute(sql, params)
-                    if cursor.rowcount != 1:
-                        changed = False
-                        break
-            finally:
-                cursor.close()
-        except db_error:
-            try:
-                conn.rollback()
-            except db_error:
-                self._unpin(conn)
-            return False
-        except BaseException:
-            self._unpin(conn)  # interrupted mid-transaction: never reuse it
-            raise
-        try:
-            if not changed:
-                conn.rollback()
-                return False
-            conn.commit()
-        except BaseException:
-            self._unpin(conn)  # state unknown: never reuse it
-            raise
-        return True
+        return sqlite_transaction(conn, statements, db_error, lambda: self._unpin(conn))
 
     def _write_one_autocommit(
         self, raw: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
@@ -462,3 +433,43 @@ def _reset_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def sqlite_transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],
+                       db_error: type[Exception], discard: Callable[[], None]) -> bool:
+    """``BEGIN IMMEDIATE``, ``statements``, ``COMMIT`` on a plain sqlite3
+    connection: True if each changed exactly one row and it committed; else
+    rolled back and False (a driver error too). ``discard`` is called when the
+    connection's state is unknown (interrupted, a failed rollback or commit):
+    it must never be reused. Shared by :meth:`EngineHolder.write_all` and the
+    edge's light writer (``_writer.py``)."""
+    try:
+        cursor = conn.cursor()
+        try:
+            _begin_immediate(cursor)
+            changed = True
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                if cursor.rowcount != 1:
+                    changed = False
+                    break
+        finally:
+            cursor.close()
+    except db_error:
+        try:
+            conn.rollback()
+        except db_error:
+            discard()
+        return False
+    except BaseException:
+        discard()  # interrupted mid-transaction: never reuse it
+        raise
+    try:
+        if not changed:
+            conn.rollback()
+            return False
+        conn.commit()
+    except BaseException:
+        discard()  # state unknown: never reuse it
+        raise
+    return True

@@ -35,9 +35,9 @@ from hayata_py.store import _fast
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import (
     SQLITE_BUSY_TIMEOUT_S,
-    _begin_immediate,
     _sqlite_on_connect,
     normalize_url,
+    sqlite_transaction,
 )
 from hayata_py.store._records import InvocationRecord, TaskRecord
 from hayata_py.store._rows import task_values
@@ -202,37 +202,7 @@ class TaskWriter:
             raise
 
     def _write_sqlite(self, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
-        conn = self._conn
-        try:
-            cursor = conn.cursor()
-            try:
-                _begin_immediate(cursor)
-                changed = True
-                for sql, params in statements:
-                    cursor.execute(sql, params)
-                    if cursor.rowcount != 1:
-                        changed = False
-                        break
-            finally:
-                cursor.close()
-        except sqlite3.Error:
-            try:
-                conn.rollback()
-            except sqlite3.Error:
-                self._drop()
-            return False
-        except BaseException:
-            self._drop()  # interrupted mid-transaction: never reuse it
-            raise
-        try:
-            if not changed:
-                conn.rollback()
-                return False
-            conn.commit()
-        except BaseException:
-            self._drop()  # state unknown: never reuse it
-            raise
-        return True
+        return sqlite_transaction(self._conn, statements, sqlite3.Error, self._drop)
 
     def _drop(self) -> None:
         """Never reuse a connection whose state is unknown (the rollback of an
