@@ -20,7 +20,7 @@ import hayata_py as hy
 from examples.drills.graph import NODES, config
 from hayata_py.store import TaskClass, classify_task, open_store
 
-RUNS = int(os.environ.get("HAYATA_CRASH_RUNS", "30"))
+RUNS = int(os.environ.get("HAYATA_CRASH_RUNS", "10"))
 SEED = int(os.environ.get("HAYATA_CRASH_SEED", "20261129"))
 
 
