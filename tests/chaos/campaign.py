@@ -117,7 +117,8 @@ def reading(read: Callable[[], Any]) -> Any:
 
 def tasks_of(system: hy.AgentSystem, invocation_id: str) -> tuple[Task, ...]:
     return tuple(Task(t.task_id, t.node_id, t.status, t.attempt, classify_task(t), t.result,
-                      t.execution_id, t.resolved)
+                      t.execution_id, t.resolved, t.system_instance, t.started_at,
+                      t.finished_at)
                  for t in reading(lambda: system.store.get_tasks(invocation_id)))
 
 
@@ -152,6 +153,7 @@ class Campaign:
         self.restarts = 0
         self.last_result: Any = None
         self.system: hy.AgentSystem | None = None
+        self.handover: Any = None  # set by the takeover fault (tests/chaos/takeover.py)
         self.start()
 
     # -- the system ------------------------------------------------------------------
@@ -232,8 +234,14 @@ class Campaign:
         poll(lambda: line_count(effects) >= moment or self._finished(inv), WAIT_S,
              f"{moment} side-effect lines")
         run = Run(name, graph, inv, effects)
+        self.handover = None
         target = inject(self, run)
-        obs, outcome = self.settle(run)
+        if self.handover is not None:
+            from tests.chaos import takeover
+
+            obs, outcome = takeover.settle(self, run, self.handover)
+        else:
+            obs, outcome = self.settle(run)
         return self._record(kind, name, target, outcome, check(obs), began)
 
     def _record(self, kind: str, graph: str, target: str, outcome: str,

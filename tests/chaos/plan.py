@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.chaos import faults
+from tests.chaos import disk, faults, takeover
 from tests.chaos.campaign import Campaign, Figures
 
 KINDS = ("kill_one", "kill_system", "sigstop", "store", "garbage")
@@ -30,9 +30,11 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
         return faults.kill_system
     if kind == "sigstop":
         return rng.choice((faults.freeze("edge", STOP_EDGE_S),
-                           faults.freeze("agent", STOP_AGENT_S)))
+                           faults.freeze("agent", STOP_AGENT_S), takeover.takeover))
     if kind == "store":
-        return faults.pg_restarted(server) if store == "postgres" else faults.sqlite_locked
+        if store == "postgres":
+            return faults.pg_restarted(server)
+        return rng.choice((faults.sqlite_locked, disk.disk_full))
     if kind == "garbage":
         return faults.garbage
     raise ValueError(f"unknown fault kind {kind!r}")
@@ -42,7 +44,8 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
 def store_url(store: str, workdir: Path) -> Iterator[tuple[str, Any]]:
     """The store's URL, and the PostgreSQL server the campaign owns (or None)."""
     if store == "sqlite":
-        yield f"sqlite:///{workdir / 'data' / 'hayata.db'}", None
+        with disk.tmpfs(workdir / "db") as mount:
+            yield f"sqlite:///{mount / 'hayata.db'}", None
         return
     from tests.pg import ThrowawayServer
 
