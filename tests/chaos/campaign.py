@@ -11,7 +11,9 @@ Per fault: run an invocation of a random graph, wait until its side-effect
 file has a random number of lines, inject the fault (``faults.py``), drive
 the invocation to its end (wait; restart a dead system; recover, or on
 ``task_execution_uncertain`` resolve or abandon), then observe the store,
-the side-effect file and the processes for :func:`invariants.check`.
+the side-effect file and the processes for :func:`invariants.check`. A
+takeover fault (``takeover.py``) drives the invocation to its end on a second
+system itself and leaves a ``handover`` for its own settling.
 """
 
 from __future__ import annotations

@@ -1,9 +1,18 @@
 """What a campaign runs: the fault kinds per store, and a campaign per store.
 
 ``run_campaign(store, faults_per_kind, seed, workdir)`` starts the store (a
-SQLite file, or a PostgreSQL server of its own that the restart faults may
-stop), one system on it, and injects ``faults_per_kind`` faults of every kind,
-interleaved in a seeded random order. Used by ``tests/chaos/test_campaign.py``
+SQLite file on a tmpfs of its own that the disk-full fault fills, or a
+PostgreSQL server of its own that the restart faults may stop), one system on
+it, and injects ``faults_per_kind`` faults of every kind, interleaved in a
+seeded random order. Each kind picks its variant with the campaign's rng:
+
+- ``kill_one``: SIGKILL of one process of a random role;
+- ``kill_system``: SIGKILL of the whole system, started again;
+- ``sigstop``: an edge frozen past the execution deadline, the agent past its
+  lease, or a takeover by a second system (``takeover.py``);
+- ``store``: PostgreSQL restarted; SQLite locked past the busy timeout, or its
+  disk full (``disk.py``);
+- ``garbage``: garbage to every actor. Used by ``tests/chaos/test_campaign.py``
 (short) and ``benchmarks/chaos.py`` (long).
 """
 

@@ -1,5 +1,8 @@
 """The short chaos campaign (CI): every fault kind on SQLite and on PostgreSQL
-(a server of the campaign's own, which the restart faults stop and start).
+(a server of the campaign's own, which the restart faults stop and start; the
+SQLite database on a tmpfs of the campaign's own, which the disk-full fault
+fills: the campaign needs root to mount it and fails without). The kinds and
+their variants: ``tests/chaos/plan.py``.
 
 ``HAYATA_CHAOS_FAULTS`` faults of each kind per store (default 4; the issue
 asks for 30, which takes about 10 min on 2 cores: see the README's
