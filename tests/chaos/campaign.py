@@ -309,7 +309,8 @@ class Campaign:
         obs = Observation(
             run.invocation, at_fault, effects_at_fault, tasks_of(self.sys, run.invocation),
             read_effects(run.effects), recovery, terminal, final.status, active, refused,
-            at_refusal, processes, self.sys.admin_pid)
+            at_refusal, processes, self.sys.admin_pid,
+            final_error=final.error.get("code") if final.error else None)
         return obs, outcome
 
     def _recover(self, agent: hy.AgentRef, run: Run

@@ -18,6 +18,7 @@ from typing import Any
 from hayata_py.store import TaskClass
 
 Effects = Counter[tuple[str, str]]  # ("start" | "end", task_id) -> lines
+STORE_REFUSALS = frozenset({"store_unavailable"})  # a write refused, not fenced
 
 
 def parse_effects(text: str) -> Effects:
@@ -71,6 +72,7 @@ class Observation:
     ``processes``: pid -> parent pid of every process of the system,
     ``admin_pid``: the admin (whose parent is outside the system).
     ``accepted_next``: the system accepted (and finished) a new run afterwards.
+    ``final_error``: the code of the error the store ended the invocation with.
 
     A takeover (a second system recovered the invocation from a frozen first
     one): ``replaced_instance`` is the first system's instance, replaced by
@@ -94,6 +96,7 @@ class Observation:
     processes: Mapping[int, int] = field(default_factory=dict)
     admin_pid: int = 0
     accepted_next: bool = True
+    final_error: str | None = None
     replaced_instance: str | None = None
     replaced_at: float = 0.0
     tasks_at_takeover: tuple[Task, ...] = ()
@@ -189,7 +192,11 @@ def check(obs: Observation) -> list[Violation]:
     # 7. The system accepts new runs afterwards.
     if not obs.accepted_next:
         out.append(Violation("no_new_runs", "the system refused or failed a new run"))
-    # 8. Fencing: nothing written or started by a replaced instance after the takeover.
+    # 8. A write the store refused (down, locked, full) keeps the run for recover().
+    if obs.final_status == "failed" and obs.final_error in STORE_REFUSALS:
+        out.append(Violation("refused_write_failed_run", f"the invocation failed with "
+                             f"{obs.final_error} instead of being kept for recover()"))
+    # 9. Fencing: nothing written or started by a replaced instance after the takeover.
     if obs.replaced_instance is not None:
         out.extend(_replaced_writes(obs, obs.replaced_instance))
     return out

@@ -135,6 +135,7 @@ def settle(campaign: Campaign, run: Run, handover: Handover) -> tuple[Observatio
         tasks_of(campaign.sys, run.invocation), read_effects(run.effects), handover.recovery,
         handover.terminal + extra, final.status, handover.active_at_fault, handover.refused,
         handover.at_refusal, _parents(campaign.sys), campaign.sys.admin_pid,
+        final_error=final.error.get("code") if final.error else None,
         replaced_instance=handover.old_instance, replaced_at=handover.replaced_at,
         tasks_at_takeover=handover.tasks_at_takeover, replaced_pids=handover.old_pids,
         effects_after_takeover=late)

@@ -61,6 +61,8 @@ def test_a_clean_observation_has_no_violation() -> None:
     ({"recovery": Recovery.RECOVERABLE}, "not_recoverable"),
     ({"processes": {10: 1, 11: 10, 12: 99}}, "unsupervised_process"),
     ({"accepted_next": False}, "no_new_runs"),
+    ({"final_status": "failed", "final_error": "store_unavailable"},
+     "refused_write_failed_run"),
 ])
 def test_each_broken_rule_is_named(change: dict[str, object], rule: str) -> None:
     assert rule in rules(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]
