@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tests.chaos.campaign import Campaign, CampaignError, Run
 
-SIZE = "32m"    # the tmpfs: room for a long campaign's database
+SIZE = "64m"    # the tmpfs: room for a long campaign's database (~1 MB per 25 faults)
 FULL_S = 0.6    # how long the disk stays full (the agent's writes come every few ms)
 FILLER = "filler"
 
