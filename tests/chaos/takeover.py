@@ -1,19 +1,20 @@
 """The takeover fault (a ``sigstop`` variant): a second system takes the invocation
 over from a frozen first one; the first, thawed, must write nothing more (fencing).
 
-The first system's agent is SIGSTOPped past its lease, at a moment it holds no
-open transaction (a process frozen inside one keeps SQLite's write lock, or a
-PostgreSQL row lock, and then nobody can write: that is no fencing question).
-Its edges are left running until they are quiet (no task started without an
-end, every ended task recorded), which is what the fault observes "at fault".
-A second :class:`~hayata_py.AgentSystem` (its own name, instance and data
-directory; the same store) starts the agent, whose ``recover()`` waits out the
-lease (``invocation_busy``) and claims the invocation; a refusal
-(``task_execution_uncertain``) is resolved or abandoned by the campaign's rng.
-The second system runs the invocation to its end, then the first is thawed and
-the second shut down. :func:`settle` then checks the first system: it may only
-report the store's result, and no task record or side-effect line may come
-from it after the takeover (invariant ``replaced_instance_wrote``).
+The whole first system (the admin's process group: agent, nodes, edges, ...)
+is SIGSTOPped past the lease, at a moment none of it holds an open transaction
+(a process frozen inside one keeps SQLite's write lock, or a PostgreSQL row
+lock, and then nobody can write: that is no fencing question); an edge may be
+frozen in the middle of a task. A second :class:`~hayata_py.AgentSystem` (its
+own name, instance and data directory; the same store) starts the agent, whose
+``recover()`` waits out the lease (``invocation_busy``) and claims the
+invocation; a refusal (``task_execution_uncertain``: the frozen edge's task) is
+resolved or abandoned by the campaign's rng. The second system runs the
+invocation to its end, then the first is thawed and the second shut down.
+:func:`settle` then checks the first system: it may only report the store's
+result, and no task record or side-effect line may come from it after the
+takeover (invariant ``replaced_instance_wrote``): its edges' late writes are
+refused (``stale_writer``) and a task it had not started must not run.
 """
 
 from __future__ import annotations
@@ -41,10 +42,8 @@ from tests.chaos.campaign import (
     reading,
     tasks_of,
 )
-from tests.chaos.faults import role_pids
 from tests.chaos.invariants import Effects, Observation, Recovery, Task
 
-QUIET_S = 2.0     # how long the first system's edges may take to finish what they run
 FREEZE_TRIES = 50  # freezes retried when the agent was caught inside a transaction
 
 
@@ -67,19 +66,16 @@ class Handover:
 
 
 def takeover(campaign: Campaign, run: Run) -> str:
-    """Freeze the first system's agent (and the edge running a task of the run, if
-    one does), let a second system take the invocation over and finish it, thaw
-    the first (see the module docs)."""
-    pid = _agent_pid(campaign, run)
-    if pid is None or not _running(campaign, run):
+    """Freeze the whole first system, let a second system take the invocation over
+    and finish it, thaw the first (see the module docs)."""
+    if not _running(campaign, run):
         return "takeover (nothing running)"
     old_pids = frozenset(_parents(campaign.sys))
-    frozen: list[int] = []
+    group = os.getpgid(campaign.sys.admin_pid)  # the admin's group: the whole system
     try:
-        frozen = _freeze_outside_transaction(campaign, run, pid, old_pids)
+        _freeze_outside_transaction(campaign, run, group)
         if not _running(campaign, run):
             return "takeover (finished before the freeze)"
-        _quiet(campaign, run, frozen)
         record = reading(lambda: campaign.sys.store.get_invocation(run.invocation))
         active = record.active_execution.execution_id \
             if record is not None and record.active_execution else None
@@ -94,20 +90,19 @@ def takeover(campaign: Campaign, run: Run) -> str:
             lines = _lines(run)
             agent.wait(run.invocation, WAIT_S)
         finally:
-            _thaw(frozen)
+            _thaw(group)
             second.shutdown()
     finally:
-        _thaw(frozen)  # no-op when thawed already
+        _thaw(group)  # no-op when thawed already
     campaign.handover = Handover(
         campaign.sys.instance, old_pids, at_fault, effects, active, replaced_at,
         tasks_at_takeover, len(lines), recovery, refused, at_refusal, 1)
-    return "takeover, agent and edge" if len(frozen) > 1 else "takeover, agent"
+    return "takeover"
 
 
-def _thaw(pids: list[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGCONT)
+def _thaw(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGCONT)
 
 
 def settle(campaign: Campaign, run: Run, handover: Handover) -> tuple[Observation, str]:
@@ -168,21 +163,6 @@ def _recover(campaign: Campaign, run: Run, agent: hy.AgentRef
         time.sleep(POLL_S)  # polling period while the first system's lease runs out
 
 
-def _agent_pid(campaign: Campaign, run: Run) -> int | None:
-    """The agent's pid, from the last tree if that process still runs (asking the
-    tree takes longer than many a run)."""
-    known = _AGENTS.get((id(campaign), run.graph))
-    if known is not None and known in _parents(campaign.sys):
-        return known
-    pids = role_pids(campaign, run)["agent"]
-    if pids:
-        _AGENTS[(id(campaign), run.graph)] = pids[0]
-    return pids[0] if pids else None
-
-
-_AGENTS: dict[tuple[int, str], int] = {}
-
-
 def _running(campaign: Campaign, run: Run) -> bool:
     record = reading(lambda: campaign.sys.store.get_invocation(run.invocation))
     return record is not None and record.status == "running"
@@ -194,50 +174,17 @@ def _lines(run: Run) -> list[str]:
     return text.splitlines()[: text.count("\n")]
 
 
-def _quiet(campaign: Campaign, run: Run, frozen: list[int]) -> None:
-    """Wait (a while) until the first system's edges that are not frozen are done:
-    every task they started has ended, and every ended task has its record."""
-
-    def quiet() -> bool:
-        if any(pid not in frozen for pid in _open(run).values()):
-            return False
-        done = {t.task_id for t in tasks_of(campaign.sys, run.invocation)
-                if t.status in ("completed", "failed")}
-        return all(tid in done for (event, tid) in read_effects(run.effects) if event == "end")
-
-    deadline = time.monotonic() + QUIET_S
-    while not quiet() and time.monotonic() < deadline:
-        time.sleep(POLL_S)  # polling period: an edge finishing its task
-
-
-def _freeze_outside_transaction(campaign: Campaign, run: Run, agent: int,
-                                old_pids: frozenset[int]) -> list[int]:
-    """SIGSTOP the agent, and the edge running a task of ``run`` if any, at a
-    moment neither holds an open store transaction (tried again after the
-    agent's next lease renewal otherwise); the pids frozen."""
+def _freeze_outside_transaction(campaign: Campaign, run: Run, group: int) -> None:
+    """SIGSTOP the process group ``group`` at a moment none of it holds an open
+    store transaction (tried again after the agent's next lease renewal
+    otherwise)."""
     for _ in range(FREEZE_TRIES):
-        edges = [pid for pid in _open(run).values() if pid in old_pids][:1]
-        frozen = [agent, *edges]
-        for pid in frozen:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGSTOP)
-        if not any(_busy(campaign, pid) for pid in frozen):
-            return frozen
-        _thaw(frozen)
+        os.killpg(group, signal.SIGSTOP)
+        if not _busy(campaign):
+            return
+        _thaw(group)
         _next_renewal(campaign, run)
-    raise CampaignError(f"agent pid {agent} was inside a transaction at {FREEZE_TRIES} freezes")
-
-
-def _open(run: Run) -> dict[str, int]:
-    """task id -> pid of the tasks of ``run`` started and not ended (side-effect file)."""
-    out: dict[str, int] = {}
-    for line in _lines(run):
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "start":
-            out[parts[1]] = int(parts[3])
-        elif len(parts) == 4 and parts[0] == "end":
-            out.pop(parts[1], None)
-    return out
+    raise CampaignError(f"the system was inside a transaction at {FREEZE_TRIES} freezes")
 
 
 def _next_renewal(campaign: Campaign, run: Run) -> None:
@@ -264,11 +211,10 @@ def _scalar(campaign: Campaign, sql: str, **params: Any) -> Any:
     return reading(read)
 
 
-def _busy(campaign: Campaign, pid: int) -> bool:
-    """Does (frozen) ``pid`` hold a store transaction open? On SQLite: does anyone
-    hold the write lock (the frozen process, or another for a moment)."""
-    import psutil
-
+def _busy(campaign: Campaign) -> bool:
+    """Does anyone but this process hold a store transaction open (with the first
+    system frozen and no second one yet: a frozen process)? On SQLite: is the
+    write lock held."""
     url = campaign.store_url
     if url.startswith("sqlite:///"):
         conn = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0,
@@ -281,17 +227,6 @@ def _busy(campaign: Campaign, pid: int) -> bool:
             return True
         finally:
             conn.close()
-    try:
-        ports = [c.laddr.port for c in psutil.Process(pid).net_connections("tcp")
-                 if c.raddr and c.raddr.port == _pg_port(url)]
-    except psutil.NoSuchProcess:
-        return False
-    return bool(ports) and bool(_scalar(
-        campaign, "select count(*) from pg_stat_activity where client_port = any(:ports) "
-                  "and state <> 'idle'", ports=ports))
-
-
-def _pg_port(url: str) -> int:
-    import sqlalchemy as sa
-
-    return int(sa.make_url(url).port or 5432)
+    return bool(_scalar(
+        campaign, "select count(*) from pg_stat_activity where backend_type = "
+                  "'client backend' and pid <> pg_backend_pid() and state <> 'idle'"))
