@@ -9,7 +9,8 @@ seeded random order. Each kind picks its variant with the campaign's rng:
 - ``kill_one``: SIGKILL of one process of a random role;
 - ``kill_system``: SIGKILL of the whole system, started again;
 - ``sigstop``: an edge frozen past the execution deadline, the agent past its
-  lease, or a takeover by a second system (``takeover.py``);
+  lease, or the whole system past the lease while a second system takes the
+  invocation over (``takeover.py``);
 - ``store``: PostgreSQL restarted; SQLite locked past the busy timeout, or its
   disk full (``disk.py``);
 - ``garbage``: garbage to every actor. Used by ``tests/chaos/test_campaign.py``
