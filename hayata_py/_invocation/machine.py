@@ -367,6 +367,10 @@ class Invocation:
             # A write of this run (an edge's record) was fenced: another system
             # owns the invocation now. Not a failure of the invocation.
             return self._lose_ownership()
+        if error.code == "store_unavailable" and self.rules.durable:
+            # An edge's task record was refused (the store down, locked, full):
+            # the store still holds the invocation running; kept for recover().
+            return self._interrupt(reasons.task_record_refused(error))
         timed_out = error.code == "execution_timeout"
         return self._cancel_all(timed_out) + self._record(
             RecordResult(False, None, error, dict(self.state)))

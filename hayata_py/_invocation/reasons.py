@@ -72,6 +72,13 @@ def refused(error: ErrorInfo, what: str) -> ErrorInfo:
     return ErrorInfo(error.code, f"{what}: {error.message}", dict(error.details))
 
 
+def task_record_refused(error: ErrorInfo) -> ErrorInfo:
+    """An edge could not record its task's start or result (the store refused the
+    write, not fenced): the run is interrupted, the invocation kept for recover()."""
+    return ErrorInfo(error.code, f"a task record could not be written: {error.message}",
+                     {**error.details, "recoverable": True})
+
+
 def ownership_lost(invocation_id: str, owner: str) -> ErrorInfo:
     return ErrorInfo(
         "ownership_lost", f"another system took over invocation {invocation_id} (this "

@@ -11,7 +11,9 @@ Per fault: run an invocation of a random graph, wait until its side-effect
 file has a random number of lines, inject the fault (``faults.py``), drive
 the invocation to its end (wait; restart a dead system; recover, or on
 ``task_execution_uncertain`` resolve or abandon), then observe the store,
-the side-effect file and the processes for :func:`invariants.check`.
+the side-effect file and the processes for :func:`invariants.check`. A
+takeover fault (``takeover.py``) drives the invocation to its end on a second
+system itself and leaves a ``handover`` for its own settling.
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ def reading(read: Callable[[], Any]) -> Any:
 
 def tasks_of(system: hy.AgentSystem, invocation_id: str) -> tuple[Task, ...]:
     return tuple(Task(t.task_id, t.node_id, t.status, t.attempt, classify_task(t), t.result,
-                      t.execution_id, t.resolved)
+                      t.execution_id, t.resolved, t.system_instance, t.started_at,
+                      t.finished_at)
                  for t in reading(lambda: system.store.get_tasks(invocation_id)))
 
 
@@ -152,6 +155,7 @@ class Campaign:
         self.restarts = 0
         self.last_result: Any = None
         self.system: hy.AgentSystem | None = None
+        self.handover: Any = None  # set by the takeover fault (tests/chaos/takeover.py)
         self.start()
 
     # -- the system ------------------------------------------------------------------
@@ -232,8 +236,14 @@ class Campaign:
         poll(lambda: line_count(effects) >= moment or self._finished(inv), WAIT_S,
              f"{moment} side-effect lines")
         run = Run(name, graph, inv, effects)
+        self.handover = None
         target = inject(self, run)
-        obs, outcome = self.settle(run)
+        if self.handover is not None:
+            from tests.chaos import takeover
+
+            obs, outcome = takeover.settle(self, run, self.handover)
+        else:
+            obs, outcome = self.settle(run)
         return self._record(kind, name, target, outcome, check(obs), began)
 
     def _record(self, kind: str, graph: str, target: str, outcome: str,
@@ -299,7 +309,8 @@ class Campaign:
         obs = Observation(
             run.invocation, at_fault, effects_at_fault, tasks_of(self.sys, run.invocation),
             read_effects(run.effects), recovery, terminal, final.status, active, refused,
-            at_refusal, processes, self.sys.admin_pid)
+            at_refusal, processes, self.sys.admin_pid,
+            final_error=final.error.get("code") if final.error else None)
         return obs, outcome
 
     def _recover(self, agent: hy.AgentRef, run: Run

@@ -1,5 +1,6 @@
 """The faults the campaign injects; each takes the campaign and the run it hits
-and returns the name of what it hit (for the figures)."""
+and returns the name of what it hit (for the figures). The takeover by a
+second system is in ``takeover.py``, the disk-full fault in ``disk.py``."""
 
 from __future__ import annotations
 

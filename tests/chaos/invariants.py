@@ -18,6 +18,7 @@ from typing import Any
 from hayata_py.store import TaskClass
 
 Effects = Counter[tuple[str, str]]  # ("start" | "end", task_id) -> lines
+STORE_REFUSALS = frozenset({"store_unavailable"})  # a write refused, not fenced
 
 
 def parse_effects(text: str) -> Effects:
@@ -54,6 +55,9 @@ class Task:
     result: Any = None
     execution_id: str = ""
     resolved: bool = False  # completed by resolve_task: it may never have started
+    system_instance: str | None = None  # the system that wrote its ``started`` record
+    started_at: float | None = None
+    finished_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,14 @@ class Observation:
     ``processes``: pid -> parent pid of every process of the system,
     ``admin_pid``: the admin (whose parent is outside the system).
     ``accepted_next``: the system accepted (and finished) a new run afterwards.
+    ``final_error``: the code of the error the store ended the invocation with.
+
+    A takeover (a second system recovered the invocation from a frozen first
+    one): ``replaced_instance`` is the first system's instance, replaced by
+    ``replaced_at`` (a store timestamp at or after the new owner's claim);
+    ``tasks_at_takeover`` the records then; ``replaced_pids`` the first
+    system's processes; ``effects_after_takeover`` the side-effect lines
+    ``(event, task_id, pid)`` appended after ``replaced_at``.
     """
 
     invocation_id: str
@@ -84,6 +96,12 @@ class Observation:
     processes: Mapping[int, int] = field(default_factory=dict)
     admin_pid: int = 0
     accepted_next: bool = True
+    final_error: str | None = None
+    replaced_instance: str | None = None
+    replaced_at: float = 0.0
+    tasks_at_takeover: tuple[Task, ...] = ()
+    replaced_pids: frozenset[int] = frozenset()
+    effects_after_takeover: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +192,34 @@ def check(obs: Observation) -> list[Violation]:
     # 7. The system accepts new runs afterwards.
     if not obs.accepted_next:
         out.append(Violation("no_new_runs", "the system refused or failed a new run"))
+    # 8. A write the store refused (down, locked, full) keeps the run for recover().
+    if obs.final_status == "failed" and obs.final_error in STORE_REFUSALS:
+        out.append(Violation("refused_write_failed_run", f"the invocation failed with "
+                             f"{obs.final_error} instead of being kept for recover()"))
+    # 9. Fencing: nothing written or started by a replaced instance after the takeover.
+    if obs.replaced_instance is not None:
+        out.extend(_replaced_writes(obs, obs.replaced_instance))
+    return out
+
+
+def _replaced_writes(obs: Observation, replaced: str) -> list[Violation]:
+    out = []
+    for task in obs.tasks_after:
+        if task.system_instance != replaced:
+            continue
+        late_start = (task.started_at or 0.0) > obs.replaced_at
+        late_end = not task.resolved and (task.finished_at or 0.0) > obs.replaced_at
+        if late_start or late_end:
+            out.append(Violation("replaced_instance_wrote", f"{task.node_id} {task.task_id} "
+                                 f"{task.status} by the replaced instance after the takeover"))
+    # A task the replaced instance had started before the takeover may print its
+    # ``start`` line a moment later; no other task may start in its processes.
+    begun = {t.task_id for t in obs.tasks_at_takeover
+             if t.system_instance == replaced and t.status != "scheduled"}
+    for event, task_id, pid in obs.effects_after_takeover:
+        if event == "start" and pid in obs.replaced_pids and task_id not in begun:
+            out.append(Violation("replaced_instance_wrote", f"task {task_id} started in pid "
+                                 f"{pid} of the replaced instance after the takeover"))
     return out
 
 

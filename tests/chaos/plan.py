@@ -1,9 +1,19 @@
 """What a campaign runs: the fault kinds per store, and a campaign per store.
 
 ``run_campaign(store, faults_per_kind, seed, workdir)`` starts the store (a
-SQLite file, or a PostgreSQL server of its own that the restart faults may
-stop), one system on it, and injects ``faults_per_kind`` faults of every kind,
-interleaved in a seeded random order. Used by ``tests/chaos/test_campaign.py``
+SQLite file on a tmpfs of its own that the disk-full fault fills, or a
+PostgreSQL server of its own that the restart faults may stop), one system on
+it, and injects ``faults_per_kind`` faults of every kind, interleaved in a
+seeded random order. Each kind picks its variant with the campaign's rng:
+
+- ``kill_one``: SIGKILL of one process of a random role;
+- ``kill_system``: SIGKILL of the whole system, started again;
+- ``sigstop``: an edge frozen past the execution deadline, the agent past its
+  lease, or the whole system past the lease while a second system takes the
+  invocation over (``takeover.py``);
+- ``store``: PostgreSQL restarted; SQLite locked past the busy timeout, or its
+  disk full (``disk.py``);
+- ``garbage``: garbage to every actor. Used by ``tests/chaos/test_campaign.py``
 (short) and ``benchmarks/chaos.py`` (long).
 """
 
@@ -15,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.chaos import faults
+from tests.chaos import disk, faults, takeover
 from tests.chaos.campaign import Campaign, Figures
 
 KINDS = ("kill_one", "kill_system", "sigstop", "store", "garbage")
@@ -30,9 +40,11 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
         return faults.kill_system
     if kind == "sigstop":
         return rng.choice((faults.freeze("edge", STOP_EDGE_S),
-                           faults.freeze("agent", STOP_AGENT_S)))
+                           faults.freeze("agent", STOP_AGENT_S), takeover.takeover))
     if kind == "store":
-        return faults.pg_restarted(server) if store == "postgres" else faults.sqlite_locked
+        if store == "postgres":
+            return faults.pg_restarted(server)
+        return rng.choice((faults.sqlite_locked, disk.disk_full))
     if kind == "garbage":
         return faults.garbage
     raise ValueError(f"unknown fault kind {kind!r}")
@@ -42,7 +54,8 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
 def store_url(store: str, workdir: Path) -> Iterator[tuple[str, Any]]:
     """The store's URL, and the PostgreSQL server the campaign owns (or None)."""
     if store == "sqlite":
-        yield f"sqlite:///{workdir / 'data' / 'hayata.db'}", None
+        with disk.tmpfs(workdir / "db") as mount:
+            yield f"sqlite:///{mount / 'hayata.db'}", None
         return
     from tests.pg import ThrowawayServer
 

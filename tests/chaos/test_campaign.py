@@ -1,5 +1,8 @@
 """The short chaos campaign (CI): every fault kind on SQLite and on PostgreSQL
-(a server of the campaign's own, which the restart faults stop and start).
+(a server of the campaign's own, which the restart faults stop and start; the
+SQLite database on a tmpfs of the campaign's own, which the disk-full fault
+fills: the campaign needs root to mount it and fails without). The kinds and
+their variants: ``tests/chaos/plan.py``.
 
 ``HAYATA_CHAOS_FAULTS`` faults of each kind per store (default 30: 150 faults
 per store, about 2 min each on a quiet 2-core machine); ``HAYATA_CHAOS_SEED``
@@ -86,3 +89,23 @@ def test_garbage_leaves_every_actor_running(tmp_path: Path) -> None:
         assert {p.pid for p in faults._procs(campaign.sys)} == before
     finally:
         campaign.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sqlite_disk_full_keeps_the_run_for_recover(tmp_path: Path) -> None:
+    """Found by the disk-full faults: an edge whose task record the store refused
+    (``SQLITE_FULL``: ``store_unavailable``) made the run fail for good (5 of 20
+    faults), though the store still held the invocation running and a recover()
+    would have finished it. The run is now interrupted and kept for recover()."""
+    from tests.chaos import disk
+    from tests.chaos.plan import store_url
+
+    with store_url("sqlite", tmp_path) as (url, _):
+        campaign = Campaign(tmp_path, url, "sqlite", SEED)
+        try:
+            outcomes = [campaign.one("store", disk.disk_full) for _ in range(12)]
+        finally:
+            campaign.close()
+    assert [v for o in outcomes for v in o.violations] == [], f"seed {SEED}"
+    assert {o.target for o in outcomes} == {"sqlite disk full"}

@@ -61,6 +61,8 @@ def test_a_clean_observation_has_no_violation() -> None:
     ({"recovery": Recovery.RECOVERABLE}, "not_recoverable"),
     ({"processes": {10: 1, 11: 10, 12: 99}}, "unsupervised_process"),
     ({"accepted_next": False}, "no_new_runs"),
+    ({"final_status": "failed", "final_error": "store_unavailable"},
+     "refused_write_failed_run"),
 ])
 def test_each_broken_rule_is_named(change: dict[str, object], rule: str) -> None:
     assert rule in rules(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]
@@ -87,3 +89,36 @@ def test_orphans_are_processes_whose_parent_is_outside() -> None:
 def test_parse_effects_counts_lines_and_ignores_a_torn_one() -> None:
     text = "start t1 a 5\nend t1 a 5\nstart t2 b 6\nsta"
     assert parse_effects(text) == effects(start_t1=1, end_t1=1, start_t2=1)
+
+
+def takeover() -> Observation:
+    """A clean takeover at t=100: the old instance "old" started t2 before it
+    (pid 7), the new one resolved it."""
+    old_maybe = dataclasses.replace(MAYBE, system_instance="old", started_at=99.0)
+    resolved = dataclasses.replace(RESOLVED, system_instance="old", started_at=99.0,
+                                   finished_at=101.0, resolved=True)
+    return dataclasses.replace(
+        clean(), tasks_after=(DONE, resolved), replaced_instance="old", replaced_at=100.0,
+        tasks_at_takeover=(DONE, old_maybe), replaced_pids=frozenset({7}),
+        effects_after_takeover=(("start", "t2", 7), ("end", "t2", 7), ("start", "t3", 8)))
+
+
+def test_a_clean_takeover_has_no_violation() -> None:
+    assert check(takeover()) == []
+
+
+@pytest.mark.parametrize("change", [
+    # the old instance started a task after the takeover
+    {"tasks_after": (DONE, dataclasses.replace(RESOLVED, system_instance="old",
+                                               started_at=100.5, finished_at=101.0))},
+    # its completion landed after the takeover (not a resolve_task by the new owner)
+    {"tasks_after": (DONE, dataclasses.replace(RESOLVED, system_instance="old",
+                                               started_at=99.0, finished_at=101.0))},
+    # a process of the old instance started a task it had not begun before
+    {"effects_after_takeover": (("start", "t3", 7),)},
+])
+def test_a_write_by_a_replaced_instance_is_named(change: dict[str, object]) -> None:
+    obs = dataclasses.replace(takeover(), **change)  # type: ignore[arg-type]
+    assert "replaced_instance_wrote" in rules(obs)
+    assert "replaced_instance_wrote" not in rules(dataclasses.replace(
+        obs, replaced_instance=None))
