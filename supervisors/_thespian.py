@@ -13,6 +13,13 @@
   and never reports those: two children killed a few milliseconds apart
   leave their parent believing one still runs. :func:`install_exit_patch`
   makes it report each one it reaps (see ``MultiProcReplicator._childExited``).
+- **One poll set per thread instead of a new epoll per loop turn.**
+  ``TCPTransport._runWithExpiry`` built a ``selectors.DefaultSelector`` (an
+  epoll: one ``epoll_create``, one ``epoll_ctl`` per socket, a ``close``) on
+  every turn of its loop, about 36 us a turn. :func:`install_selector_patch`
+  hands that module a selector that keeps one ``select.poll`` object per
+  thread and only tells it what changed since the last turn (see
+  :class:`_ReusedSelector`).
 - **Conventions** (several systems, possibly on several hosts): Thespian reads
   its convention timings once, at import, from environment variables;
   :func:`configure_convention` sets them for the admins started afterwards.
@@ -20,13 +27,22 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import inspect
+import math
 import os
 import random
+import select
+import selectors
 import socket
+import threading
+import types
 from datetime import timedelta
 from typing import Any
 
 import thespian.system.admin.convention as _convention
+import thespian.system.transport.TCPTransport as _tcp
 from thespian.actors import ChildActorExited
 from thespian.system.addressManager import CannotPickleAddress
 from thespian.system.multiprocCommon import MultiProcReplicator
@@ -91,6 +107,134 @@ def install_exit_patch() -> None:
         return
     MultiProcReplicator._childExited = _child_exited
     MultiProcReplicator._supervisors_patched = True
+
+
+FRESH_SELECTOR_ENV = "SUPERVISORS_FRESH_SELECTOR"
+"""Set to ``1`` (before ``supervisors`` is imported) to keep Thespian's own
+selector per loop turn: a switch to compare the two, not a setting."""
+
+SELECTOR_PATCH_FITS = {
+    "thespian": "4.0.1",
+    "_runWithExpiry": "5a6c512c48e9",
+    "_check_fd": "fb16f5f87339",
+}
+"""What :func:`install_selector_patch` was written against: Thespian's version
+and a hash of the source of the two ``TCPTransport`` methods that use
+``selectors``. Anything else and the patch is not applied."""
+
+_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+def _source_hash(fn: Any) -> str:
+    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:12]
+
+
+def selector_patch_fingerprint() -> dict[str, str]:
+    """The installed Thespian's values for :data:`SELECTOR_PATCH_FITS`."""
+    from importlib import metadata
+
+    return {"thespian": metadata.version("thespian"),
+            "_runWithExpiry": _source_hash(_tcp.TCPTransport._runWithExpiry),
+            "_check_fd": _source_hash(_tcp.TCPTransport._check_fd)}
+
+
+def _fileno(fileobj: Any) -> int:
+    """The descriptor, or ValueError, as ``selectors`` finds it."""
+    fd = fileobj if isinstance(fileobj, int) else int(fileobj.fileno())
+    if fd < 0:
+        raise ValueError(f"Invalid file descriptor: {fd}")
+    return fd
+
+
+class _ReusedSelector:
+    """What ``TCPTransport`` uses of a selector, on one ``select.poll`` kept
+    for the life of the thread.
+
+    Thespian's loop does, each turn: ``DefaultSelector()``, ``register`` each
+    socket it waits on, ``select(delay)``, ``close()``. Here
+    ``DefaultSelector()`` returns the thread's instance with this turn's
+    registrations cleared; ``select`` first brings the poll set in line with
+    them (unregister what is gone, register what is new or changed: no system
+    call, a poll set lives in the process) and then makes the one ``poll``
+    system call. Because a poll set holds descriptor numbers, not open files,
+    a socket closed and its number reused by a new one between two turns is
+    simply polled as the new one (an epoll kept across turns would have
+    dropped it silently). Semantics kept from ``selectors``: a second
+    registration of a descriptor raises ``KeyError``, a negative one
+    ``ValueError``, the timeout is rounded up to the millisecond, hang-up and
+    error count as both readable and writable; a closed descriptor raises
+    ``OSError(EBADF)`` (epoll raised it at ``register``; both are inside the
+    same ``try`` of Thespian's loop, whose ``EBADF`` path finds and drops the
+    bad descriptor, and ``_check_fd`` relies on it).
+    """
+
+    _local = threading.local()
+
+    def __init__(self) -> None:
+        self._poll = select.poll()
+        self._polled: dict[int, int] = {}  # fd -> poll mask, as the poll set holds it
+        self._wanted: dict[int, int] = {}  # fd -> selectors events, this turn
+
+    @classmethod
+    def for_thread(cls) -> _ReusedSelector:
+        sel: _ReusedSelector | None = getattr(cls._local, "selector", None)
+        if sel is None:
+            sel = cls._local.selector = cls()
+        sel._wanted = {}
+        return sel
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        if not events or events & ~(_READ | _WRITE):
+            raise ValueError(f"Invalid events: {events!r}")
+        fd = _fileno(fileobj)
+        if fd in self._wanted:
+            raise KeyError(f"{fileobj!r} (FD {fd}) is already registered")
+        self._wanted[fd] = events
+        return selectors.SelectorKey(fileobj, fd, events, data)
+
+    def select(self, timeout: float | None = None
+               ) -> list[tuple[selectors.SelectorKey, int]]:
+        wanted, polled, poll = self._wanted, self._polled, self._poll
+        for fd in [fd for fd in polled if fd not in wanted]:
+            del polled[fd]
+            poll.unregister(fd)
+        for fd, events in wanted.items():
+            mask = (select.POLLIN if events & _READ else 0) | \
+                (select.POLLOUT if events & _WRITE else 0)
+            if polled.get(fd) != mask:
+                poll.register(fd, mask)
+                polled[fd] = mask
+        ms = None if timeout is None else 0 if timeout <= 0 else math.ceil(timeout * 1e3)
+        ready = []
+        for fd, revents in poll.poll(ms):
+            if revents & select.POLLNVAL:
+                raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+            events = (_WRITE if revents & ~select.POLLIN else 0) | \
+                (_READ if revents & ~select.POLLOUT else 0)
+            key = selectors.SelectorKey(fd, fd, wanted[fd], None)
+            ready.append((key, events & key.events))
+        return ready
+
+    def close(self) -> None:
+        self._wanted = {}  # the poll set stays: the next turn diffs against it
+
+
+_SELECTORS_SHIM = types.SimpleNamespace(DefaultSelector=_ReusedSelector.for_thread,
+                                        EVENT_READ=_READ, EVENT_WRITE=_WRITE)
+
+
+def install_selector_patch() -> bool:
+    """Give ``TCPTransport`` :class:`_ReusedSelector` instead of a new epoll per
+    loop turn, in this process and every process forked from it (the admin,
+    the actors). Not applied (False) if :envvar:`SUPERVISORS_FRESH_SELECTOR`
+    is ``1`` or Thespian is not the one it was written for."""
+    if _tcp.selectors is _SELECTORS_SHIM:
+        return True
+    if os.environ.get(FRESH_SELECTOR_ENV) == "1" \
+            or selector_patch_fingerprint() != SELECTOR_PATCH_FITS:
+        return False
+    _tcp.selectors = _SELECTORS_SHIM
+    return True
 
 
 def prepare_environment(bind: str) -> None:
@@ -172,3 +316,4 @@ def log_defs() -> dict[str, Any]:
 
 install_loopback_patch()
 install_exit_patch()
+install_selector_patch()
