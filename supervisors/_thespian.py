@@ -20,6 +20,11 @@
   hands that module a selector that keeps one ``select.poll`` object per
   thread and only tells it what changed since the last turn (see
   :class:`_ReusedSelector`).
+- **Debug text only when it is logged.** Thespian passes
+  ``intent.identify()`` / ``envelope.identify()`` (the message's ``str``, the
+  addresses) to a debug ``thesplog`` on every send and receive, so the text is
+  built whether or not debug logging is on. :func:`install_describe_patch`
+  makes ``identify()`` return an object that builds that text when formatted.
 - **Conventions** (several systems, possibly on several hosts): Thespian reads
   its convention timings once, at import, from environment variables;
   :func:`configure_convention` sets them for the admins started afterwards.
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import inspect
+import linecache
 import math
 import os
 import random
@@ -46,7 +51,7 @@ import thespian.system.transport.TCPTransport as _tcp
 from thespian.actors import ChildActorExited
 from thespian.system.addressManager import CannotPickleAddress
 from thespian.system.multiprocCommon import MultiProcReplicator
-from thespian.system.transport import TransmitIntent
+from thespian.system.transport import ReceiveEnvelope, TransmitIntent
 from thespian.system.transport.IPBase import IPActorAddress
 from thespian.system.utilis import partition
 
@@ -109,14 +114,15 @@ def install_exit_patch() -> None:
     MultiProcReplicator._supervisors_patched = True
 
 
-FRESH_SELECTOR_ENV = "SUPERVISORS_FRESH_SELECTOR"
+PLAIN_THESPIAN_ENV = "SUPERVISORS_PLAIN_THESPIAN"
 """Set to ``1`` (before ``supervisors`` is imported) to keep Thespian's own
-selector per loop turn: a switch to compare the two, not a setting."""
+selector per loop turn and its eager ``identify()``: a switch to measure the
+two speed patches against, not a setting."""
 
 SELECTOR_PATCH_FITS = {
     "thespian": "4.0.1",
-    "_runWithExpiry": "5a6c512c48e9",
-    "_check_fd": "fb16f5f87339",
+    "_runWithExpiry": "e91ffd352fcc",
+    "_check_fd": "41abcd0cc691",
 }
 """What :func:`install_selector_patch` was written against: Thespian's version
 and a hash of the source of the two ``TCPTransport`` methods that use
@@ -126,7 +132,18 @@ _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 
 
 def _source_hash(fn: Any) -> str:
-    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:12]
+    """A hash of ``fn``'s source lines (its ``def`` and every line indented
+    deeper after it), read without tokenizing: ``inspect.getsource`` on
+    ``_runWithExpiry`` takes ~10 ms, paid at every import."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename)
+    start = code.co_firstlineno - 1
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip()
+                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    return hashlib.sha256("".join(lines[start:end]).encode()).hexdigest()[:12]
 
 
 def selector_patch_fingerprint() -> dict[str, str]:
@@ -226,14 +243,74 @@ _SELECTORS_SHIM = types.SimpleNamespace(DefaultSelector=_ReusedSelector.for_thre
 def install_selector_patch() -> bool:
     """Give ``TCPTransport`` :class:`_ReusedSelector` instead of a new epoll per
     loop turn, in this process and every process forked from it (the admin,
-    the actors). Not applied (False) if :envvar:`SUPERVISORS_FRESH_SELECTOR`
+    the actors). Not applied (False) if :data:`PLAIN_THESPIAN_ENV`
     is ``1`` or Thespian is not the one it was written for."""
     if _tcp.selectors is _SELECTORS_SHIM:
         return True
-    if os.environ.get(FRESH_SELECTOR_ENV) == "1" \
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
             or selector_patch_fingerprint() != SELECTOR_PATCH_FITS:
         return False
     _tcp.selectors = _SELECTORS_SHIM
+    return True
+
+
+DESCRIBE_PATCH_FITS = {
+    "thespian": "4.0.1",
+    "TransmitIntent.identify": "3298e98aeec4",
+    "ReceiveEnvelope.identify": "aae2a5250024",
+    "ReceiveEnvelope.__str__": "842230b3408f",
+}
+"""What :func:`install_describe_patch` was written against: Thespian's
+version and the source of the methods it wraps. (That every caller of
+``identify()`` in Thespian only formats it with ``%s`` is checked by
+``tests/test_thespian_selector.py``.)"""
+
+_IDENTIFY = (TransmitIntent.identify, ReceiveEnvelope.identify, ReceiveEnvelope.__str__)
+
+
+def describe_patch_fingerprint() -> dict[str, str]:
+    """The installed Thespian's values for :data:`DESCRIBE_PATCH_FITS`."""
+    from importlib import metadata
+
+    return {"thespian": metadata.version("thespian"),
+            "TransmitIntent.identify": _source_hash(_IDENTIFY[0]),
+            "ReceiveEnvelope.identify": _source_hash(_IDENTIFY[1]),
+            "ReceiveEnvelope.__str__": _source_hash(_IDENTIFY[2])}
+
+
+class _Described:
+    """The text ``identify()`` gave, built when something formats it."""
+
+    __slots__ = ("_of", "_text")
+
+    def __init__(self, of: Any, text: Any) -> None:
+        self._of, self._text = of, text
+
+    def __str__(self) -> str:
+        return str(self._text(self._of))
+
+    __repr__ = __str__
+
+
+def _lazy(text: Any) -> Any:
+    def identify(self: Any) -> _Described:
+        return _Described(self, text)
+    identify._supervisors_patched = True  # type: ignore[attr-defined]
+    return identify
+
+
+def install_describe_patch() -> bool:
+    """Make Thespian's ``identify()`` lazy (see :class:`_Described`); not applied
+    (False) if :data:`PLAIN_THESPIAN_ENV` is ``1`` or Thespian is not the one it
+    was written for."""
+    if getattr(TransmitIntent.identify, "_supervisors_patched", False):
+        return True
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
+            or describe_patch_fingerprint() != DESCRIBE_PATCH_FITS:
+        return False
+    TransmitIntent.identify = _lazy(_IDENTIFY[0])
+    ReceiveEnvelope.identify = _lazy(_IDENTIFY[1])
+    ReceiveEnvelope.__str__ = _IDENTIFY[1]  # str(envelope) stays the text itself
     return True
 
 
@@ -317,3 +394,4 @@ def log_defs() -> dict[str, Any]:
 install_loopback_patch()
 install_exit_patch()
 install_selector_patch()
+install_describe_patch()

@@ -152,3 +152,68 @@ def test_each_thread_has_its_own_poll_set() -> None:
     thread.start()
     thread.join(10)
     assert seen and seen[0] is not tcp.selectors.DefaultSelector()
+
+
+# -- identify() built only when formatted (install_describe_patch) ------------------------
+
+IDENTIFY_CALL_SITES = "07f457532fab"
+"""Hash of every line of Thespian that calls ``identify()``: each passes the
+result to a ``%s`` (thesplog, logging, ``'... %s' %``), which is what lets it
+be an object that builds its text when formatted. If this changes, read the new
+call sites before updating it."""
+
+
+def _identify_call_sites() -> str:
+    import hashlib
+
+    import thespian
+
+    root = os.path.dirname(thespian.__file__)
+    sites = []
+    for folder, _dirs, files in sorted(os.walk(root)):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    sites += [line.strip() for line in f if "identify()" in line]
+    return hashlib.sha256("\n".join(sites).encode()).hexdigest()[:12]
+
+
+def test_the_describe_patch_fits_the_installed_thespian_and_is_applied() -> None:
+    from thespian.system.transport import ReceiveEnvelope, TransmitIntent
+
+    assert T.describe_patch_fingerprint() == T.DESCRIBE_PATCH_FITS
+    assert _identify_call_sites() == IDENTIFY_CALL_SITES
+    assert T.install_describe_patch() is True
+    assert getattr(TransmitIntent.identify, "_supervisors_patched", False)
+    assert getattr(ReceiveEnvelope.identify, "_supervisors_patched", False)
+
+
+class Counted:
+    """A message whose text counts how often it was built."""
+
+    built = 0
+
+    def __str__(self) -> str:
+        Counted.built += 1
+        return "counted-message"
+
+
+def test_identify_text_is_built_only_when_formatted() -> None:
+    import logging
+
+    from thespian.system.transport import ReceiveEnvelope, TransmitIntent
+    from thespian.system.utilis import thesplog
+
+    Counted.built = 0
+    envelope = ReceiveEnvelope("sender-addr", Counted())
+    intent = TransmitIntent("target-addr", Counted())
+    thesplog("ACTOR got %s", envelope.identify(), level=logging.DEBUG)
+    thesplog("Attempting intent %s", intent.identify(), level=logging.DEBUG)
+    assert Counted.built == 0  # debug is off: nothing was built
+    text = "%s" % envelope.identify()  # noqa: UP031 - as Thespian formats it
+    assert "from: sender-addr" in text and "counted-message" in text
+    assert str(envelope) == text  # str() still gives the text itself
+    assert isinstance(str(envelope), str)
+    as_logged = "%s" % intent.identify()  # noqa: UP031 - as Thespian formats it
+    assert "target-addr" in as_logged and "counted-message" in str(intent)
+    assert Counted.built >= 4  # built each time it is formatted
