@@ -129,6 +129,9 @@ and a hash of the source of the two ``TCPTransport`` methods that use
 ``selectors``. Anything else and the patch is not applied."""
 
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+_POLL_MASK = {_READ: select.POLLIN, _WRITE: select.POLLOUT,
+              _READ | _WRITE: select.POLLIN | select.POLLOUT}
+_EVENTS = {mask: events for events, mask in _POLL_MASK.items()}
 
 
 def _source_hash(fn: Any) -> str:
@@ -190,7 +193,7 @@ class _ReusedSelector:
     def __init__(self) -> None:
         self._poll = select.poll()
         self._polled: dict[int, int] = {}  # fd -> poll mask, as the poll set holds it
-        self._wanted: dict[int, int] = {}  # fd -> selectors events, this turn
+        self._wanted: dict[int, int] = {}  # fd -> poll mask, this turn
 
     @classmethod
     def for_thread(cls) -> _ReusedSelector:
@@ -200,27 +203,27 @@ class _ReusedSelector:
         sel._wanted = {}
         return sel
 
-    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        if not events or events & ~(_READ | _WRITE):
+    def register(self, fileobj: Any, events: int, data: Any = None) -> None:
+        """As ``selectors`` registers, without building the key Thespian never reads."""
+        mask = _POLL_MASK.get(events)
+        if mask is None:
             raise ValueError(f"Invalid events: {events!r}")
         fd = _fileno(fileobj)
         if fd in self._wanted:
             raise KeyError(f"{fileobj!r} (FD {fd}) is already registered")
-        self._wanted[fd] = events
-        return selectors.SelectorKey(fileobj, fd, events, data)
+        self._wanted[fd] = mask
 
     def select(self, timeout: float | None = None
                ) -> list[tuple[selectors.SelectorKey, int]]:
         wanted, polled, poll = self._wanted, self._polled, self._poll
-        for fd in [fd for fd in polled if fd not in wanted]:
-            del polled[fd]
-            poll.unregister(fd)
-        for fd, events in wanted.items():
-            mask = (select.POLLIN if events & _READ else 0) | \
-                (select.POLLOUT if events & _WRITE else 0)
-            if polled.get(fd) != mask:
-                poll.register(fd, mask)
-                polled[fd] = mask
+        if wanted != polled:  # most turns wait on the same sockets as the last
+            for fd in [fd for fd in polled if fd not in wanted]:
+                del polled[fd]
+                poll.unregister(fd)
+            for fd, mask in wanted.items():
+                if polled.get(fd) != mask:
+                    poll.register(fd, mask)
+                    polled[fd] = mask
         ms = None if timeout is None else 0 if timeout <= 0 else math.ceil(timeout * 1e3)
         ready = []
         for fd, revents in poll.poll(ms):
@@ -228,7 +231,7 @@ class _ReusedSelector:
                 raise OSError(errno.EBADF, os.strerror(errno.EBADF))
             events = (_WRITE if revents & ~select.POLLIN else 0) | \
                 (_READ if revents & ~select.POLLOUT else 0)
-            key = selectors.SelectorKey(fd, fd, wanted[fd], None)
+            key = selectors.SelectorKey(fd, fd, _EVENTS[wanted[fd]], None)
             ready.append((key, events & key.events))
         return ready
 
