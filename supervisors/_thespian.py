@@ -13,6 +13,18 @@
   and never reports those: two children killed a few milliseconds apart
   leave their parent believing one still runs. :func:`install_exit_patch`
   makes it report each one it reaps (see ``MultiProcReplicator._childExited``).
+- **One poll set per thread instead of a new epoll per loop turn.**
+  ``TCPTransport._runWithExpiry`` built a ``selectors.DefaultSelector`` (an
+  epoll: one ``epoll_create``, one ``epoll_ctl`` per socket, a ``close``) on
+  every turn of its loop, about 36 us a turn. :func:`install_selector_patch`
+  hands that module a selector that keeps one ``select.poll`` object per
+  thread and only tells it what changed since the last turn (see
+  :class:`_ReusedSelector`).
+- **Debug text only when it is logged.** Thespian passes
+  ``intent.identify()`` / ``envelope.identify()`` (the message's ``str``, the
+  addresses) to a debug ``thesplog`` on every send and receive, so the text is
+  built whether or not debug logging is on. :func:`install_describe_patch`
+  makes ``identify()`` return an object that builds that text when formatted.
 - **Conventions** (several systems, possibly on several hosts): Thespian reads
   its convention timings once, at import, from environment variables;
   :func:`configure_convention` sets them for the admins started afterwards.
@@ -20,17 +32,26 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import linecache
+import math
 import os
 import random
+import select
+import selectors
 import socket
+import threading
+import types
 from datetime import timedelta
 from typing import Any
 
 import thespian.system.admin.convention as _convention
+import thespian.system.transport.TCPTransport as _tcp
 from thespian.actors import ChildActorExited
 from thespian.system.addressManager import CannotPickleAddress
 from thespian.system.multiprocCommon import MultiProcReplicator
-from thespian.system.transport import TransmitIntent
+from thespian.system.transport import ReceiveEnvelope, TransmitIntent
 from thespian.system.transport.IPBase import IPActorAddress
 from thespian.system.utilis import partition
 
@@ -91,6 +112,209 @@ def install_exit_patch() -> None:
         return
     MultiProcReplicator._childExited = _child_exited
     MultiProcReplicator._supervisors_patched = True
+
+
+PLAIN_THESPIAN_ENV = "SUPERVISORS_PLAIN_THESPIAN"
+"""Set to ``1`` (before ``supervisors`` is imported) to keep Thespian's own
+selector per loop turn and its eager ``identify()``: a switch to measure the
+two speed patches against, not a setting."""
+
+SELECTOR_PATCH_FITS = {
+    "thespian": "4.0.1",
+    "_runWithExpiry": "e91ffd352fcc",
+    "_check_fd": "41abcd0cc691",
+}
+"""What :func:`install_selector_patch` was written against: Thespian's version
+and a hash of the source of the two ``TCPTransport`` methods that use
+``selectors``. Anything else and the patch is not applied."""
+
+_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+_POLL_MASK = {_READ: select.POLLIN, _WRITE: select.POLLOUT,
+              _READ | _WRITE: select.POLLIN | select.POLLOUT}
+_EVENTS = {mask: events for events, mask in _POLL_MASK.items()}
+
+
+def _source_hash(fn: Any) -> str:
+    """A hash of ``fn``'s source lines (its ``def`` and every line indented
+    deeper after it), read without tokenizing: ``inspect.getsource`` on
+    ``_runWithExpiry`` takes ~10 ms, paid at every import."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename)
+    start = code.co_firstlineno - 1
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip()
+                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    return hashlib.sha256("".join(lines[start:end]).encode()).hexdigest()[:12]
+
+
+def selector_patch_fingerprint() -> dict[str, str]:
+    """The installed Thespian's values for :data:`SELECTOR_PATCH_FITS`."""
+    from importlib import metadata
+
+    return {"thespian": metadata.version("thespian"),
+            "_runWithExpiry": _source_hash(_tcp.TCPTransport._runWithExpiry),
+            "_check_fd": _source_hash(_tcp.TCPTransport._check_fd)}
+
+
+def _fileno(fileobj: Any) -> int:
+    """The descriptor, or ValueError, as ``selectors`` finds it."""
+    fd = fileobj if isinstance(fileobj, int) else int(fileobj.fileno())
+    if fd < 0:
+        raise ValueError(f"Invalid file descriptor: {fd}")
+    return fd
+
+
+class _ReusedSelector:
+    """What ``TCPTransport`` uses of a selector, on one ``select.poll`` kept
+    for the life of the thread.
+
+    Thespian's loop does, each turn: ``DefaultSelector()``, ``register`` each
+    socket it waits on, ``select(delay)``, ``close()``. Here
+    ``DefaultSelector()`` returns the thread's instance with this turn's
+    registrations cleared; ``select`` first brings the poll set in line with
+    them (unregister what is gone, register what is new or changed: no system
+    call, a poll set lives in the process) and then makes the one ``poll``
+    system call. Because a poll set holds descriptor numbers, not open files,
+    a socket closed and its number reused by a new one between two turns is
+    simply polled as the new one (an epoll kept across turns would have
+    dropped it silently). Semantics kept from ``selectors``: a second
+    registration of a descriptor raises ``KeyError``, a negative one
+    ``ValueError``, the timeout is rounded up to the millisecond, hang-up and
+    error count as both readable and writable; a closed descriptor raises
+    ``OSError(EBADF)`` (epoll raised it at ``register``; both are inside the
+    same ``try`` of Thespian's loop, whose ``EBADF`` path finds and drops the
+    bad descriptor, and ``_check_fd`` relies on it).
+    """
+
+    _local = threading.local()
+
+    def __init__(self) -> None:
+        self._poll = select.poll()
+        self._polled: dict[int, int] = {}  # fd -> poll mask, as the poll set holds it
+        self._wanted: dict[int, int] = {}  # fd -> poll mask, this turn
+
+    @classmethod
+    def for_thread(cls) -> _ReusedSelector:
+        sel: _ReusedSelector | None = getattr(cls._local, "selector", None)
+        if sel is None:
+            sel = cls._local.selector = cls()
+        sel._wanted = {}
+        return sel
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> None:
+        """As ``selectors`` registers, without building the key Thespian never reads."""
+        mask = _POLL_MASK.get(events)
+        if mask is None:
+            raise ValueError(f"Invalid events: {events!r}")
+        fd = _fileno(fileobj)
+        if fd in self._wanted:
+            raise KeyError(f"{fileobj!r} (FD {fd}) is already registered")
+        self._wanted[fd] = mask
+
+    def select(self, timeout: float | None = None
+               ) -> list[tuple[selectors.SelectorKey, int]]:
+        wanted, polled, poll = self._wanted, self._polled, self._poll
+        if wanted != polled:  # most turns wait on the same sockets as the last
+            for fd in [fd for fd in polled if fd not in wanted]:
+                del polled[fd]
+                poll.unregister(fd)
+            for fd, mask in wanted.items():
+                if polled.get(fd) != mask:
+                    poll.register(fd, mask)
+                    polled[fd] = mask
+        ms = None if timeout is None else 0 if timeout <= 0 else math.ceil(timeout * 1e3)
+        ready = []
+        for fd, revents in poll.poll(ms):
+            if revents & select.POLLNVAL:
+                raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+            events = (_WRITE if revents & ~select.POLLIN else 0) | \
+                (_READ if revents & ~select.POLLOUT else 0)
+            key = selectors.SelectorKey(fd, fd, _EVENTS[wanted[fd]], None)
+            ready.append((key, events & key.events))
+        return ready
+
+    def close(self) -> None:
+        self._wanted = {}  # the poll set stays: the next turn diffs against it
+
+
+_SELECTORS_SHIM = types.SimpleNamespace(DefaultSelector=_ReusedSelector.for_thread,
+                                        EVENT_READ=_READ, EVENT_WRITE=_WRITE)
+
+
+def install_selector_patch() -> bool:
+    """Give ``TCPTransport`` :class:`_ReusedSelector` instead of a new epoll per
+    loop turn, in this process and every process forked from it (the admin,
+    the actors). Not applied (False) if :data:`PLAIN_THESPIAN_ENV`
+    is ``1`` or Thespian is not the one it was written for."""
+    if _tcp.selectors is _SELECTORS_SHIM:
+        return True
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
+            or selector_patch_fingerprint() != SELECTOR_PATCH_FITS:
+        return False
+    _tcp.selectors = _SELECTORS_SHIM
+    return True
+
+
+DESCRIBE_PATCH_FITS = {
+    "thespian": "4.0.1",
+    "TransmitIntent.identify": "3298e98aeec4",
+    "ReceiveEnvelope.identify": "aae2a5250024",
+    "ReceiveEnvelope.__str__": "842230b3408f",
+}
+"""What :func:`install_describe_patch` was written against: Thespian's
+version and the source of the methods it wraps. (That every caller of
+``identify()`` in Thespian only formats it with ``%s`` is checked by
+``tests/test_thespian_selector.py``.)"""
+
+_IDENTIFY = (TransmitIntent.identify, ReceiveEnvelope.identify, ReceiveEnvelope.__str__)
+
+
+def describe_patch_fingerprint() -> dict[str, str]:
+    """The installed Thespian's values for :data:`DESCRIBE_PATCH_FITS`."""
+    from importlib import metadata
+
+    return {"thespian": metadata.version("thespian"),
+            "TransmitIntent.identify": _source_hash(_IDENTIFY[0]),
+            "ReceiveEnvelope.identify": _source_hash(_IDENTIFY[1]),
+            "ReceiveEnvelope.__str__": _source_hash(_IDENTIFY[2])}
+
+
+class _Described:
+    """The text ``identify()`` gave, built when something formats it."""
+
+    __slots__ = ("_of", "_text")
+
+    def __init__(self, of: Any, text: Any) -> None:
+        self._of, self._text = of, text
+
+    def __str__(self) -> str:
+        return str(self._text(self._of))
+
+    __repr__ = __str__
+
+
+def _lazy(text: Any) -> Any:
+    def identify(self: Any) -> _Described:
+        return _Described(self, text)
+    identify._supervisors_patched = True  # type: ignore[attr-defined]
+    return identify
+
+
+def install_describe_patch() -> bool:
+    """Make Thespian's ``identify()`` lazy (see :class:`_Described`); not applied
+    (False) if :data:`PLAIN_THESPIAN_ENV` is ``1`` or Thespian is not the one it
+    was written for."""
+    if getattr(TransmitIntent.identify, "_supervisors_patched", False):
+        return True
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
+            or describe_patch_fingerprint() != DESCRIBE_PATCH_FITS:
+        return False
+    TransmitIntent.identify = _lazy(_IDENTIFY[0])
+    ReceiveEnvelope.identify = _lazy(_IDENTIFY[1])
+    ReceiveEnvelope.__str__ = _IDENTIFY[1]  # str(envelope) stays the text itself
+    return True
 
 
 def prepare_environment(bind: str) -> None:
@@ -172,3 +396,5 @@ def log_defs() -> dict[str, Any]:
 
 install_loopback_patch()
 install_exit_patch()
+install_selector_patch()
+install_describe_patch()
