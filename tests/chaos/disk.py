@@ -126,6 +126,21 @@ def _contents(where: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(where.iterdir()) if p.is_file()}
 
 
+def writers(where: Path) -> list[tuple[int, str]]:
+    """(pid, path) of every file under ``where`` some process holds open for
+    writing (what makes ``remount,ro`` fail with ``EBUSY``)."""
+    out = []
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            target = os.readlink(fd)
+            flags = int((fd.parent.parent / "fdinfo" / fd.name).read_text().split()[3], 8)
+        except (OSError, IndexError, ValueError):
+            continue  # the process or the descriptor went away meanwhile
+        if target.startswith(f"{where}/") and flags & (os.O_WRONLY | os.O_RDWR):
+            out.append((int(fd.parent.parent.name), target))
+    return out
+
+
 def read_only(campaign: Campaign, run: Run) -> str:
     """The whole system SIGKILLed, the SQLite store's filesystem remounted
     read-only, a new system started on it: refused at once
@@ -135,8 +150,13 @@ def read_only(campaign: Campaign, run: Run) -> str:
     where = store_dir(campaign)
     campaign.sys.kill()
     campaign.sys.store.close()  # this process's own connections, open read-write
-    poll(lambda: _remount(where, "ro").returncode == 0, REMOUNT_S,
-         f"remount,ro of {where} (the killed system's files closed)")
+    try:
+        poll(lambda: not writers(where), REMOUNT_S, f"no file under {where} open for writing")
+    except CampaignError as exc:
+        raise CampaignError(f"{exc}: {writers(where)}") from None
+    remounted = _remount(where, "ro")
+    if remounted.returncode != 0:
+        raise MountRefused(f"remount,ro of {where} failed: {remounted.stderr.strip()}")
     try:
         store, effects = _contents(where), read_effects(run.effects)
         sessions = len(STARTED_SESSIONS)

@@ -36,7 +36,7 @@ def test_short_campaign(store: str, tmp_path: Path) -> None:
     began = time.monotonic()
     figures = run_campaign(store, FAULTS, SEED, tmp_path, kinds)
     table = figures.table()
-    print({k: (r["runs"], dict(r["outcomes"])) for k, r in table.items()},
+    print({k: (r["runs"], dict(r["outcomes"]), dict(r["targets"])) for k, r in table.items()},
           f"{time.monotonic() - began:.1f}s")
     assert figures.violations() == [], f"seed {SEED}"
     assert {r["kind"] for r in table.values()} == set(kinds)
