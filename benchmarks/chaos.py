@@ -1,7 +1,8 @@
 """The long chaos campaign (``make chaos``): faults of every kind on SQLite and
 PostgreSQL, figures in ``benchmarks/results/chaos/``. The kinds and their
 variants (among them the takeover by a second system, and SQLite's disk full
-on a tmpfs the campaign mounts: run as root) are ``tests/chaos/plan.py``'s.
+or read-only filesystem, a tmpfs the campaign mounts: run as root) are
+``tests/chaos/plan.py``'s.
 
     python -m benchmarks.chaos [--faults-per-kind 100] [--seed 20261201] [--store sqlite]
 

@@ -36,6 +36,7 @@ from hayata_py._errors import AgentAlreadyStarted, AgentNotFound, ConfigError, H
 from hayata_py._inbox import Inbox
 from hayata_py._receiver import Receiver
 from hayata_py._ref import ASK_TIMEOUT, REMOTE_ASK_TIMEOUT, AgentRef
+from hayata_py._storage import refuse_read_only
 from hayata_py.messages import CALLER
 from hayata_py.store import TaskStore
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
@@ -96,6 +97,11 @@ class AgentSystem:
       loopback by default. Thespian messages are pickles: whoever can reach
       these ports can run code here, so bind only inside a private network.
     - ``liveness``: heartbeat and convention timings (:class:`Liveness`).
+
+    A ``data_dir`` or SQLite store that cannot be written (a read-only
+    filesystem) is refused at once with :class:`ReadOnlyStorage`
+    (``read_only_storage``, naming the path), before the store is opened or any
+    process starts; once writable again, a new system recovers the runs.
     """
 
     _closed: bool
@@ -129,6 +135,8 @@ class AgentSystem:
         from hayata_py.store import default_store_url, open_store
 
         self.data_dir = Path(data_dir).resolve()
+        # Nothing could be recorded on a read-only disk: refused before any process.
+        refuse_read_only(self.data_dir, store_url or f"sqlite:///{self.data_dir / 'hayata.db'}")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store_url = store_url or default_store_url(self.data_dir)
         # Opening applies migrations and refuses a newer schema, before any actor starts.

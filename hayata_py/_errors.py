@@ -152,6 +152,14 @@ class InvocationBusy(StoreError):
     code = "invocation_busy"
 
 
+class ReadOnlyStorage(StoreError):
+    """The data directory or the SQLite store cannot be written (a read-only
+    filesystem): the system refuses to start (``read_only_storage``);
+    ``details['path']`` names what is read-only."""
+
+    code = "read_only_storage"
+
+
 class TimeoutError_(HayataError, TimeoutError):
     """A wait ran out of time (``timeout``)."""
 

@@ -167,9 +167,12 @@ class Campaign:
                 name, execution_timeout=EXECUTION_TIMEOUT, lease_seconds=LEASE_SECONDS))
 
     def restart(self) -> None:
-        """Kill what is left of the system and start it again on the same store."""
+        """Kill what is left of the system and start it again on the same store
+        (this process's connections of the old one closed: nothing keeps the
+        database open that the read-only fault needs closed)."""
         if self.system is not None:
             self.system.kill()
+            self.system.store.close()
         self.start()
 
     def close(self) -> None:

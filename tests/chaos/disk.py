@@ -6,13 +6,12 @@ fault can fill that filesystem and free it again without touching the
 machine's disks. Mounting needs root; without it the campaign fails (never
 skips) with :class:`MountRefused`.
 
-Why there is no read-only fault: Linux refuses ``mount -o remount,ro`` of a
-filesystem (and of a bind mount of it) with ``EBUSY`` while any file on it is
-open for writing, and every process of a running system keeps its pooled
-SQLite connections (database, ``-wal``, ``-shm``) open read-write; ``chmod``
-does not stop root, and ``chattr +i`` stops only new opens, not writes through
-the descriptors already open. A read-only filesystem under a live system
-would need a filesystem of our own (FUSE).
+The read-only fault (:func:`read_only`) comes with a crash, as a read-only
+disk usually does (a filesystem remounted ``ro`` after errors, a host
+rebooted onto it): Linux refuses ``mount -o remount,ro`` (``EBUSY``) while
+any file on the filesystem is open for writing, and every process of a live
+system keeps its SQLite connections open read-write (``chmod`` does not stop
+root, ``chattr +i`` only new opens), so the whole system is SIGKILLed first.
 """
 
 from __future__ import annotations
@@ -26,11 +25,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.chaos.campaign import Campaign, CampaignError, Run
+import hayata_py as hy
+from supervisors._system import STARTED_SESSIONS
+from tests.chaos.campaign import Campaign, CampaignError, Run, poll, read_effects
 
 SIZE = "64m"    # the tmpfs: room for a long campaign's database (~1 MB per 25 faults)
 FULL_S = 0.6    # how long the disk stays full (the agent's writes come every few ms)
 FILLER = "filler"
+REMOUNT_S = 10.0  # deadline for the killed system's files to be closed (remount ro)
 
 
 class MountRefused(CampaignError):
@@ -114,3 +116,65 @@ def disk_full(campaign: Campaign, run: Run) -> str:
     finally:
         filler.unlink(missing_ok=True)
     return "sqlite disk full"
+
+
+def _remount(where: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    return _run("mount", "-o", f"remount,{mode}", str(where))
+
+
+def _contents(where: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(where.iterdir()) if p.is_file()}
+
+
+def writers(where: Path) -> list[tuple[int, str]]:
+    """(pid, path) of every file under ``where`` some process holds open for
+    writing (what makes ``remount,ro`` fail with ``EBUSY``)."""
+    out = []
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            target = os.readlink(fd)
+            flags = int((fd.parent.parent / "fdinfo" / fd.name).read_text().split()[3], 8)
+        except (OSError, IndexError, ValueError):
+            continue  # the process or the descriptor went away meanwhile
+        if target.startswith(f"{where}/") and flags & (os.O_WRONLY | os.O_RDWR):
+            out.append((int(fd.parent.parent.name), target))
+    return out
+
+
+def read_only(campaign: Campaign, run: Run) -> str:
+    """The whole system SIGKILLed, the SQLite store's filesystem remounted
+    read-only, a new system started on it: refused at once
+    (``read_only_storage``, naming the store) with no process started and
+    nothing changed; then remounted read-write and started (the campaign
+    recovers the run)."""
+    where = store_dir(campaign)
+    campaign.sys.kill()
+    campaign.sys.store.close()  # this process's own connections, open read-write
+    try:
+        poll(lambda: not writers(where), REMOUNT_S, f"no file under {where} open for writing")
+    except CampaignError as exc:
+        raise CampaignError(f"{exc}: {writers(where)}") from None
+    remounted = _remount(where, "ro")
+    if remounted.returncode != 0:
+        raise MountRefused(f"remount,ro of {where} failed: {remounted.stderr.strip()}")
+    try:
+        store, effects = _contents(where), read_effects(run.effects)
+        sessions = len(STARTED_SESSIONS)
+        try:
+            started = hy.AgentSystem(campaign.data, store_url=campaign.store_url)
+        except hy.ReadOnlyStorage as exc:
+            if str(where) not in exc.message or exc.code != "read_only_storage":
+                raise CampaignError(f"the refusal names no store: {exc.code}: {exc}") from exc
+        else:
+            started.shutdown()
+            raise CampaignError("a system started on a read-only store")
+        if len(STARTED_SESSIONS) != sessions:
+            raise CampaignError("the refused start left an actor system behind")
+        if _contents(where) != store or read_effects(run.effects) != effects:
+            raise CampaignError("the store or the side-effect file changed while read-only")
+    finally:
+        remounted = _remount(where, "rw")
+        if remounted.returncode != 0:
+            raise MountRefused(f"remount,rw of {where} failed: {remounted.stderr.strip()}")
+    campaign.start()
+    return "sqlite read-only"

@@ -1,6 +1,7 @@
 """The faults the campaign injects; each takes the campaign and the run it hits
 and returns the name of what it hit (for the figures). The takeover by a
-second system is in ``takeover.py``, the disk-full fault in ``disk.py``."""
+second system is in ``takeover.py``, the disk-full and read-only faults in
+``disk.py``."""
 
 from __future__ import annotations
 

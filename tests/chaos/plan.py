@@ -11,8 +11,9 @@ seeded random order. Each kind picks its variant with the campaign's rng:
 - ``sigstop``: an edge frozen past the execution deadline, the agent past its
   lease, or the whole system past the lease while a second system takes the
   invocation over (``takeover.py``);
-- ``store``: PostgreSQL restarted; SQLite locked past the busy timeout, or its
-  disk full (``disk.py``);
+- ``store``: PostgreSQL restarted; SQLite locked past the busy timeout, its
+  disk full, or (across a crash of the whole system) its filesystem read-only
+  (``disk.py``);
 - ``garbage``: garbage to every actor. Used by ``tests/chaos/test_campaign.py``
 (short) and ``benchmarks/chaos.py`` (long).
 """
@@ -44,7 +45,7 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
     if kind == "store":
         if store == "postgres":
             return faults.pg_restarted(server)
-        return rng.choice((faults.sqlite_locked, disk.disk_full))
+        return rng.choice((faults.sqlite_locked, disk.disk_full, disk.read_only))
     if kind == "garbage":
         return faults.garbage
     raise ValueError(f"unknown fault kind {kind!r}")

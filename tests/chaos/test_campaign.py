@@ -1,7 +1,8 @@
 """The short chaos campaign (CI): every fault kind on SQLite and on PostgreSQL
 (a server of the campaign's own, which the restart faults stop and start; the
 SQLite database on a tmpfs of the campaign's own, which the disk-full fault
-fills: the campaign needs root to mount it and fails without). The kinds and
+fills and the read-only fault remounts ``ro``: the campaign needs root to mount
+it and fails without). The kinds and
 their variants: ``tests/chaos/plan.py``.
 
 ``HAYATA_CHAOS_FAULTS`` faults of each kind per store (default 30: 150 faults
@@ -32,7 +33,7 @@ def test_short_campaign(store: str, tmp_path: Path) -> None:
     began = time.monotonic()
     figures = run_campaign(store, FAULTS, SEED, tmp_path, KINDS)
     table = figures.table()
-    print({k: (r["runs"], dict(r["outcomes"])) for k, r in table.items()},
+    print({k: (r["runs"], dict(r["outcomes"]), dict(r["targets"])) for k, r in table.items()},
           f"{time.monotonic() - began:.1f}s")
     assert figures.violations() == [], f"seed {SEED}"
     assert {r["kind"] for r in table.values()} == set(KINDS)
@@ -109,3 +110,24 @@ def test_sqlite_disk_full_keeps_the_run_for_recover(tmp_path: Path) -> None:
             campaign.close()
     assert [v for o in outcomes for v in o.violations] == [], f"seed {SEED}"
     assert {o.target for o in outcomes} == {"sqlite disk full"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sqlite_read_only_after_a_crash_refuses_then_recovers(tmp_path: Path) -> None:
+    """The whole system killed mid-invocation and the store's filesystem remounted
+    read-only: a new system is refused at once (``read_only_storage``), starts no
+    process and changes nothing; remounted read-write, a new system recovers."""
+    from tests.chaos import disk
+    from tests.chaos.plan import store_url
+
+    with store_url("sqlite", tmp_path) as (url, _):
+        campaign = Campaign(tmp_path, url, "sqlite", SEED)
+        try:
+            outcomes = [campaign.one("store", disk.read_only) for _ in range(6)]
+        finally:
+            campaign.close()
+    assert [v for o in outcomes for v in o.violations] == [], f"seed {SEED}"
+    assert {o.target for o in outcomes} == {"sqlite read-only"}
+    print("seconds per fault:", [round(o.seconds, 2) for o in outcomes],
+          [o.outcome for o in outcomes])
