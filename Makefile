@@ -23,8 +23,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# Two workers (pytest-xdist): the suite's tests mostly wait on actor processes.
+# PYTEST_WORKERS=0 runs it in this one process.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 test: lint typecheck pytest
 
