@@ -14,7 +14,7 @@ import hayata_py as hy
 from supervisors._system import STARTED_SESSIONS
 from tests.chaos import disk
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(not disk.ROOT, reason=disk.NOT_ROOT)]
 
 # Another process writes the data dir first: this one's own log stream would
 # hold a file open for writing, and Linux refuses remount,ro (EBUSY) then.

@@ -3,8 +3,11 @@
 The campaign's SQLite database lives on a tmpfs of its own (:func:`tmpfs`,
 mounted for the campaign and unmounted at its end, also on failure), so the
 fault can fill that filesystem and free it again without touching the
-machine's disks. Mounting needs root; without it the campaign fails (never
-skips) with :class:`MountRefused`.
+machine's disks. Mounting needs root (CI runs as root): as root a refused
+mount fails the campaign with :class:`MountRefused`, never a skip; a user who
+is not root (a laptop) gets the campaign without these two faults, and the
+tests that need the mount are skipped with :data:`NOT_ROOT` as the reason
+(shown in pytest's summary).
 
 The read-only fault (:func:`read_only`) comes with a crash, as a read-only
 disk usually does (a filesystem remounted ``ro`` after errors, a host
@@ -33,6 +36,13 @@ SIZE = "64m"    # the tmpfs: room for a long campaign's database (~1 MB per 25 f
 FULL_S = 0.6    # how long the disk stays full (the agent's writes come every few ms)
 FILLER = "filler"
 REMOUNT_S = 10.0  # deadline for the killed system's files to be closed (remount ro)
+
+
+ROOT = os.geteuid() == 0
+"""Whether this user may mount the store's tmpfs (and so run the disk-full and
+read-only faults)."""
+NOT_ROOT = ("needs root to mount a tmpfs (the disk-full and read-only store faults); "
+            "CI runs as root")
 
 
 class MountRefused(CampaignError):

@@ -45,6 +45,8 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
     if kind == "store":
         if store == "postgres":
             return faults.pg_restarted(server)
+        if not disk.ROOT:  # no tmpfs of its own (disk.NOT_ROOT)
+            return faults.sqlite_locked
         return rng.choice((faults.sqlite_locked, disk.disk_full, disk.read_only))
     if kind == "garbage":
         return faults.garbage
@@ -54,6 +56,9 @@ def injector(kind: str, store: str, server: Any, rng: random.Random) -> faults.I
 @contextlib.contextmanager
 def store_url(store: str, workdir: Path) -> Iterator[tuple[str, Any]]:
     """The store's URL, and the PostgreSQL server the campaign owns (or None)."""
+    if store == "sqlite" and not disk.ROOT:
+        yield f"sqlite:///{workdir / 'data' / 'hayata.db'}", None
+        return
     if store == "sqlite":
         with disk.tmpfs(workdir / "db") as mount:
             yield f"sqlite:///{mount / 'hayata.db'}", None

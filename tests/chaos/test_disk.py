@@ -9,7 +9,7 @@ import pytest
 
 from tests.chaos import disk
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.skipif(not disk.ROOT, reason=disk.NOT_ROOT)]
 
 
 def test_the_tmpfs_is_unmounted_even_when_the_body_fails(tmp_path: Path) -> None:
