@@ -293,7 +293,7 @@ class Campaign:
         effects_at_fault = read_effects(run.effects)
         recovery, refused, at_refusal = Recovery.NONE, (), None
         outcome = "completed through the fault" if record.status == "completed" \
-            else "failed by the fault"
+            else f"failed by the fault ({(record.error or {}).get('code', '?')})"
         if interrupted or agent.status() == "recovery_required":
             recovery, refused, at_refusal, outcome = self._recover(agent, run)
             terminal += 1
