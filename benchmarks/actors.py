@@ -129,10 +129,10 @@ class TimedSupervisor(Supervisor):
         super().__init__(*args, **kwargs)
         self.exit_stamps: list[float] = []
 
-    def on_receive(self, message: Any, sender: Any) -> None:
+    def receiveMessage(self, message: Any, sender: Any) -> None:
         if isinstance(message, ChildActorExited):
             self.exit_stamps.append(time.monotonic())
-        super().on_receive(message, sender)
+        super().receiveMessage(message, sender)
 
     def on_message(self, message: Any, sender: Any) -> None:
         if isinstance(message, GetExitStamps):

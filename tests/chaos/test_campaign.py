@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.chaos import disk, faults
-from tests.chaos.campaign import Campaign
+from tests.chaos.campaign import Campaign, Outcome
 from tests.chaos.plan import KINDS, run_campaign
 
 FAULTS = int(os.environ.get("HAYATA_CHAOS_FAULTS", "30"))
@@ -92,6 +92,20 @@ def test_garbage_leaves_every_actor_running(tmp_path: Path) -> None:
         campaign.close()
 
 
+def _sqlite_faults(tmp_path: Path, inject: faults.Inject, count: int) -> list[Outcome]:
+    """``count`` faults of one store variant in a row, on the campaign's tmpfs."""
+    from tests.chaos.plan import store_url
+
+    with store_url("sqlite", tmp_path) as (url, _):
+        campaign = Campaign(tmp_path, url, "sqlite", SEED)
+        try:
+            outcomes = [campaign.one("store", inject) for _ in range(count)]
+        finally:
+            campaign.close()
+    assert [v for o in outcomes for v in o.violations] == [], f"seed {SEED}"
+    return outcomes
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(not disk.ROOT, reason=disk.NOT_ROOT)
@@ -100,16 +114,7 @@ def test_sqlite_disk_full_keeps_the_run_for_recover(tmp_path: Path) -> None:
     (``SQLITE_FULL``: ``store_unavailable``) made the run fail for good (5 of 20
     faults), though the store still held the invocation running and a recover()
     would have finished it. The run is now interrupted and kept for recover()."""
-    from tests.chaos import disk
-    from tests.chaos.plan import store_url
-
-    with store_url("sqlite", tmp_path) as (url, _):
-        campaign = Campaign(tmp_path, url, "sqlite", SEED)
-        try:
-            outcomes = [campaign.one("store", disk.disk_full) for _ in range(12)]
-        finally:
-            campaign.close()
-    assert [v for o in outcomes for v in o.violations] == [], f"seed {SEED}"
+    outcomes = _sqlite_faults(tmp_path, disk.disk_full, 12)
     assert {o.target for o in outcomes} == {"sqlite disk full"}
 
 
@@ -120,16 +125,7 @@ def test_sqlite_read_only_after_a_crash_refuses_then_recovers(tmp_path: Path) ->
     """The whole system killed mid-invocation and the store's filesystem remounted
     read-only: a new system is refused at once (``read_only_storage``), starts no
     process and changes nothing; remounted read-write, a new system recovers."""
-    from tests.chaos import disk
-    from tests.chaos.plan import store_url
-
-    with store_url("sqlite", tmp_path) as (url, _):
-        campaign = Campaign(tmp_path, url, "sqlite", SEED)
-        try:
-            outcomes = [campaign.one("store", disk.read_only) for _ in range(6)]
-        finally:
-            campaign.close()
-    assert [v for o in outcomes for v in o.violations] == [], f"seed {SEED}"
+    outcomes = _sqlite_faults(tmp_path, disk.read_only, 6)
     assert {o.target for o in outcomes} == {"sqlite read-only"}
     print("seconds per fault:", [round(o.seconds, 2) for o in outcomes],
           [o.outcome for o in outcomes])
