@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hayata_py._callables import callable_path, exception_path
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
 from hayata_py._policy import RetryPolicy
+
+T = TypeVar("T")
 
 MAX_MAP_CONCURRENCY = 1024
 """The most items of a map step an agent runs at once (each on its own edge process)."""
@@ -169,15 +171,7 @@ def validate_config(config: Any) -> AgentSpec:
             or config.max_steps <= 0:
         raise ConfigError("max_steps", f"must be a positive int, got {config.max_steps!r}")
     timeout = _timeout(config.execution_timeout, "execution_timeout")
-    if not isinstance(config.node_timeouts, Mapping):
-        raise ConfigError("node_timeouts", "must be a mapping of node id -> seconds, got "
-                          f"{type(config.node_timeouts).__name__}")
-    node_timeouts = {}
-    for node_id, seconds in config.node_timeouts.items():
-        if node_id not in nodes:
-            raise ConfigError("node_timeouts", f"unknown node id {node_id!r} (nodes: "
-                              f"{sorted(nodes)})")
-        node_timeouts[node_id] = _timeout(seconds, f"node_timeouts[{node_id!r}]")
+    node_timeouts = _per_node(config.node_timeouts, "node_timeouts", "seconds", nodes, _timeout)
     if not isinstance(config.state, Mapping):
         raise ConfigError("state", f"must be a dict, got {type(config.state).__name__}")
     state = dict(config.state)
@@ -188,20 +182,10 @@ def validate_config(config: Any) -> AgentSpec:
     except EncodingError as exc:
         raise ConfigError("state", f"cannot be stored durably: {exc}",
                           key=exc.details.get("key")) from exc
-    idempotent = _node_ids(config.idempotent_nodes, "idempotent_nodes")
-    unknown = sorted(idempotent - set(nodes))
-    if unknown:
-        raise ConfigError("idempotent_nodes", f"unknown node ids {unknown}")
+    idempotent = _known(config.idempotent_nodes, "idempotent_nodes", nodes)
     placement = valid_capabilities(config.placement, "placement")
-    if not isinstance(config.node_placement, Mapping):
-        raise ConfigError("node_placement", "must be a mapping of node id -> capabilities, "
-                          f"got {type(config.node_placement).__name__}")
-    node_placement = {}
-    for node_id, needs in config.node_placement.items():
-        if node_id not in nodes:
-            raise ConfigError("node_placement", f"unknown node id {node_id!r} (nodes: "
-                              f"{sorted(nodes)})")
-        node_placement[node_id] = valid_capabilities(needs, f"node_placement[{node_id!r}]")
+    node_placement = _per_node(config.node_placement, "node_placement", "capabilities", nodes,
+                               valid_capabilities)
     lease = config.lease_seconds
     if isinstance(lease, bool) or not isinstance(lease, (int, float)) \
             or not math.isfinite(lease) or not 0.5 <= lease <= 3600:
@@ -219,6 +203,20 @@ def validate_config(config: Any) -> AgentSpec:
                      pause_after=_known(config.pause_after, "pause_after", nodes))
 
 
+def _per_node(value: Any, field_name: str, what: str, nodes: dict[str, str],
+              check: Callable[[Any, str], T]) -> dict[str, T]:
+    """``{node id: check(entry, "field[node]")}`` for a mapping of known node ids."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(field_name, f"must be a mapping of node id -> {what}, got "
+                          f"{type(value).__name__}")
+    out = {}
+    for node_id, entry in value.items():
+        if node_id not in nodes:
+            raise ConfigError(field_name, f"unknown node id {node_id!r} (nodes: {sorted(nodes)})")
+        out[node_id] = check(entry, f"{field_name}[{node_id!r}]")
+    return out
+
+
 def _known(value: Any, field_name: str, nodes: dict[str, str]) -> frozenset[str]:
     ids = _node_ids(value, field_name)
     unknown = sorted(ids - set(nodes))
@@ -229,14 +227,8 @@ def _known(value: Any, field_name: str, nodes: dict[str, str]) -> frozenset[str]
 
 def _retries(config: AgentConfig, nodes: dict[str, str]) -> dict[str, RetryPolicy]:
     """Each node's retry policy, ``retry_on`` checked and turned into import paths."""
-    if not isinstance(config.retry, Mapping):
-        raise ConfigError("retry", "must be a mapping of node id -> hy.RetryPolicy, got "
-                          f"{type(config.retry).__name__}")
-    given: dict[str, Any] = {}
-    for node_id, policy in config.retry.items():
-        if node_id not in nodes:
-            raise ConfigError("retry", f"unknown node id {node_id!r} (nodes: {sorted(nodes)})")
-        given[node_id] = policy
+    given: dict[str, Any] = _per_node(config.retry, "retry", "hy.RetryPolicy", nodes,
+                                      lambda policy, _where: policy)
     if config.default_retry is not None:
         given = {n: given.get(n, config.default_retry) for n in nodes}
     out = {}
