@@ -15,12 +15,13 @@ T = TypeVar("T")
 
 def eventually(
     probe: Callable[[], T | None], timeout: float = 10.0, interval: float = 0.005,
-    message: str = "condition",
+    message: str = "condition", error: type[AssertionError] = AssertionError,
 ) -> T:
     """Call ``probe`` until it returns something truthy; return it.
 
     Fails the test with ``message`` and the last value when ``timeout`` seconds
-    pass. ``interval`` is the polling period, not a guess at how long things take.
+    pass (raising ``error``: the chaos campaign names its own). ``interval`` is
+    the polling period, not a guess at how long things take.
     """
     deadline = time.monotonic() + timeout
     last: T | None = None
@@ -29,7 +30,7 @@ def eventually(
         if last:
             return last
         if time.monotonic() > deadline:
-            raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")
+            raise error(f"{message} not reached within {timeout}s (last: {last!r})")
         time.sleep(interval)
 
 

@@ -10,12 +10,12 @@ attempts; ``{"gates": {"node": path}}`` makes it wait for a file;
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
+from examples.drills.effects import append_effect
 
 
 class Transient(Exception):
@@ -27,10 +27,7 @@ class Permanent(Exception):
 
 
 def _effect(ctx: hy.NodeContext, attempt: int) -> None:
-    with open(ctx.input["effects"], "a") as f:
-        f.write(f"{ctx.node_id} {attempt} {os.getpid()}\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_effect(ctx, ctx.node_id, attempt)
 
 
 def flaky(ctx: hy.NodeContext) -> dict[str, Any]:

@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
+from examples.drills.effects import append_effect
 
 NODES = ("fetch", "left", "right", "report")
 
 
 def _effect(ctx: hy.NodeContext, event: str) -> None:
-    with open(ctx.input["effects"], "a") as f:
-        f.write(f"{event} {ctx.task_id} {ctx.node_id} {os.getpid()}\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_effect(ctx, event, ctx.task_id, ctx.node_id)
 
 
 def work(ctx: hy.NodeContext) -> dict[str, Any]:

@@ -9,10 +9,10 @@ a retry's backoff (drill 9) in VM_RECOVERY_TESTS.md.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import hayata_py as hy
+from examples.drills.effects import append_effect
 
 NODES = ("fetch", "charge", "report")
 
@@ -22,10 +22,7 @@ class Declined(Exception):
 
 
 def _effect(ctx: hy.NodeContext, event: str) -> None:
-    with open(ctx.input["effects"], "a") as f:
-        f.write(f"{event} {ctx.node_id} {ctx.attempt} {os.getpid()}\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_effect(ctx, event, ctx.node_id, ctx.attempt)
 
 
 def step(ctx: hy.NodeContext) -> dict[str, Any]:

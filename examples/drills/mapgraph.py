@@ -11,19 +11,16 @@ the drill kills the system.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
+from examples.drills.effects import append_effect
 
 
 def _effect(ctx: hy.NodeContext, event: str) -> None:
-    with open(ctx.input["effects"], "a") as f:
-        f.write(f"{event} {ctx.item} {ctx.task_id} {os.getpid()}\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_effect(ctx, event, ctx.item, ctx.task_id)
 
 
 def item(ctx: hy.NodeContext) -> dict[str, Any]:

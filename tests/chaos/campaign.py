@@ -39,6 +39,7 @@ from tests.chaos.invariants import (
     parse_effects,
 )
 from tests.chaos.nodes import GRAPHS, Graph
+from tests.helpers import eventually
 
 WAIT_S = 60.0          # the longest any one invocation may take to settle
 POLL_S = 0.002         # polling period of the condition waits
@@ -52,14 +53,7 @@ class CampaignError(AssertionError):
 
 def poll(probe: Callable[[], Any], timeout: float, what: str) -> Any:
     """``probe()`` once it is truthy; :class:`CampaignError` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise CampaignError(f"{what} not reached within {timeout}s (last: {value!r})")
-        time.sleep(POLL_S)
+    return eventually(probe, timeout, POLL_S, what, CampaignError)
 
 
 @dataclass

@@ -13,12 +13,12 @@ kind each, the same way.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import hayata_py as hy
+from examples.drills.effects import append_effect
 
 Step = str | list[str] | dict[str, Any]
 
@@ -50,10 +50,7 @@ GRAPHS: dict[str, Graph] = {
 
 
 def _effect(ctx: hy.NodeContext, event: str) -> None:
-    with open(ctx.input["effects"], "a") as f:
-        f.write(f"{event} {ctx.task_id} {ctx.node_id} {os.getpid()}\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_effect(ctx, event, ctx.task_id, ctx.node_id)
 
 
 def work(ctx: hy.NodeContext) -> dict[str, Any]:
