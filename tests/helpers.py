@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import psutil
 
+import hayata_py as hy
+
 T = TypeVar("T")
 
 
@@ -98,3 +100,12 @@ def race(*calls: Callable[[], Any], timeout: float = 60.0) -> list[Any]:
 
     futures = [in_thread(released(call)) for call in calls]
     return [f.exception(timeout) or f.result() for f in futures]
+
+
+def collect(agent: hy.AgentRef, inv: str, timeout: float = 60.0
+            ) -> tuple[list[hy.AgentEvent], hy.AgentResult]:
+    """The events of a streamed ``hy.CALLER`` run, in order, and its result (the last message)."""
+    messages = list(agent.messages(inv, timeout=timeout))
+    result = messages[-1]
+    assert isinstance(result, hy.AgentResult), messages
+    return [m for m in messages if isinstance(m, hy.AgentEvent)], result

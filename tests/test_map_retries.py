@@ -11,7 +11,7 @@ import pytest
 
 import hayata_py as hy
 from hayata_py.store import TaskRecord, open_store
-from tests.helpers import alive, eventually
+from tests.helpers import alive, collect, eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,11 +40,9 @@ def test_a_map_item_failing_once_succeeds_on_its_retry(
     items = [{"value": i, "log": str(log)} | ({"fail_first": 1} if i == 2 else {})
              for i in range(4)]
     inv = agent.run({"items": items}, subscriber=hy.CALLER, stream=True)
-    messages = list(agent.messages(inv, timeout=60))
-    result = messages[-1]
-    assert isinstance(result, hy.AgentResult) and result.ok, result
+    events, result = collect(agent, inv)
+    assert result.ok, result
     assert [r["value"] for r in result.result["parallel_results"]] == [0, 1, 2, 3]
-    events = [m for m in messages if isinstance(m, hy.AgentEvent)]
     retrying = [e.data for e in events if e.type == "node_retrying"]
     assert len(retrying) == 1 and retrying[0]["item"] == 2 and retrying[0]["attempt"] == 2
     assert retrying[0]["error"] == {"code": "node_failed", "type": "Transient"}

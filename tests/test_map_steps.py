@@ -15,7 +15,7 @@ import pytest
 import hayata_py as hy
 from hayata_py.cli.ps import find_targets
 from hayata_py.store import TaskRecord, open_store, task_id_for
-from tests.helpers import alive, eventually, find
+from tests.helpers import alive, collect, eventually, find
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,15 +40,6 @@ def tasks(tmp: Path, inv: str) -> dict[int, TaskRecord]:
 
 def lines(log: Path) -> list[list[str]]:
     return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def collect(agent: hy.AgentRef, inv: str) -> tuple[list[hy.AgentEvent], hy.AgentResult]:
-    events: list[hy.AgentEvent] = []
-    for message in agent.messages(inv, timeout=60):
-        if isinstance(message, hy.AgentResult):
-            return events, message
-        events.append(message)
-    raise AssertionError("no result")
 
 
 def test_map_of_20_items_runs_at_most_4_at_once_in_item_order(

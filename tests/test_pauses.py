@@ -12,7 +12,7 @@ import pytest
 import hayata_py as hy
 from hayata_py._config import validate_config
 from hayata_py.store import open_store
-from tests.helpers import alive, race
+from tests.helpers import alive, collect, race
 from tests.hitl_nodes import effects
 
 NODES = {"draft": "tests.hitl_nodes:flaky", "send": "tests.hitl_nodes:flaky"}
@@ -23,13 +23,6 @@ def config(**overrides: Any) -> hy.AgentConfig:
                               "decision_policy": "tests.hitl_nodes:approve"}
     fields.update(overrides)
     return hy.AgentConfig(**fields)
-
-
-def collect(agent: hy.AgentRef, inv: str) -> tuple[list[hy.AgentEvent], hy.AgentResult]:
-    messages = list(agent.messages(inv, timeout=60))
-    result = messages[-1]
-    assert isinstance(result, hy.AgentResult)
-    return [m for m in messages if isinstance(m, hy.AgentEvent)], result
 
 
 def test_a_policy_pause_waits_for_resume(agents: hy.AgentSystem, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 import hayata_py as hy
 from hayata_py.store import TaskRecord, open_store
-from tests.helpers import alive, eventually
+from tests.helpers import alive, collect, eventually
 from tests.hitl_nodes import effects
 
 NODES = {"tool": "tests.hitl_nodes:flaky", "other": "tests.hitl_nodes:flaky"}
@@ -25,13 +25,6 @@ def config(**overrides: Any) -> hy.AgentConfig:
                               "retry": {"tool": FAST}}
     fields.update(overrides)
     return hy.AgentConfig(**fields)
-
-
-def collect(agent: hy.AgentRef, inv: str) -> tuple[list[hy.AgentEvent], hy.AgentResult]:
-    messages = list(agent.messages(inv, timeout=60))
-    result = messages[-1]
-    assert isinstance(result, hy.AgentResult)
-    return [m for m in messages if isinstance(m, hy.AgentEvent)], result
 
 
 def task_of(data: Path, inv: str, node: str) -> TaskRecord | None:
@@ -108,14 +101,13 @@ def test_default_retry_applies_to_every_other_node(agents: hy.AgentSystem,
     assert effects(log) == [("other", 1), ("other", 2)]
 
 
-def test_a_whole_system_kill_during_the_backoff_then_recover(tmp_path: Path) -> None:
-    """The failed attempt is not re-run; the next one runs once, without waiting the
-    whole interval again once it has passed."""
-    data, log = tmp_path / "data", tmp_path / "effects"
-    slow = hy.RetryPolicy(max_attempts=3, initial_interval=2.0, jitter=False)
+def _kill_after_the_first_failure(data: Path, log: Path, policy: hy.RetryPolicy
+                                  ) -> tuple[str, TaskRecord]:
+    """Run ``tool`` (failing its first attempt) under ``policy``; SIGKILL the whole
+    system once the failure is recorded (in the backoff); the record of it."""
     system = hy.AgentSystem(data)
     try:
-        agent = system.start_agent(config(retry={"tool": slow}))
+        agent = system.start_agent(config(retry={"tool": policy}))
         inv = agent.run({"effects": str(log), "plan": ["tool"], "fail": {"tool": 1}})
         failed = eventually(lambda: (t := task_of(data, inv, "tool")) is not None
                             and t.status == "failed" and t, timeout=30, message="failed")
@@ -124,6 +116,15 @@ def test_a_whole_system_kill_during_the_backoff_then_recover(tmp_path: Path) -> 
         assert killed and not any(alive(pid) for pid in killed)
     finally:
         system.shutdown()
+    return inv, failed
+
+
+def test_a_whole_system_kill_during_the_backoff_then_recover(tmp_path: Path) -> None:
+    """The failed attempt is not re-run; the next one runs once, without waiting the
+    whole interval again once it has passed."""
+    data, log = tmp_path / "data", tmp_path / "effects"
+    slow = hy.RetryPolicy(max_attempts=3, initial_interval=2.0, jitter=False)
+    inv, failed = _kill_after_the_first_failure(data, log, slow)
     assert effects(log) == [("tool", 1)]
     with hy.AgentSystem(data) as system2:
         agent2 = system2.start_agent(config(retry={"tool": slow}))
@@ -144,16 +145,7 @@ def test_a_whole_system_kill_during_the_backoff_then_recover(tmp_path: Path) -> 
 def test_a_recovered_backoff_waits_only_what_is_left(tmp_path: Path) -> None:
     data, log = tmp_path / "data", tmp_path / "effects"
     slow = hy.RetryPolicy(max_attempts=2, initial_interval=4.0, jitter=False)
-    system = hy.AgentSystem(data)
-    try:
-        agent = system.start_agent(config(retry={"tool": slow}))
-        inv = agent.run({"effects": str(log), "plan": ["tool"], "fail": {"tool": 1}})
-        failed = eventually(lambda: (t := task_of(data, inv, "tool")) is not None
-                            and t.status == "failed" and t, timeout=30, message="failed")
-        assert isinstance(failed, TaskRecord) and failed.finished_at is not None
-        system.kill()
-    finally:
-        system.shutdown()
+    inv, failed = _kill_after_the_first_failure(data, log, slow)
     with hy.AgentSystem(data) as system2:
         agent2 = system2.start_agent(config(retry={"tool": slow}))
         assert agent2.recover() == inv
