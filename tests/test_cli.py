@@ -513,3 +513,23 @@ def test_a_record_of_an_older_version_loads_with_defaults(tmp_path: Path) -> Non
     assert loaded is not None and loaded.admin_port == 1900
     assert (loaded.name, loaded.bind, loaded.leader, loaded.capabilities) == (
         "", "127.0.0.1", None, {})
+
+
+def test_run_exits_5_when_its_agent_dies_mid_run(data_dir: Path, tmp_path: Path) -> None:
+    """Found by killing the agent under a waiting `hayata run` (an actor kill, not
+    the whole system): the command waited for ever. It now exits 5 with the way on."""
+    ok(data_dir, "agent", "start", "examples.drills.graph:config")
+    effects, gate = tmp_path / "effects.log", tmp_path / "gate-right"
+    spec = json.dumps({"effects": str(effects), "gates": {"right": str(gate)}})
+    run = popen(data_dir, "run", "drill", "--input", spec)
+    try:
+        eventually(lambda: effects.exists() and " right " in effects.read_text(),
+                   message="right started")
+        assert "killed" in ok(data_dir, "kill", "drill", "--agent")
+        _out, err = run.communicate(timeout=20)
+        assert run.returncode == 5 and "hayata recover drill" in err, err
+    finally:
+        run.kill()
+        run.wait()
+    gate.touch()
+    assert "completed" in ok(data_dir, "recover", "drill")

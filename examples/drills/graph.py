@@ -1,7 +1,8 @@
 """The drill graph: fetch -> [left, right] in parallel -> report.
 
-Every node appends ``start <task_id> <attempt-pid>`` before its work and
-``end <task_id>`` after it to the side-effect file named in the input, so
+Every node appends ``start <task_id> <node> <pid>`` before its work and
+``end <task_id> <node> <pid>`` after it to the side-effect file named in the
+input (:mod:`examples.drills.effects`), so
 a drill can compare what really ran with what the store says. A node can be
 told to wait for a *gate* file (``{"gates": {"right": "/path"}}``): it blocks
 until the file exists, which is how a drill holds a task "in flight" while

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hayata_py._errors import ErrorInfo
+from hayata_py._errors import ErrorInfo, HayataError
 from hayata_py._ref import AgentRef
 from hayata_py.cli import _state
 from hayata_py.cli._common import (
@@ -109,9 +109,10 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
     """Run AGENT with --input, print its events (with --stream) and then its result.
 
     Exit status 0 on success, 1 on failure (the error code is printed), 5 if
-    the run was interrupted or refused with recovery_required (the invocation
-    is kept: `hayata recover`), 3 if the system died. Ctrl-C (130) detaches
-    without stopping the invocation and prints how to fetch its result.
+    the run was interrupted (its agent's process died, say) or refused with
+    recovery_required (the invocation is kept: `hayata recover`), 3 if the
+    system died. Ctrl-C (130) detaches without stopping the invocation and
+    prints how to fetch its result.
     """
     value = parse_json(input_json, "--input")
     system, record = connect(data_dir)
@@ -124,8 +125,11 @@ def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | No
            data_dir: Path, record: _state.SystemRecord) -> int:
     """Print the events then the result of an invocation run with ``hy.CALLER``;
     return the exit status. Ctrl-C or ``timeout`` seconds without a message
-    detach (the invocation keeps running); the system dying ends the wait."""
+    detach (the invocation keeps running); the system dying ends the wait, and so
+    does the agent dying (its successor reports ``recovery_required``: exit 5),
+    or the invocation ending without this subscriber (recovered elsewhere)."""
     last = time.monotonic()
+    waited: AgentResult | None = None
     while True:
         try:
             for message in ref.messages(invocation_id, POLL):
@@ -143,9 +147,28 @@ def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | No
                     f"the system died during invocation {invocation_id}; start it again "
                     f"(`hayata system start{hint}`), start the agent and run `hayata recover "
                     f"{ref.id}{hint}`", EXIT_NO_SYSTEM) from None
+            if waited is not None:  # ended, and no message came for this subscriber
+                return print_result(waited, as_json)
+            waited = _ended(ref, invocation_id, data_dir)
             if timeout is not None and time.monotonic() - last >= timeout:
                 click.echo(f"no message for {timeout}s", err=True)
                 return _detached(ref.id, invocation_id, data_dir)
+
+
+def _ended(ref: AgentRef, invocation_id: str, data_dir: Path) -> AgentResult | None:
+    """The invocation's result if it has ended (None while it runs); exit 5 with
+    the way on if nothing runs it any more (its agent died mid-run)."""
+    try:
+        return ref.wait(invocation_id, POLL)
+    except TimeoutError:
+        return None
+    except HayataError as exc:
+        if exc.code != "recovery_required":
+            raise
+        hint = cli_hint(data_dir)
+        raise CliError(f"interrupted {invocation_id}: the agent stopped running it (its "
+                       f"process died); continue it with `hayata recover {ref.id}{hint}`",
+                       EXIT_RUNNING) from None
 
 
 @click.command("result", short_help="Print an invocation's result.")
