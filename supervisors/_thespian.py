@@ -75,8 +75,21 @@ def _bind_args(self: Any) -> tuple[tuple[str, int], ...]:
     return ((host, port),)
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+
 def install_loopback_patch() -> None:
-    """Make Thespian bind to :func:`bind_host` instead of all interfaces."""
+    """Make Thespian bind to :func:`bind_host` instead of all interfaces.
+
+    With a loopback bind and no ``THESPIAN_BASE_IPADDR``, that variable is set
+    to the bind host too: Thespian would otherwise advertise the host's
+    outward address for sockets that only listen on loopback, and a plain
+    ``ActorSystem("multiprocTCPBase")`` started after ``import supervisors``
+    (or an actor created by a process that imported it late) would be
+    unreachable ("... is not a valid ActorSystem admin").
+    """
+    if bind_host() in LOOPBACK_HOSTS:
+        os.environ.setdefault("THESPIAN_BASE_IPADDR", bind_host())
     if getattr(IPActorAddress, "_supervisors_patched", False):
         return
     IPActorAddress.bindArgs = property(_bind_args)

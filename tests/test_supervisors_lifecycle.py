@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -242,3 +245,43 @@ def test_exit_during_a_restart_group_stop_does_not_wedge(system: System, tmp_pat
 
     eventually(all_new, timeout=20, message="all three restarted")
     assert not any(alive(pid or 0) for pid in before.values())
+
+
+PLAIN_SYSTEM = """
+import os, sys
+import supervisors  # applies the loopback patch
+from supervisors._thespian import free_port
+from thespian.actors import Actor, ActorSystem
+
+class Pong(Actor):
+    def receiveMessage(self, message, sender):
+        if message == "ping":
+            self.send(sender, ("pong", os.environ.get("THESPIAN_BASE_IPADDR")))
+
+asys = ActorSystem("multiprocTCPBase", {"Admin Port": free_port()})
+try:
+    print(asys.ask(asys.createActor(Pong), "ping", 20))
+finally:
+    asys.shutdown()
+"""
+
+
+def test_a_plain_thespian_system_works_after_importing_supervisors(tmp_path: Path) -> None:
+    # Regression: the loopback bind with Thespian's outward advertised address
+    # made a plain ActorSystem unreachable ("... is not a valid ActorSystem admin").
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_SYSTEM)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("THESPIAN_BASE_IPADDR", "SUPERVISORS_BIND")}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        # The whole session: a system that failed to start leaves its admin behind.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    assert out.strip() == "('pong', '127.0.0.1')", (out, err[-2000:])
