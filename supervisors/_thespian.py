@@ -76,6 +76,9 @@ def _bind_args(self: Any) -> tuple[tuple[str, int], ...]:
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+ADVERTISE_ENV = "THESPIAN_BASE_IPADDR"
+_ADVERTISE_DEFAULTED = "SUPERVISORS_ADVERTISE_DEFAULTED"
+"""Set (to the value) when :func:`install_loopback_patch` chose ``THESPIAN_BASE_IPADDR``."""
 
 
 def install_loopback_patch() -> None:
@@ -88,8 +91,8 @@ def install_loopback_patch() -> None:
     (or an actor created by a process that imported it late) would be
     unreachable ("... is not a valid ActorSystem admin").
     """
-    if bind_host() in LOOPBACK_HOSTS:
-        os.environ.setdefault("THESPIAN_BASE_IPADDR", bind_host())
+    if bind_host() in LOOPBACK_HOSTS and ADVERTISE_ENV not in os.environ:
+        os.environ[ADVERTISE_ENV] = os.environ[_ADVERTISE_DEFAULTED] = bind_host()
     if getattr(IPActorAddress, "_supervisors_patched", False):
         return
     IPActorAddress.bindArgs = property(_bind_args)
@@ -334,7 +337,11 @@ def prepare_environment(bind: str) -> None:
     """Set the bind and advertised address for this process and its forks."""
     os.environ[BIND_ENV] = bind
     if bind not in ("0.0.0.0", ""):
-        os.environ["THESPIAN_BASE_IPADDR"] = bind
+        os.environ[ADVERTISE_ENV] = bind
+    elif os.environ.get(ADVERTISE_ENV) == os.environ.get(_ADVERTISE_DEFAULTED):
+        # All interfaces: Thespian finds the outward address again, unless the
+        # user chose one (the loopback default set at import is not a choice).
+        os.environ.pop(ADVERTISE_ENV, None)
     install_loopback_patch()
 
 

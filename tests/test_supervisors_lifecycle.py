@@ -285,3 +285,20 @@ def test_a_plain_thespian_system_works_after_importing_supervisors(tmp_path: Pat
         proc.wait()
     assert proc.returncode == 0, err[-2000:]
     assert out.strip() == "('pong', '127.0.0.1')", (out, err[-2000:])
+
+
+def test_binding_all_interfaces_drops_the_defaulted_loopback_advertisement(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from supervisors import _thespian as T
+
+    monkeypatch.delenv(T.ADVERTISE_ENV, raising=False)
+    monkeypatch.setenv(T.BIND_ENV, "127.0.0.1")
+    T.install_loopback_patch()
+    assert os.environ[T.ADVERTISE_ENV] == "127.0.0.1"  # defaulted at import
+    T.prepare_environment("0.0.0.0")
+    assert T.ADVERTISE_ENV not in os.environ  # Thespian finds the outward address
+    monkeypatch.setenv(T.ADVERTISE_ENV, "10.1.2.3")  # a user's own choice stays
+    T.prepare_environment("0.0.0.0")
+    assert os.environ[T.ADVERTISE_ENV] == "10.1.2.3"
+    T.prepare_environment("127.0.0.1")
+    assert os.environ[T.ADVERTISE_ENV] == "127.0.0.1"
