@@ -119,24 +119,30 @@ def _kill_after_the_first_failure(data: Path, log: Path, policy: hy.RetryPolicy
     return inv, failed
 
 
+BACKOFF_S = 4.0
+"""Long enough that a recover which waited the passed backoff again is told
+apart from one that did not even on a loaded machine (recover + one trivial
+task take ~0.1 s quiet)."""
+
+
 def test_a_whole_system_kill_during_the_backoff_then_recover(tmp_path: Path) -> None:
     """The failed attempt is not re-run; the next one runs once, without waiting the
     whole interval again once it has passed."""
     data, log = tmp_path / "data", tmp_path / "effects"
-    slow = hy.RetryPolicy(max_attempts=3, initial_interval=2.0, jitter=False)
+    slow = hy.RetryPolicy(max_attempts=3, initial_interval=BACKOFF_S, jitter=False)
     inv, failed = _kill_after_the_first_failure(data, log, slow)
     assert effects(log) == [("tool", 1)]
     with hy.AgentSystem(data) as system2:
         agent2 = system2.start_agent(config(retry={"tool": slow}))
         assert agent2.status() == "recovery_required"
         # Wait (on the clock, not a sleep) until the recorded backoff is over.
-        eventually(lambda: time.time() > failed.finished_at + 2.0, timeout=10,
+        eventually(lambda: time.time() > failed.finished_at + BACKOFF_S, timeout=10,
                    message="backoff over")
         begun = time.monotonic()
         assert agent2.recover() == inv
         result = agent2.wait(inv, 60)
         assert result.ok, result.error
-        assert time.monotonic() - begun < 1.9, "the passed backoff was not waited again"
+        assert time.monotonic() - begun < BACKOFF_S - 0.5, "the passed backoff was not waited again"
         assert effects(log) == [("tool", 1), ("tool", 2)]
         record = task_of(data, inv, "tool")
         assert record is not None and (record.status, record.attempt) == ("completed", 2)
