@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench bench-memory bench-memory-500 chaos soak docs clean
+.PHONY: demo test lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor chaos soak docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ bench-memory: $(STAMP)
 # if the machine runs low on memory).
 bench-memory-500: $(STAMP)
 	$(PY) -m benchmarks.bench_memory --scale 500
+
+# The floor: USS/PSS of the cheapest actor process (a Thespian actor that only
+# answers pings, forked like the runtime's), times an agent's processes.
+bench-memory-floor: $(STAMP)
+	$(PY) -m benchmarks.bench_memory_floor
 
 # The long chaos campaign (>= 1,000 faults on SQLite and PostgreSQL); figures in
 # benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100.
