@@ -90,3 +90,27 @@ def approve(ctx: hy.PolicyContext) -> hy.Next | hy.Finish | hy.Pause:
 
 def unstorable_pause(ctx: hy.PolicyContext) -> hy.Pause:
     return hy.Pause({"bad": {1, 2}})
+
+
+def approve_after_thinking(ctx: hy.PolicyContext) -> hy.Next | hy.Finish | hy.Pause:
+    """Pause for approval; once resumed, think before acting on the answer (touch
+    ``input["thinking"]``, then wait for the file ``input["think_gate"]``: a slow
+    model call), so a test can kill the system between resume() and the decision."""
+    if ctx.step == 0:
+        if ctx.resume_value is None:
+            return hy.Pause({"why": "approve sending"})
+        Path(ctx.input["thinking"]).touch()
+        while not Path(ctx.input["think_gate"]).exists():
+            time.sleep(0.005)  # the test kills the system meanwhile
+        if not ctx.resume_value.get("approve"):
+            return hy.Finish({"rejected": ctx.resume_value})
+        return hy.Next("send", ctx.input)
+    return hy.Finish({"state": dict(ctx.state)})
+
+
+def sequence_noting(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    """:func:`sequence`, finishing with the ``resume_value`` its last decision saw."""
+    decision = sequence(ctx)
+    if isinstance(decision, hy.Finish):
+        return hy.Finish({"state": dict(ctx.state), "resume_value": ctx.resume_value})
+    return decision

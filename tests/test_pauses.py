@@ -12,7 +12,7 @@ import pytest
 import hayata_py as hy
 from hayata_py._config import validate_config
 from hayata_py.store import open_store
-from tests.helpers import alive, collect, race
+from tests.helpers import alive, collect, eventually, race
 from tests.hitl_nodes import effects
 
 NODES = {"draft": "tests.hitl_nodes:flaky", "send": "tests.hitl_nodes:flaky"}
@@ -117,6 +117,65 @@ def test_a_pause_survives_a_whole_system_kill(tmp_path: Path) -> None:
         _, result = collect(agent2, inv)
         assert result.ok, result
         assert effects(log) == [("draft", 1), ("send", 1)]
+
+
+def test_a_resume_value_survives_a_kill_before_the_next_decision(tmp_path: Path) -> None:
+    """resume() stores the value with the invocation: a whole-system kill while the
+    policy is still deciding on it (a slow model call) loses neither the value nor the
+    approval; the recovered decision sees it and sends."""
+    data, log = tmp_path / "data", tmp_path / "effects"
+    thinking, gate = tmp_path / "thinking", tmp_path / "think-gate"
+    cfg = config(decision_policy="tests.hitl_nodes:approve_after_thinking")
+    spec = {"effects": str(log), "thinking": str(thinking), "think_gate": str(gate)}
+    system = hy.AgentSystem(data)
+    try:
+        agent = system.start_agent(cfg)
+        inv = agent.run(spec)
+        assert agent.wait(inv, 30).status == "paused"
+        agent.resume(inv, {"approve": True, "by": "ann"})
+        eventually(thinking.exists, timeout=30, message="the policy deciding on the value")
+        killed = system.kill()
+        assert killed and not any(alive(pid) for pid in killed)
+    finally:
+        system.shutdown()
+    gate.touch()
+    with hy.AgentSystem(data) as system2:
+        agent2 = system2.start_agent(cfg)
+        assert agent2.status() == "recovery_required"  # resumed: no longer paused
+        assert agent2.recover() == inv
+        result = agent2.wait(inv, 60)
+        assert result.ok and result.status == "completed", result
+        assert effects(log) == [("send", 1)]
+
+
+def test_a_pause_before_value_survives_a_kill_during_the_held_step(tmp_path: Path) -> None:
+    """The value of a pause_before resume is for the decision after the held step: a
+    kill while that step runs keeps it for the recovered decision."""
+    data, log, gate = tmp_path / "data", tmp_path / "effects", tmp_path / "gate"
+    cfg = config(decision_policy="tests.hitl_nodes:sequence_noting",
+                 pause_before=frozenset({"send"}))
+    system = hy.AgentSystem(data)
+    try:
+        agent = system.start_agent(cfg)
+        inv = agent.run({"effects": str(log), "plan": ["send"], "gates": {"send": str(gate)}})
+        assert agent.wait(inv, 30).status == "paused"
+        agent.resume(inv, {"note": "approved by ann"})
+        eventually(lambda: effects(log) == [("send", 1)], timeout=30, message="send running")
+        killed = system.kill()
+        assert killed and not any(alive(pid) for pid in killed)
+    finally:
+        system.shutdown()
+    gate.touch()
+    with hy.AgentSystem(data) as system2:
+        agent2 = system2.start_agent(config(decision_policy="tests.hitl_nodes:sequence_noting",
+                                            pause_before=frozenset({"send"}),
+                                            idempotent_nodes=frozenset({"send"})))
+        assert agent2.recover() == inv
+        result = agent2.wait(inv, 60)
+        assert result.ok, result
+        assert result.result is not None
+        assert result.result["resume_value"] == {"note": "approved by ann"}
+        assert effects(log) == [("send", 1), ("send", 2)]  # re-run: declared idempotent
 
 
 def test_of_two_resumes_at_once_exactly_one_wins(agents: hy.AgentSystem,

@@ -221,6 +221,7 @@ def test_drill_5_an_orphan_edge_cannot_write_after_takeover(drill: Drill) -> Non
     agent = system.start_agent(config())
     inv = agent.run(drill.input(gates={"right": str(drill.gate("right"))}, escape=["right"]))
     drill.wait_status(inv, "right", "started")
+    drill.wait_status(inv, "left", "completed")  # only right's outcome is in question
     orphan = int(next(line.split()[3] for line in drill.effects_file.read_text().splitlines()
                       if line.split()[:1] == ["start"] and line.split()[2] == "right"))
     try:
@@ -229,11 +230,14 @@ def test_drill_5_an_orphan_edge_cannot_write_after_takeover(drill: Drill) -> Non
         system2 = drill.system()
         agent2 = system2.start_agent(config())
         with pytest.raises(hy.RecoveryRejected) as err:
-            agent2.recover()  # claims the invocation: the old token is now stale
+            agent2.recover()  # refused: it writes nothing, the orphan could still record
         assert err.value.code == "task_execution_uncertain"
+        right_task = task_id_for(inv, 1, "right")
+        # The user checked the external system: resolving claims the invocation, so
+        # the orphan's token is now stale.
+        agent2.resolve_task(right_task, result={"right": "checked by hand"})
         drill.gate("right").touch()  # the orphan finishes its work and tries to record it
         log = drill.data / "hayata.log.jsonl"
-        right_task = task_id_for(inv, 1, "right")
 
         def refused() -> bool:
             for line in log.read_text().splitlines():
@@ -244,8 +248,13 @@ def test_drill_5_an_orphan_edge_cannot_write_after_takeover(drill: Drill) -> Non
 
         eventually(refused, timeout=30, message="the orphan's write refused")
         task = drill.tasks(inv)["right"]
-        assert task.status == "started" and task.result is None and task.attempt == 1
+        assert task.status == "completed" and task.resolved and task.attempt == 1
+        assert task.result == {"right": "checked by hand"}  # the user's, not the orphan's
         assert drill.effects()[("end", "right")] == 1  # it did run; its result did not land
+        assert agent2.recover() == inv
+        result = agent2.wait(inv, 60)
+        assert result.ok, result
+        assert drill.effects()[("end", "right")] == 1  # and it is not run again
     finally:
         if alive(orphan):
             os.kill(orphan, signal.SIGKILL)

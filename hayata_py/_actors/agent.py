@@ -189,7 +189,8 @@ class AgentActor(SupervisedActor):
         record, token, resume = answer
         seed = m.Seed(record.invocation_id, record.input, dict(record.state), message.stream,
                       record.step, record.last_result, record.parallel_results,
-                      resume_value=getattr(message, "value", None))
+                      resume_value=getattr(message, "value", None)
+                      if isinstance(message, ResumePaused) else pauses.resumed_value(record))
         self.log.info("invocation_recovered" if isinstance(message, Recover) else
                       "invocation_resumed", invocation_id=seed.invocation_id, step=seed.step)
         self._begin(seed, token, message.subscriber, sender, resume)

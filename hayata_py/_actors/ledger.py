@@ -320,45 +320,50 @@ class Ledger:
                                 code="nothing_to_recover")
 
     def recover(self) -> RecoveryRejected | tuple[InvocationRecord, int, Resume]:
-        """Claim the unfinished invocation and classify its interrupted step."""
+        """Claim the unfinished invocation and classify its interrupted step.
+
+        A step that needs the user's decision (an uncertain task) is refused
+        before the claim: a refused recovery writes nothing, so a live edge of
+        the step (the agent alone died) can still record its result."""
         self.refresh_recovering()
         record = self.recovering
         if record is None or self.store is None:
             return self.nothing()
-        if record.paused is not None:
+        if pauses.is_paused(record):
             return pauses.refuse_recover(record)
+        try:
+            early = self._classify(record)
+        except StoreError as exc:
+            return RecoveryRejected(str(exc), code=exc.code,
+                                    invocation_id=record.invocation_id)
+        if isinstance(early, RecoveryRejected):
+            return early
         try:
             # Claim first: from here on no older writer (an orphan edge of a dead
             # system) can record anything, so the classification below is final.
             token = self._claim(record)
             # What the store holds now that no one else can write.
             record = self.store.get_invocation(record.invocation_id) or record
+            resumed = self._classify(record)
         except (InvocationBusy, StoreError) as exc:
             return RecoveryRejected(str(exc), code=exc.code,
                                     invocation_id=record.invocation_id)
+        if isinstance(resumed, RecoveryRejected):
+            return resumed
+        self.recovering = None
+        return record, token, resumed
+
+    def _classify(self, record: InvocationRecord) -> RecoveryRejected | Resume:
+        assert self.store is not None
         active = record.active_execution
         if active is None:
-            self.recovering = None
-            return record, token, Resume()
+            return Resume()
         records = self.store.get_tasks(record.invocation_id, execution_id=active.execution_id)
         if active.map:
-            resumed = resume_map(record, active, records, self.spec.idempotent_nodes,
-                                 self.spec.retry.get(active.node_ids[0]))
-            if not isinstance(resumed, RecoveryRejected):
-                self.recovering = None
-                return record, token, resumed
-            return resumed
+            return resume_map(record, active, records, self.spec.idempotent_nodes,
+                              self.spec.retry.get(active.node_ids[0]))
         tasks = {t.node_id: t for t in records}
         classes = classify_execution(active.node_ids, records, self.spec.idempotent_nodes)
-        if classes.has_uncertain:
-            return RecoveryRejected(
-                f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
-                f"{list(classes.uncertain_node_ids)} started but recorded no result; "
-                "check the external system, then resolve_task(), abandon(), or declare "
-                "the node idempotent", code="task_execution_uncertain",
-                invocation_id=record.invocation_id,
-                task_ids=list(classes.uncertain_task_ids),
-                node_ids=list(classes.uncertain_node_ids))
         failed, retries = None, {}
         for node_id in classes.failed_node_ids:  # a retry waited, or the step failed
             task = tasks[node_id]
@@ -370,13 +375,20 @@ class Ledger:
                 retries[node_id] = plan
             elif failed is None:
                 failed = error
+        if classes.has_uncertain and failed is None:
+            return RecoveryRejected(
+                f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
+                f"{list(classes.uncertain_node_ids)} started but recorded no result; "
+                "check the external system, then resolve_task(), abandon(), or declare "
+                "the node idempotent", code="task_execution_uncertain",
+                invocation_id=record.invocation_id,
+                task_ids=list(classes.uncertain_task_ids),
+                node_ids=list(classes.uncertain_node_ids))
         to_run = {n: tasks[n].attempt + 1 if classes.classes[n] is TaskClass.RERUN else 1
                   for n in classes.to_run}
-        self.recovering = None
-        return record, token, Resume(active.execution_id, tuple(active.node_ids),
-                                     active.input, active.parallel, to_run,
-                                     dict(classes.reuse), failed,
-                                     retry={} if failed else retries)
+        return Resume(active.execution_id, tuple(active.node_ids), active.input,
+                      active.parallel, to_run, dict(classes.reuse), failed,
+                      retry={} if failed else retries)
 
     def resolve(self, message: ResolveTask) -> Any:
         self.refresh_recovering()

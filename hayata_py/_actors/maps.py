@@ -115,14 +115,6 @@ def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[
     task_ids = [task_id_for(record.invocation_id, active.step, node_id, item=i)
                 for i in range(len(items))]
     found = classify_map(task_ids, records, idempotent=node_id in idempotent_nodes)
-    if found.has_uncertain:
-        return RecoveryRejected(
-            f"task(s) {list(found.uncertain_task_ids)} of items {list(found.uncertain_items)} "
-            f"of map node {node_id!r} started but recorded no result; check the external "
-            "system, then resolve_task(), abandon(), or declare the node idempotent",
-            code="task_execution_uncertain", invocation_id=record.invocation_id,
-            task_ids=list(found.uncertain_task_ids), node_ids=[node_id],
-            items=list(found.uncertain_items))
     failed, retries = None, {}
     for item in found.failed_items:
         task = found.records[item]
@@ -134,6 +126,14 @@ def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[
             retries[item] = plan
         elif failed is None:
             failed = error
+    if found.has_uncertain and failed is None:
+        return RecoveryRejected(
+            f"task(s) {list(found.uncertain_task_ids)} of items {list(found.uncertain_items)} "
+            f"of map node {node_id!r} started but recorded no result; check the external "
+            "system, then resolve_task(), abandon(), or declare the node idempotent",
+            code="task_execution_uncertain", invocation_id=record.invocation_id,
+            task_ids=list(found.uncertain_task_ids), node_ids=[node_id],
+            items=list(found.uncertain_items))
     runs = {i: found.records[i].attempt + 1 if found.classes[i] is TaskClass.RERUN else 1
             for i in found.to_run}
     return m.Resume(active.execution_id, (node_id,), items, False, failed=failed, map=True,

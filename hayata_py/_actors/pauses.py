@@ -31,10 +31,24 @@ if TYPE_CHECKING:
     from hayata_py._actors.ledger import Ledger
 
 
+def is_paused(record: InvocationRecord | None) -> bool:
+    """The record holds a pause not yet resumed (a resumed one keeps only the
+    resume value, until the next checkpoint: ``resumed_value``)."""
+    return record is not None and record.paused is not None \
+        and not record.paused.get("resumed", False)
+
+
+def resumed_value(record: InvocationRecord) -> Any:
+    """The value of a resume() whose next decision was not recorded yet (or None)."""
+    if record.paused is not None and record.paused.get("resumed", False):
+        return record.paused.get("value")
+    return None
+
+
 def paused(ledger: Ledger) -> InvocationRecord | None:
     """The agent's paused invocation, or None."""
     record = ledger.recovering
-    return record if record is not None and record.paused is not None else None
+    return record if is_paused(record) else None
 
 
 def paused_result(record: InvocationRecord) -> AgentResult:
@@ -79,10 +93,13 @@ def resume(ledger: Ledger, message: ResumePaused
         token = store.claim_invocation(record.invocation_id, owner=ledger.owner,
                                        lease_seconds=ledger.spec.lease_seconds)
         now = store.get_invocation(record.invocation_id)
-        if now is None or now.status != "running" or now.paused is None:
+        if now is None or now.status != "running" or not is_paused(now):
             ledger.recovering = now if now is not None and now.status == "running" else None
             return _not_paused(record.invocation_id, " (resumed elsewhere)")
-        store.save_checkpoint(dataclasses.replace(now, paused=None), token=token)
+        # The value stays in the record until the next checkpoint replaces it, so a
+        # crash before the next decision is recorded does not lose it.
+        store.save_checkpoint(dataclasses.replace(
+            now, paused={"resumed": True, "value": message.value}), token=token)
     except StaleWriter:
         return _not_paused(record.invocation_id, " (another resume() won)")
     except StoreError as exc:

@@ -129,4 +129,5 @@ def _payload(store_url: str | None, invocation_id: str | None) -> Any:
         return None
     with open_store_of(store_url) as store:
         found = store.get_invocation(invocation_id)
-    return None if found is None or found.paused is None else found.paused
+    return None if found is None or found.paused is None \
+        or found.paused.get("resumed", False) else found.paused
