@@ -10,11 +10,12 @@ def add_restart(
 ) -> tuple[tuple[float, ...], bool]:
     """Record a restart at ``now`` and say whether the limit is exceeded.
 
-    Keeps only the restarts within the last ``period`` seconds (``now - t <
-    period``, like OTP's ``supervisor:add_restart``), adds ``now``, and returns
-    ``(kept, exceeded)`` where ``exceeded`` is true when more than
-    ``intensity`` restarts fall within the period. A supervisor that sees
+    Keeps only the restarts within the last ``period`` seconds, its edge
+    included (``now - t <= period``, as OTP's ``supervisor:add_restart`` keeps
+    ``R >= Now - Period``), adds ``now``, and returns ``(kept, exceeded)``
+    where ``exceeded`` is true when more than ``intensity`` restarts fall
+    within the period. A supervisor that sees
     ``exceeded`` stops all its children and exits abnormally.
     """
-    kept = (*tuple(t for t in restarts if now - t < period), now)
+    kept = (*tuple(t for t in restarts if now - t <= period), now)
     return kept, len(kept) > intensity

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from supervisors._children import Child
+from supervisors._children import Child, Restarting, Waiting
 from supervisors._errors import StartFailed, SupervisorError
 from supervisors._lifecycle import Op, Predicate
 from supervisors._messages import (
@@ -39,13 +39,27 @@ class ControlRequests(RemoteWatch):
                 f"supervisor {self.sup_id!r} is shutting down", code="shutting_down"),
                 ref=message.ref))
 
+    _pending_request: tuple[Any, int] | None = None
+    """The caller of the request operation now running (answered if it is abandoned)."""
+
     def _op_request(self, sender: Any, ref: int, op: Op) -> Op:
+        self._pending_request = (sender, ref)
         try:
             value = yield from op
         except SupervisorError as exc:
+            self._pending_request = None
             self.send(sender, Reply(False, error=exc, ref=ref))
             return
+        self._pending_request = None
         self.send(sender, Reply(True, value, ref=ref))
+
+    def _abandon_request(self) -> None:
+        """The running operation is dropped (the supervisor shuts down): answer its caller."""
+        pending, self._pending_request = self._pending_request, None
+        if pending is not None and self._op is not None:
+            self.send(pending[0], Reply(False, error=SupervisorError(
+                f"supervisor {self.sup_id!r} is shutting down", code="shutting_down"),
+                ref=pending[1]))
 
     def _by_id(self, child_id: str) -> Child:
         child = self.children.by_id(child_id)
@@ -55,6 +69,10 @@ class ControlRequests(RemoteWatch):
         return child
 
     def _op_start_request(self, request: StartChild) -> Generator[Predicate, Any, ChildInfo]:
+        if self.children.dynamic and request.spec is not None:
+            raise SupervisorError("a simple_one_for_one supervisor starts children of its "
+                                  "template: pass the extra start args, not a ChildSpec",
+                                  code="invalid_spec")
         if self.children.dynamic:
             child = self.children.new_dynamic(tuple(request.args))
         else:
@@ -85,6 +103,9 @@ class ControlRequests(RemoteWatch):
         if self.children.dynamic:
             raise SupervisorError("simple_one_for_one children cannot be restarted by id",
                                   code="not_supported")
+        if isinstance(child.state, (Restarting, Waiting)):
+            raise SupervisorError(f"child {child_id!r} is restarting", code="restarting",
+                                  child_id=child_id)
         if child.proc is not None:
             raise SupervisorError(f"child {child_id!r} is running", code="running",
                                   child_id=child_id)
@@ -102,6 +123,9 @@ class ControlRequests(RemoteWatch):
         if self.children.dynamic:
             return Reply(False, error=SupervisorError(
                 "simple_one_for_one children cannot be deleted", code="not_supported"))
+        if isinstance(child.state, (Restarting, Waiting)):
+            return Reply(False, error=SupervisorError(
+                f"child {child_id!r} is restarting", code="restarting", child_id=child_id))
         if child.proc is not None:
             return Reply(False, error=SupervisorError(
                 f"child {child_id!r} is running", code="running", child_id=child_id))

@@ -31,6 +31,7 @@ from supervisors._children import (
     ChildTable,
     Restarting,
     Running,
+    Starting,
     Stopped,
     Stopping,
     Waiting,
@@ -166,7 +167,14 @@ class Supervisor(ControlRequests):
         elif isinstance(message, _Shutdown):
             self._sa_on_shutdown_request(sender)
         elif isinstance(message, StopNormally):
-            self.stop_normally()
+            if self._sa_supervised:
+                self.stop_normally()  # the parent performs the (ordered) stop
+            else:
+                # Top level: stop the children right to left within their
+                # shutdown times, as ShutdownSupervisor does (not Thespian's
+                # recursive, unordered ActorExitRequest).
+                self._abandon_request()
+                self._run(self._op_shutdown(None))
         elif isinstance(message, _CheckChildren):
             self._check_pending = False
             for address in self._unreported_exits():
@@ -380,14 +388,23 @@ class Supervisor(ControlRequests):
         for message, requester in self._queue:
             self._refuse(message, requester)
         self._queue.clear()
+        abandoned = [c for c in self.children if isinstance(c.state, Starting)]
         for child in reversed(list(self.children)):
             yield from self._stop_child(child)
+        if abandoned:
+            # A start this shutdown abandoned: that child has not answered, so it
+            # has nothing to stop cleanly, and it cannot take a _Shutdown while its
+            # start runs (Thespian's exit would wait for it).
+            self._kill_unknown_children()
+            for child in abandoned:
+                child.state = Stopped()
 
     # -- shutdown ---------------------------------------------------------------------
 
     def _sa_on_shutdown_request(self, sender: Any) -> None:
         # From our own supervisor: stop children in order, then exit (whatever
         # operation ran is abandoned: the whole subtree is going away).
+        self._abandon_request()
         self._run(self._op_shutdown(None))
 
     def _op_shutdown(self, requester: Any, ref: int = 0) -> Op:

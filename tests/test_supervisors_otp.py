@@ -25,7 +25,7 @@ from supervisors import (
     SupervisorRef,
     System,
 )
-from tests.helpers import alive, eventually
+from tests.helpers import alive, eventually, in_thread
 from tests.sup_actors import Echo, EventRecorder, StartsUntilFlagged
 
 
@@ -189,3 +189,70 @@ def test_significant_children_are_validated_before_anything_starts(system: Syste
     assert err2.value.code == "invalid_spec"
     assert err2.value.details["field"] == "significant"
     assert [c.id for c in sup.which_children()] == ["a"]
+
+
+# -- control calls during a restart, a shutdown, on simple_one_for_one ----------------
+
+
+@pytest.mark.parametrize("call", ["restart_child", "delete_child"])
+def test_a_child_whose_restart_is_failing_is_not_taken_over_by_a_control_call(
+        system: System, tmp_path: Path, call: str) -> None:
+    """OTP answers {error, restarting}: the supervisor keeps retrying the child
+    (here: until its start works again) instead of one failed manual attempt
+    leaving a permanent child terminated for good, or delete_child dropping it."""
+    flag = tmp_path / "flag"
+    sup = system.start_supervisor("top", SupervisorFlags(intensity=100000, period=600.0), [
+        ChildSpec("c", Start(StartsUntilFlagged, kwargs={"flag": str(flag)}))])
+    first = sup.child("c")
+    flag.touch()  # from now on every start fails
+    os.kill(first.pid, signal.SIGKILL)
+    eventually(lambda: sup.child("c").status == "restarting", timeout=30,
+               message="the child restarting")
+    with pytest.raises(SupervisorError) as err:
+        getattr(sup, call)("c")
+    assert err.value.code == "restarting"
+    flag.unlink()  # its start works again: the supervisor's own retries bring it back
+    back = eventually(lambda: (c := sup.child("c")).status == "running" and c, timeout=30,
+                      message="the child restarted by its supervisor")
+    assert back.pid not in (None, first.pid) and alive(back.pid)
+
+
+def test_a_request_running_when_the_supervisor_is_stopped_is_answered_at_once(
+        system: System, tmp_path: Path) -> None:
+    flag, log = tmp_path / "flag", tmp_path / "starts"
+    flag.touch()  # the new child's start hangs
+    inner = Start("supervisors.Supervisor", (SupervisorFlags(), [ChildSpec("w", Echo)]))
+    top = system.start_supervisor("top", SupervisorFlags(), [
+        ChildSpec("inner", inner, kind=Kind.SUPERVISOR)])
+    info = top.child("inner")
+    sub = SupervisorRef(system, info.address, "inner", info.pid)
+    slow = ChildSpec("slow", Start(StartsUntilFlagged, kwargs={
+        "flag": str(flag), "then": "hang", "start_log": str(log)}))
+    starting = in_thread(lambda: sub.start_child(slow, timeout=60))
+    eventually(lambda: any(line.startswith("start ") for line in _lines(log)), timeout=30,
+               message="the slow child starting")
+    top.terminate_child("inner")
+    err = starting.exception(timeout=20)  # not the caller's own 60 s timeout
+    assert isinstance(err, SupervisorError) and err.code == "shutting_down", err
+
+
+def test_simple_one_for_one_refuses_a_child_spec(system: System) -> None:
+    sup = system.start_supervisor(
+        "pool", SupervisorFlags(Strategy.SIMPLE_ONE_FOR_ONE), [ChildSpec("w", Echo)])
+    with pytest.raises(SupervisorError) as err:
+        sup.start_child(ChildSpec("other", Echo))
+    assert err.value.code == "invalid_spec"
+    assert sup.which_children() == []  # nothing was started from the template
+
+
+def test_stop_normally_to_a_top_level_supervisor_stops_children_right_to_left(
+        system: System, tmp_path: Path) -> None:
+    log = tmp_path / "events"
+    sup = system.start_supervisor("top", SupervisorFlags(), [
+        ChildSpec(name, Start(Echo, kwargs={"stop_log": str(log)})) for name in ("a", "b", "c")])
+    pids = [c.pid for c in sup.which_children()]
+    system.tell(sup.address, StopNormally())
+    eventually(lambda: not alive(sup.pid) and not any(alive(p) for p in pids), timeout=30,
+               message="the supervisor and its children gone")
+    stops = [line.split()[1] for line in _lines(log) if line.startswith("stop ")]
+    assert stops == ["c", "b", "a"]

@@ -108,10 +108,19 @@ def test_restarts_outside_the_period_do_not_count() -> None:
     flags = SupervisorFlags(intensity=1, period=5.0)
     rows = [Row("c", Restart.PERMANENT)]
     restarts: tuple[float, ...] = ()
-    for now in (0.0, 5.0, 10.0, 15.0):
+    for now in (0.0, 5.5, 11.0, 16.5):
         decision, restarts = restart(flags, rows, "c", restarts, now)
         assert isinstance(decision, RestartGroup)
-    assert isinstance(restart(flags, rows, "c", restarts, 16.0)[0], Escalate)
+    assert isinstance(restart(flags, rows, "c", restarts, 17.0)[0], Escalate)
+
+
+def test_a_restart_exactly_period_old_still_counts() -> None:
+    # OTP's add_restart keeps R >= Now - Period: the window includes its edge.
+    flags = SupervisorFlags(intensity=1, period=5.0)
+    rows = [Row("c", Restart.PERMANENT)]
+    decision, restarts = restart(flags, rows, "c", (), 0.0)
+    assert isinstance(decision, RestartGroup)
+    assert isinstance(restart(flags, rows, "c", restarts, 5.0)[0], Escalate)
 
 
 SHUTDOWN_CASES = [

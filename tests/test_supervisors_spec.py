@@ -135,7 +135,7 @@ def test_intensity_allows_up_to_the_limit_within_the_period() -> None:
 
 def test_restarts_older_than_the_period_are_forgotten() -> None:
     times: tuple[float, ...] = ()
-    for now in (0.0, 5.0, 10.0, 15.0, 20.0):
+    for now in (0.0, 5.5, 11.0, 16.5, 22.0):
         times, exceeded = add_restart(times, now, intensity=1, period=5.0)
         assert not exceeded
         assert times == (now,)
@@ -157,7 +157,7 @@ def test_intensity_matches_its_definition(
     kept: tuple[float, ...] = ()
     for now in stamps:
         kept, exceeded = add_restart(kept, now, intensity, period)
-        window = [t for t in stamps[: stamps.index(now) + 1] if now - t < period]
+        window = [t for t in stamps[: stamps.index(now) + 1] if now - t <= period]
         assert set(kept) <= set(window)
         assert exceeded == (len(kept) > intensity)
-        assert all(now - t < period for t in kept)
+        assert all(now - t <= period for t in kept)
