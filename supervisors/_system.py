@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -88,6 +90,11 @@ class System:
         else:
             os.environ.pop(_log.LOG_FILE_ENV, None)
         _log.configure_from_env(force=True)
+        if admin_port is not None and port_in_use(admin_port, bind):
+            # Thespian would attach to whatever admin listens there: a failed start
+            # would then stop a system that is not ours.
+            raise SupervisorError(_port_taken(admin_port), code="invalid_option",
+                                  field="admin_port")
         self.admin_port = admin_port or free_port(bind if bind != "0.0.0.0" else "127.0.0.1")
         caps = {"Admin Port": self.admin_port, **(capabilities or {})}
         if convention_leader is not None:
@@ -96,6 +103,7 @@ class System:
         # Every actor of this system learns its admin's address by inheritance.
         # (Unknown for a wildcard bind: then a dead member is not deregistered early.)
         os.environ[ADMIN_ENV] = "" if bind in ("", "0.0.0.0") else f"{bind}:{self.admin_port}"
+        begun = time.time()
         self._asys = ActorSystem(
             SYSTEM_BASE, caps, logDefs=log_defs(), transientUnique=True
         )
@@ -109,6 +117,12 @@ class System:
                 self._asys.shutdown()
             raise SupervisorError(f"no admin listens on port {self.admin_port}",
                                   code="no_admin")
+        if _started_before(pid, begun):
+            # Another system took the port between the check and the start: this
+            # handle attached to it. Leave it running (no shutdown).
+            self._owner = False
+            raise SupervisorError(_port_taken(self.admin_port), code="invalid_option",
+                                  field="admin_port")
         self.admin_pid: int = pid
         self.session_id: int = os.getsid(pid)
         STARTED_SESSIONS.append(self.session_id)
@@ -311,6 +325,32 @@ class System:
         kill_all(procs)
         wait_gone(procs, timeout=5.0)
         return [p.pid for p in procs]
+
+
+def port_in_use(port: int, bind: str = "127.0.0.1") -> bool:
+    """Whether something listens on ``port`` where an admin bound to ``bind``
+    would listen (a port only in TIME_WAIT is free: ``SO_REUSEADDR``)."""
+    host = "0.0.0.0" if bind in ("", "0.0.0.0") else bind
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _port_taken(port: int) -> str:
+    return (f"admin port {port} is in use (by a running actor system? attach to it "
+            f"with connect({port})); choose another port, or omit it for a free one")
+
+
+def _started_before(pid: int, moment: float) -> bool:
+    """The process ``pid`` was running before ``moment`` (a ``time.time()``)."""
+    try:
+        return psutil.Process(pid).create_time() < moment - 0.5
+    except psutil.Error:
+        return False
 
 
 def _check_convention(leader: Any, period: Any, misses: Any) -> None:
