@@ -37,6 +37,7 @@ from hayata_py._ref import (
     ASK_TIMEOUT,
     AgentRef,
     alive,
+    check_id,
     check_timeout,
     checked_run,
     system_died,
@@ -164,7 +165,7 @@ class AsyncAgentRef:
         return await self.system.call(self.sync.get_result, invocation_id)
 
     async def status(self) -> str:
-        """``idle``, ``running`` or ``recovery_required``."""
+        """``idle``, ``running``, ``paused`` or ``recovery_required``."""
         return (await self.status_info()).status
 
     async def status_info(self) -> AgentStatus:
@@ -192,6 +193,7 @@ class AsyncAgentRef:
 
     async def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
         """Await the end of the invocation: what :meth:`AgentRef.wait` returns or raises."""
+        check_id(invocation_id, "invocation_id")
         deadline = time.monotonic() + check_timeout(timeout)
         system = self.system.sync
         inbox, receiver = system._caller_inbox()
@@ -235,12 +237,18 @@ class AsyncAgentRef:
         await self.system.call(self.sync._settle, invocation_id, result, asked, deadline)
         return result
 
-    async def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
-                       ) -> AsyncIterator[AgentEvent | AgentResult]:
+    def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
+                 ) -> AsyncIterator[AgentEvent | AgentResult]:
         """``async for`` the events then the result of a ``hy.CALLER`` run, as
         :meth:`AgentRef.messages` yields them (``TimeoutError`` after
-        ``timeout`` s without a message)."""
+        ``timeout`` s without a message; a bad argument: ``ConfigError`` at the
+        call)."""
+        check_id(invocation_id, "invocation_id")
         check_timeout(timeout)
+        return self._messages(invocation_id, timeout)
+
+    async def _messages(self, invocation_id: str, timeout: float
+                        ) -> AsyncIterator[AgentEvent | AgentResult]:
         inbox, _receiver = self.system.sync._caller_inbox()
         loop = asyncio.get_running_loop()
         while True:

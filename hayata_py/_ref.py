@@ -89,6 +89,29 @@ def check_timeout(timeout: Any) -> float:
     return float(timeout)
 
 
+def check_id(value: Any, field: str) -> str:
+    """An invocation or task id: a non-empty str, or :class:`ConfigError` naming
+    ``field`` (the agent drops a message of another shape, so the call would only
+    time out)."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_result(result: Any) -> dict[str, Any]:
+    """A task result for :meth:`AgentRef.resolve_task`: a dict with str keys that
+    can be stored durably (what the node would return), or ``ConfigError("result")``."""
+    if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
+        raise ConfigError("result", "must be a dict with str keys (what the node would "
+                          f"return), got {type(result).__name__}")
+    try:
+        check_encodable(result, "result")
+    except EncodingError as exc:
+        raise ConfigError("result", f"cannot be stored durably: {exc}",
+                          key=exc.details.get("key")) from exc
+    return result
+
+
 def checked_run(input: Any, subscriber: Any, stream: bool) -> Run:
     """The Run for these options, or the RunRejected (``invalid_option``,
     ``invalid_input``) that the agent would answer, raised here."""
@@ -180,8 +203,14 @@ class AgentRef:
                  ) -> Iterator[AgentEvent | AgentResult]:
         """The events (in sequence order) then the result of an invocation run with
         ``subscriber=hy.CALLER``. Raises TimeoutError if nothing arrives in ``timeout`` s,
-        ``HayataError(code="not_found")`` if this system follows no such stream."""
+        ``HayataError(code="not_found")`` if this system follows no such stream.
+        A bad ``invocation_id`` or ``timeout``: ``ConfigError`` at the call."""
+        check_id(invocation_id, "invocation_id")
         check_timeout(timeout)
+        return self._messages(invocation_id, timeout)
+
+    def _messages(self, invocation_id: str, timeout: float
+                  ) -> Iterator[AgentEvent | AgentResult]:
         inbox, _receiver = self.system._caller_inbox()
         while True:
             message = inbox.next_message(invocation_id, timeout)
@@ -191,6 +220,7 @@ class AgentRef:
 
     def get_result(self, invocation_id: str) -> AgentResult | None:
         """The result, or None while the invocation runs."""
+        check_id(invocation_id, "invocation_id")
         reply = self._ask(GetResult(invocation_id), accept=_result_for(invocation_id))
         assert isinstance(reply, ResultReply)
         if not reply.known:
@@ -211,6 +241,7 @@ class AgentRef:
         For a ``hy.CALLER`` run, it returns once this process holds the whole
         stream, so :meth:`messages` no longer needs the agent.
         """
+        check_id(invocation_id, "invocation_id")
         deadline = time.monotonic() + check_timeout(timeout)
         ref = next(_REFS)
         endpoint = self.system._system
@@ -277,7 +308,7 @@ class AgentRef:
         return False
 
     def status(self) -> str:
-        """``idle``, ``running`` or ``recovery_required``."""
+        """``idle``, ``running``, ``paused`` or ``recovery_required``."""
         return self.status_info().status
 
     def status_info(self) -> AgentStatus:
@@ -310,6 +341,7 @@ class AgentRef:
         ``ConfigError("value")`` for a value that cannot be stored (nothing is
         sent). ``subscriber``/``stream`` as for :meth:`run`.
         """
+        check_id(invocation_id, "invocation_id")
         checked_run(None, subscriber, stream)
         try:
             check_encodable(value, "value")
@@ -321,11 +353,15 @@ class AgentRef:
 
     def resolve_task(self, task_id: str, *, result: dict[str, Any]) -> None:
         """Record ``result`` for an uncertain task (established by checking the
-        external system); a later :meth:`recover` reuses it."""
+        external system); a later :meth:`recover` reuses it. ``result`` must be a
+        dict with str keys that can be stored (``ConfigError("result")``)."""
+        check_id(task_id, "task_id")
+        check_result(result)
         self._expect_ack(self._ask(ResolveTask(task_id, result), accept=_is(Ack, HayataError)))
 
     def abandon(self, invocation_id: str) -> None:
         """End the unfinished invocation as failed (``abandoned``) and free the agent."""
+        check_id(invocation_id, "invocation_id")
         self._expect_ack(self._ask(Abandon(invocation_id), accept=_is(Ack, HayataError)))
 
     @staticmethod
@@ -336,16 +372,29 @@ class AgentRef:
             raise HayataError(f"unexpected answer: {reply!r}", code="protocol_error")
 
     def tasks(self, invocation_id: str | None = None) -> list[tuple[TaskRecord, TaskClass]]:
-        """The durable task records of an invocation (default: the current or
-        unfinished one) with their recovery classification."""
+        """The durable task records of an invocation of this agent (default: the
+        current or unfinished one) with their recovery class, as this agent's
+        ``recover()`` would make of them (an uncertain task of one of its
+        ``idempotent_nodes`` is ``rerun``). ``HayataError(code="not_found")`` for
+        an id that is not one of this agent's invocations."""
+        if invocation_id is not None:
+            check_id(invocation_id, "invocation_id")
         store = self.system.store
         if store is None:
             raise HayataError("no store is known to this handle", code="no_store")
+        status = self.status_info()
         if invocation_id is None:
-            invocation_id = self.status_info().invocation_id
+            invocation_id = status.invocation_id
             if invocation_id is None:
                 records = store.list_invocations(self.id, limit=1)
                 if not records:
                     return []
                 invocation_id = records[0].invocation_id
-        return [(t, classify_task(t, idempotent=False)) for t in store.get_tasks(invocation_id)]
+        else:
+            record = store.get_invocation(invocation_id)
+            if record is None or record.agent_id != self.id:
+                raise HayataError(f"agent {self.id!r} has no invocation {invocation_id!r}",
+                                  code="not_found", invocation_id=invocation_id)
+        idempotent = set(status.idempotent_nodes)
+        return [(t, classify_task(t, idempotent=t.node_id in idempotent))
+                for t in store.get_tasks(invocation_id)]

@@ -130,12 +130,14 @@ class GetStatus:
 @dataclass(frozen=True)
 class AgentStatus:
     """``status``: ``idle``, ``running``, ``paused`` (``invocation_id`` waits for
-    ``resume()``) or ``recovery_required``."""
+    ``resume()``) or ``recovery_required``; ``idempotent_nodes``: the agent's
+    (sorted), whose uncertain tasks recovery re-runs."""
 
     agent_id: str
     status: str
     invocation_id: str | None
     ref: int = 0
+    idempotent_nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,57 @@ def test_recover_options_are_refused_before_anything_is_sent(
         assert_refusal(exc, {"subscriber", "stream"})
 
 
+ids = st.one_of(st.text(min_size=1, max_size=6), st.just(""), anything)
+results = st.one_of(st.dictionaries(st.text(max_size=3), plain, max_size=2),
+                    st.dictionaries(st.integers(), plain, min_size=1, max_size=2), anything)
+CALLS = {
+    "get_result": (lambda ref, i, r: ref.get_result(i), {"invocation_id"}),
+    "wait": (lambda ref, i, r: ref.wait(i, 1.0), {"invocation_id"}),
+    "messages": (lambda ref, i, r: next(iter(ref.messages(i, 1.0))), {"invocation_id"}),
+    "resume": (lambda ref, i, r: ref.resume(i, None), {"invocation_id"}),
+    "abandon": (lambda ref, i, r: ref.abandon(i), {"invocation_id"}),
+    "resolve_task": (lambda ref, i, r: ref.resolve_task(i, result=r), {"task_id", "result"}),
+    "tasks": (lambda ref, i, r: ref.tasks(i), {"invocation_id"}),
+}
+
+
+def _valid_call(name: str, ident: Any, result: Any) -> bool:
+    if name == "tasks" and ident is None:
+        return True  # the current or latest invocation
+    if not isinstance(ident, str) or not ident:
+        return False
+    if name != "resolve_task":
+        return True
+    if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
+        return False
+    try:
+        check_encodable(result, "result")
+    except hy.EncodingError:
+        return False
+    return True
+
+
+@FAST
+@given(st.sampled_from(sorted(CALLS)), ids, results)
+def test_agent_ref_arguments_are_refused_before_anything_is_sent(
+        name: str, ident: Any, result: Any) -> None:
+    """Regression: the agent drops a message of the wrong shape, so a bad id or
+    result only timed out (30 s) instead of naming the argument."""
+    call, fields = CALLS[name]
+    ref = hy.AgentRef(NoSystem(), "a")  # type: ignore[arg-type]
+    try:
+        call(ref, ident, result)
+    except Touched:
+        assert _valid_call(name, ident, result)
+        return
+    except Exception as exc:  # noqa: BLE001 - the property is about which exceptions
+        assert isinstance(exc, hy.ConfigError), f"{type(exc).__name__}: {exc}"
+        assert_refusal(exc, fields)
+        assert not _valid_call(name, ident, result)
+        return
+    pytest.fail(f"{name}() returned without reaching the system")
+
+
 node_names = st.one_of(st.sampled_from(sorted(KNOWN)), st.text(max_size=3))
 node_fields = st.one_of(
     node_names, st.lists(node_names, max_size=4), st.tuples(node_names, node_names),

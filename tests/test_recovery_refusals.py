@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from hayata_py.store import open_store
+from hayata_py.store import TaskClass, open_store
 from tests.helpers import alive, eventually, find
 from tests.hitl_nodes import effects
 
@@ -100,3 +101,25 @@ def test_a_recorded_final_failure_ends_the_step_despite_an_uncertain_sibling(
         assert result.error.code == "node_failed", result.error
         assert statuses(data, inv) == {"a": "failed", "b": "started"}  # b is not re-run
         assert sorted(effects(log)) == [("a", 1), ("b", 1)]
+
+
+def test_tasks_classifies_as_this_agents_recover_would(agents: hy.AgentSystem,
+                                                       tmp_path: Path) -> None:
+    """An uncertain task of an idempotent node is ``rerun`` (recover runs it again),
+    not ``uncertain``; another agent's invocation is not this agent's to list."""
+    log, gate = tmp_path / "effects", tmp_path / "gate"
+    idem = agents.start_agent(dataclasses.replace(
+        config(), id="idem", idempotent_nodes=frozenset({"a"})))
+    other = agents.start_agent(dataclasses.replace(config(), id="other"))
+    inv = idem.run({"effects": str(log), "plan": [["a", "b"]],
+                    "gates": {"a": str(gate), "b": str(gate)}})
+    rows = eventually(lambda: (r := idem.tasks(inv)) and len(r) == 2
+                      and all(t.status == "started" for t, _ in r) and r,
+                      timeout=30, message="both branches started")
+    assert {t.node_id: c for t, c in rows} == {"a": TaskClass.RERUN,
+                                               "b": TaskClass.UNCERTAIN}
+    with pytest.raises(hy.HayataError) as err:
+        other.tasks(inv)
+    assert err.value.code == "not_found"
+    gate.touch()
+    assert idem.wait(inv, 30).ok

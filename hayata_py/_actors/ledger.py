@@ -285,10 +285,13 @@ class Ledger:
     def status(self, running: str | None) -> AgentStatus:
         """The agent's status; ``running`` is the id of the invocation it runs."""
         self.refresh_recovering()
+        idempotent = tuple(sorted(self.spec.idempotent_nodes))
         if self.recovering is not None:
             return AgentStatus(self.spec.id, "paused" if pauses.paused(self) else
-                               "recovery_required", self.recovering.invocation_id)
-        return AgentStatus(self.spec.id, "running" if running else "idle", running)
+                               "recovery_required", self.recovering.invocation_id,
+                               idempotent_nodes=idempotent)
+        return AgentStatus(self.spec.id, "running" if running else "idle", running,
+                           idempotent_nodes=idempotent)
 
     def answer(self, message: GetResult | WaitResult, sender: Any, running: str | None
                ) -> None:

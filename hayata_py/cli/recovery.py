@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from hayata_py._errors import RecoveryRejected
+from hayata_py._errors import HayataError, RecoveryRejected
 from hayata_py.cli._common import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
@@ -51,19 +51,22 @@ def _invocation(store: TaskStore, agent_id: str, invocation_id: str | None) -> I
     return record
 
 
-def task_row(task: TaskRecord) -> dict[str, Any]:
+def task_row(task: TaskRecord, idempotent: bool = False) -> dict[str, Any]:
     """One task as ``tasks --json`` prints it."""
     return {"task_id": task.task_id, "invocation_id": task.invocation_id, "step": task.step,
             "node_id": task.node_id, "branch": task.branch_index, "status": task.status,
-            "attempt": task.attempt, "classification": classify_task(task).value,
+            "attempt": task.attempt,
+            "classification": classify_task(task, idempotent=idempotent).value,
             "resolved": task.resolved, "result": task.result, "error": task.error}
 
 
-def task_rows(store: TaskStore, invocation: InvocationRecord) -> list[dict[str, Any]]:
+def task_rows(store: TaskStore, invocation: InvocationRecord,
+              idempotent: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """The rows ``tasks`` shows: every recorded task of the invocation, then (while it
-    runs) the nodes of its active step that have no record yet (status ``-``)."""
+    runs) the nodes of its active step that have no record yet (status ``-``).
+    ``idempotent``: the agent's idempotent nodes (their uncertain tasks are ``rerun``)."""
     records = store.get_tasks(invocation.invocation_id)
-    rows = [task_row(t) for t in records]
+    rows = [task_row(t, t.node_id in idempotent) for t in records]
     active = invocation.active_execution
     if active is not None and invocation.status == "running":
         # Tasks of the interrupted step that never got a record: recovery runs them
@@ -92,12 +95,15 @@ def tasks(agent_id: str, invocation_id: str | None, as_json: bool, data_dir: Pat
     CLASS is what recovery would make of each: completed (its result is
     reused), not_started (it runs), uncertain (started, no result: recovery
     stops until you resolve it, abandon the invocation, or declare the node
-    idempotent) or failed. Reads the store: AGENT need not be started.
+    idempotent), rerun (uncertain, of one of the started agent's
+    idempotent_nodes: recovery runs it again) or failed. Reads the store:
+    AGENT need not be started (then no node counts as idempotent).
     """
     record = running_record(data_dir)
+    idempotent = _idempotent_nodes(data_dir, agent_id)
     with open_store_of(record.store_url) as store:
         invocation = _invocation(store, agent_id, invocation_id)
-        rows = task_rows(store, invocation)
+        rows = task_rows(store, invocation, idempotent)
     active = invocation.active_execution
     if as_json:
         for row in rows:
@@ -125,6 +131,20 @@ def tasks(agent_id: str, invocation_id: str | None, as_json: bool, data_dir: Pat
     if not console.is_terminal:
         console.width = 1000  # never cut a task id that a script may copy
     console.print(table)
+
+
+def _idempotent_nodes(data_dir: Path, agent_id: str) -> frozenset[str]:
+    """The started agent's ``idempotent_nodes`` (none if it is not started)."""
+    try:
+        system, _record = connect(data_dir)
+    except CliError:
+        return frozenset()
+    try:
+        return frozenset(system.agent(agent_id).status_info().idempotent_nodes)
+    except HayataError:
+        return frozenset()  # not started: the store alone cannot say
+    finally:
+        system.shutdown()  # detaches
 
 
 def _uncertain(exc: RecoveryRejected, agent_id: str, data_dir: Path, as_json: bool) -> int:
