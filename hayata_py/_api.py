@@ -11,6 +11,7 @@ they come, so none waits in an agent process that may die.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import socket
 import threading
@@ -50,6 +51,7 @@ TOP_NAME = "hayata"
 def check_options(*, base: str = "multiprocTCPBase", admin_port: int | None = None,
                   name: str | None = None, capabilities: Mapping[str, Any] | None = None,
                   bind: str = "127.0.0.1", liveness: Liveness | None = None,
+                  data_dir: Any = None, store_url: Any = None,
                   **_others: Any) -> Liveness:
     """Refuse bad :class:`AgentSystem` arguments before anything starts
     (:class:`ConfigError` naming the argument); returns the liveness to use."""
@@ -67,9 +69,44 @@ def check_options(*, base: str = "multiprocTCPBase", admin_port: int | None = No
         raise ConfigError("name", f"must be a non-empty string, got {name!r}")
     if capabilities is not None:
         valid_capabilities(capabilities)
-    if not isinstance(bind, str) or not bind:
-        raise ConfigError("bind", f"must be an IP address string, got {bind!r}")
+    if not isinstance(bind, str) or not _is_ipv4(bind):
+        raise ConfigError("bind", "must be an IPv4 address of this host (default "
+                                  f"127.0.0.1; 0.0.0.0 for every interface), got {bind!r}")
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise ConfigError("data_dir", f"must be a path, got {type(data_dir).__name__}")
+    if store_url is not None:
+        check_store_url(store_url)
     return liveness
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_store_url(url: Any) -> str:
+    """A PostgreSQL or SQLite SQLAlchemy URL, or ``ConfigError("store_url")``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    shown: Any = url
+    try:
+        parsed = make_url(url) if isinstance(url, str) else None
+    except ArgumentError:
+        parsed = None
+        if isinstance(url, str) and "@" in url:
+            shown = "<not shown: it may hold a password>"
+    backend = parsed.get_backend_name() if parsed is not None else ""
+    if parsed is not None:
+        shown = parsed.render_as_string(hide_password=True)
+    if backend not in ("postgresql", "sqlite"):
+        raise ConfigError("store_url", "must be a PostgreSQL or SQLite URL, e.g. "
+                          "postgresql+psycopg://hayata@10.0.0.1/hayata (default: the data "
+                          f"dir's SQLite file); got {shown!r}")
+    return str(url)
 
 
 class AgentSystem:
@@ -124,7 +161,8 @@ class AgentSystem:
         liveness: Liveness | None = None,
     ) -> None:
         liveness = check_options(base=base, admin_port=admin_port, name=name,
-                                 capabilities=capabilities, bind=bind, liveness=liveness)
+                                 capabilities=capabilities, bind=bind, liveness=liveness,
+                                 data_dir=data_dir, store_url=store_url)
         handlers = dict(telemetry_handlers or {})
         if log_telemetry:
             handlers.setdefault("hayata.log", (

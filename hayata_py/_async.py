@@ -61,7 +61,7 @@ class AsyncAgentSystem:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         bound = inspect.signature(AgentSystem).bind(*args, **kwargs)
-        check_options(**{k: v for k, v in bound.arguments.items() if k != "data_dir"})
+        check_options(**bound.arguments)
         self._args, self._kwargs = args, kwargs
         self._sync: AgentSystem | None = None
         self._pool: ThreadPoolExecutor | None = None

@@ -200,7 +200,11 @@ system_values: dict[str, st.SearchStrategy[Any]] = {
         st.dictionaries(st.text(min_size=1, max_size=3), st.sampled_from(
             [float("nan"), float("inf"), None]), min_size=1, max_size=2),
         st.integers(), st.text(max_size=3)),
-    "bind": st.one_of(st.just(""), st.integers(), st.none(), st.builds(list)),
+    "bind": st.one_of(st.just(""), st.integers(), st.none(), st.builds(list),
+                      st.sampled_from(["nope", "10.0.0", "::1", "localhost "])),
+    "store_url": st.one_of(st.integers(), st.builds(list), st.sampled_from(
+        ["not a url", "mysql://x/y", "nosuch://x", "", "redis://u:secret@h/0"])),
+    "data_dir": st.one_of(st.integers(), st.builds(list), st.builds(dict)),
 }
 
 
@@ -217,7 +221,8 @@ def test_bad_system_options_are_refused_before_anything_starts(
     data_dir = tmp_path_factory.mktemp("sys") / "data"
     started = len(STARTED_SESSIONS)
     try:
-        accepted = hy.AgentSystem(data_dir, **{name: value})
+        accepted = hy.AgentSystem(value) if name == "data_dir" else \
+            hy.AgentSystem(data_dir, **{name: value})
     except Exception as exc:  # noqa: BLE001 - the property is about which exceptions
         assert_refusal(exc, {name})
     else:
