@@ -128,3 +128,19 @@ def test_bad_handler_path_is_refused_at_start(tmp_path: Path) -> None:
     with pytest.raises(hy.ConfigError) as err:
         hy.AgentSystem(tmp_path, telemetry_handlers={"h": ("tests.nope:missing", ALL)})
     assert "h" in str(err.value)
+
+
+def test_a_run_that_pauses_stops_its_span_as_paused_not_failed(tmp_path: Path,
+                                                              sink: Path) -> None:
+    """A pause is not a failure: its invocation span must not turn into an error."""
+    with hy.AgentSystem(tmp_path / "data", telemetry_handlers={
+            "sink": ("tests.telemetry_sink:record", ALL)}) as system:
+        agent = system.start_agent(hy.AgentConfig(
+            "p", {"draft": "tests.hitl_nodes:flaky", "send": "tests.hitl_nodes:flaky"},
+            "tests.hitl_nodes:approve"))
+        result = agent.wait(agent.run({"effects": str(tmp_path / "effects")}), 30)
+        assert result.status == "paused"
+        rows = eventually(lambda: [r for r in events(sink)
+                                   if ".".join(r["event"][1:]) == "agent.invocation.stop"],
+                          message="the invocation span stopped")
+    assert rows[0]["metadata"]["status"] == "paused"

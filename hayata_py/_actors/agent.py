@@ -267,7 +267,7 @@ class AgentActor(SupervisedActor):
         self.inv = None
         self.folded = None
         self.deadlines.clear()
-        self.spans.ended(end.ok, end.error)
+        self.spans.ended(end.ok, end.error, end.paused)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)
         result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"

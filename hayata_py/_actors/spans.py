@@ -49,7 +49,7 @@ class InvocationSpans:
             "error_type": error.details.get("type") if error else None,
             **({} if retry.key.item is None else {"item": retry.key.item})})
 
-    def ended(self, ok: bool, error: ErrorInfo | None) -> None:
+    def ended(self, ok: bool, error: ErrorInfo | None, paused: bool = False) -> None:
         for task_id in list(self.tasks):
             self.task_ended(task_id, None, "failed")
         span, self.invocation = self.invocation, None
@@ -60,7 +60,7 @@ class InvocationSpans:
             telemetry.span_exception(span, str(error.details["type"]),
                                      metadata={"error_code": error.code})
             return
-        status = "completed" if ok else (
+        status = "completed" if ok else "paused" if paused else (
             "timed_out" if error is not None and error.code == "execution_timeout"
             else "failed")
         telemetry.span_stop(span, status, metadata={"error_code": error.code} if error else None)
