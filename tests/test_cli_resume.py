@@ -38,6 +38,12 @@ def test_resume_a_paused_invocation_from_the_shell(data_dir: Path, tmp_path: Pat
                       "paused": {"kind": "before", "payload": {"pause_before": ["charge"]},
                                  "nodes": ["charge"]}}
     assert "paused" in ok(data_dir, "agent", "list")
+    ok(data_dir, "agent", "stop", "hitl-drill")
+    told = hayata(data_dir, "result", "hitl-drill", inv)
+    assert told.returncode == 5  # unfinished, and paused: resume, not recover
+    assert f"hayata resume hitl-drill {inv} --value JSON" in told.stderr, told.stderr
+    assert "hayata recover" not in told.stderr
+    ok(data_dir, "agent", "start", "examples.drills.hitl:pause_config")
     assert_one_line_error(hayata(data_dir, "resume", "hitl-drill", inv, "--value", "{nope"),
                           "--value")
     done = ok(data_dir, "resume", "hitl-drill", inv, "--value", '{"approved_by": "ann"}',

@@ -41,7 +41,8 @@ BIND_ENV = "SUPERVISORS_BIND"
 F = TypeVar("F", bound=Callable[..., Any])
 
 _CODE_EXITS = {"agent_not_found": EXIT_NOT_FOUND, "not_found": EXIT_NOT_FOUND,
-               "no_system": EXIT_NO_SYSTEM, "recovery_required": EXIT_RUNNING}
+               "task_not_found": EXIT_NOT_FOUND, "no_system": EXIT_NO_SYSTEM,
+               "recovery_required": EXIT_RUNNING}
 
 
 class CliError(click.ClickException):

@@ -88,6 +88,14 @@ def stored_result(store_url: str | None, agent_id: str, invocation_id: str
     return AgentResult(invocation_id, record.status == "completed", record.result, error)
 
 
+def _paused(store_url: str | None, invocation_id: str) -> bool:
+    """The stored invocation waits for ``resume()`` (not for ``recover()``)."""
+    from hayata_py._actors.pauses import is_paused
+
+    with open_store_of(store_url) as store:
+        return is_paused(store.get_invocation(invocation_id))
+
+
 def _detached(agent_id: str, invocation_id: str, data_dir: Path) -> int:
     click.echo(f"detached; invocation {invocation_id} keeps running. Fetch its result with: "
                f"hayata result {agent_id} {invocation_id}{cli_hint(data_dir)}", err=True)
@@ -188,9 +196,13 @@ def result(agent_id: str, invocation_id: str, wait: bool, as_json: bool,
     if agent_id not in system.agents():
         outcome = stored_result(record.store_url, agent_id, invocation_id)
         if outcome is None:
+            hint = cli_hint(data_dir)
+            then = (f"`hayata resume {agent_id} {invocation_id} --value JSON{hint}` (it is "
+                    "paused)" if _paused(record.store_url, invocation_id)
+                    else f"`hayata recover {agent_id}{hint}`")
             click.echo(f"invocation {invocation_id} is unfinished and agent {agent_id} is not "
-                       f"started; start it with `hayata agent start MODULE:ATTR`, then "
-                       f"`hayata recover {agent_id}`", err=True)
+                       f"started; start it with `hayata agent start MODULE:ATTR{hint}`, then "
+                       f"{then}", err=True)
             sys.exit(EXIT_RUNNING)
     else:
         ref = system.agent(agent_id)
