@@ -300,6 +300,13 @@ def test_a_run_for_a_node_without_a_host_is_interrupted_at_once(cluster: Cluster
     assert result.error is not None and result.error.code == "invocation_interrupted"
     assert "waiting_for_placement" in result.error.details["reason"]
     assert agent.status() == "recovery_required"
+    # Too early: the step would run right, which no system can run yet. Refused,
+    # nothing written (it used to be dispatched and fail at the step deadline).
+    with pytest.raises(hy.RecoveryRejected) as early:
+        agent.recover()
+    assert early.value.code == "waiting_for_placement"
+    assert early.value.details["node_id"] == "right"
+    assert agent.status() == "recovery_required"
     cluster.start("B2", capabilities={"gpu": True})
     eventually(lambda: not waiting(), timeout=15, message="node right placed on B2")
     assert agent.recover() == inv

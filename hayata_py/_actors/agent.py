@@ -178,7 +178,7 @@ class AgentActor(SupervisedActor):
         if isinstance(message, Recover):
             self.ledger.refresh_recovering()
             answer = self.ledger.nothing() if self.ledger.recovering is None else (
-                rejected or self.ledger.recover())
+                rejected or self.ledger.recover(self.unplaced))
         else:
             answer = rejected or (pauses.resume(self.ledger, message) if self.inv is None else
                                   RunRejected(f"agent {self.spec.id!r} is running invocation "

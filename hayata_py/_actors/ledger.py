@@ -20,13 +20,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hayata_py._actors import pauses
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._actors.maps import resume_map
+from hayata_py._actors.recovering import resume_step, waiting_node
 from hayata_py._codec import check_encodable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
@@ -46,7 +47,6 @@ from hayata_py._invocation import (
     RecordResult,
     Resume,
     WriteRefused,
-    retry,
 )
 from hayata_py.messages import (
     Abandon,
@@ -62,9 +62,7 @@ from hayata_py.messages import (
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
-    TaskClass,
     TaskStore,
-    classify_execution,
 )
 
 RESULTS_KEPT = 1000
@@ -322,12 +320,15 @@ class Ledger:
         return RecoveryRejected(f"agent {self.spec.id!r} has no unfinished invocation",
                                 code="nothing_to_recover")
 
-    def recover(self) -> RecoveryRejected | tuple[InvocationRecord, int, Resume]:
+    def recover(self, unplaced: Mapping[str, str] | None = None
+                ) -> RecoveryRejected | tuple[InvocationRecord, int, Resume]:
         """Claim the unfinished invocation and classify its interrupted step.
 
-        A step that needs the user's decision (an uncertain task) is refused
-        before the claim: a refused recovery writes nothing, so a live edge of
-        the step (the agent alone died) can still record its result."""
+        A step that needs the user's decision (an uncertain task), or that has a
+        task to run on a node no system can run now (``unplaced``: node id ->
+        why), is refused before the claim: a refused recovery writes nothing, so
+        a live edge of the step (the agent alone died) can still record its
+        result, and the invocation waits for a later ``recover()``."""
         self.refresh_recovering()
         record = self.recovering
         if record is None or self.store is None:
@@ -341,6 +342,15 @@ class Ledger:
                                     invocation_id=record.invocation_id)
         if isinstance(early, RecoveryRejected):
             return early
+        waiting = waiting_node(early, unplaced or {})
+        if waiting is not None:
+            node_id, why = waiting
+            return RecoveryRejected(
+                f"node {node_id!r} of the interrupted step has no system to run on "
+                f"({why}); the invocation is kept: call recover() again once a system "
+                "that satisfies the node's placement has joined",
+                code="waiting_for_placement", invocation_id=record.invocation_id,
+                node_id=node_id, reason=why)
         try:
             # Claim first: from here on no older writer (an orphan edge of a dead
             # system) can record anything, so the classification below is final.
@@ -365,33 +375,8 @@ class Ledger:
         if active.map:
             return resume_map(record, active, records, self.spec.idempotent_nodes,
                               self.spec.retry.get(active.node_ids[0]))
-        tasks = {t.node_id: t for t in records}
-        classes = classify_execution(active.node_ids, records, self.spec.idempotent_nodes)
-        failed, retries = None, {}
-        for node_id in classes.failed_node_ids:  # a retry waited, or the step failed
-            task = tasks[node_id]
-            error = ErrorInfo.from_dict(task.error or {
-                "code": "node_failed", "message": "recorded as failed"})
-            plan = retry.after_recovery(self.spec.retry.get(node_id), error, task.attempt,
-                                        task.task_id, task.finished_at, time.time())
-            if plan is not None:
-                retries[node_id] = plan
-            elif failed is None:
-                failed = error
-        if classes.has_uncertain and failed is None:
-            return RecoveryRejected(
-                f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
-                f"{list(classes.uncertain_node_ids)} started but recorded no result; "
-                "check the external system, then resolve_task(), abandon(), or declare "
-                "the node idempotent", code="task_execution_uncertain",
-                invocation_id=record.invocation_id,
-                task_ids=list(classes.uncertain_task_ids),
-                node_ids=list(classes.uncertain_node_ids))
-        to_run = {n: tasks[n].attempt + 1 if classes.classes[n] is TaskClass.RERUN else 1
-                  for n in classes.to_run}
-        return Resume(active.execution_id, tuple(active.node_ids), active.input,
-                      active.parallel, to_run, dict(classes.reuse), failed,
-                      retry={} if failed else retries)
+        return resume_step(record, active, records, self.spec.idempotent_nodes,
+                           self.spec.retry, time.time())
 
     def resolve(self, message: ResolveTask) -> Any:
         self.refresh_recovering()

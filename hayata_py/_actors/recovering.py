@@ -1,0 +1,72 @@
+"""What ``recover()`` makes of an interrupted sequential or parallel step, from
+its task records: pure decisions, no store, no actor (a map step's, item by
+item, are in :mod:`hayata_py._actors.maps`).
+
+Completed tasks are reused, not-started ones run, uncertain ones of idempotent
+nodes run again (attempt + 1); a recorded failure retries if the node's retry
+policy allows, else it ends the step; any other uncertain task refuses the
+recovery, unless a recorded final failure has decided the step already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+
+from hayata_py._errors import ErrorInfo, RecoveryRejected
+from hayata_py._invocation import Resume, retry
+from hayata_py._policy import RetryPolicy
+from hayata_py.store import (
+    ActiveExecution,
+    InvocationRecord,
+    TaskClass,
+    TaskRecord,
+    classify_execution,
+)
+
+__all__ = ["resume_step", "waiting_node"]
+
+
+def resume_step(record: InvocationRecord, active: ActiveExecution,
+                records: Sequence[TaskRecord], idempotent: Set[str],
+                policies: Mapping[str, RetryPolicy], now: float
+                ) -> RecoveryRejected | Resume:
+    """The :class:`Resume` of the step ``active`` of ``record``, or why not."""
+    tasks = {t.node_id: t for t in records}
+    classes = classify_execution(active.node_ids, records, idempotent)
+    failed, retries = None, {}
+    for node_id in classes.failed_node_ids:  # a retry waited, or the step failed
+        task = tasks[node_id]
+        error = ErrorInfo.from_dict(task.error or {
+            "code": "node_failed", "message": "recorded as failed"})
+        plan = retry.after_recovery(policies.get(node_id), error, task.attempt,
+                                    task.task_id, task.finished_at, now)
+        if plan is not None:
+            retries[node_id] = plan
+        elif failed is None:
+            failed = error
+    if classes.has_uncertain and failed is None:
+        return RecoveryRejected(
+            f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
+            f"{list(classes.uncertain_node_ids)} started but recorded no result; "
+            "check the external system, then resolve_task(), abandon(), or declare "
+            "the node idempotent", code="task_execution_uncertain",
+            invocation_id=record.invocation_id,
+            task_ids=list(classes.uncertain_task_ids),
+            node_ids=list(classes.uncertain_node_ids))
+    to_run = {n: tasks[n].attempt + 1 if classes.classes[n] is TaskClass.RERUN else 1
+              for n in classes.to_run}
+    return Resume(active.execution_id, tuple(active.node_ids), active.input,
+                  active.parallel, to_run, dict(classes.reuse), failed,
+                  retry={} if failed else retries)
+
+
+def waiting_node(resume: Resume, unplaced: Mapping[str, str]) -> tuple[str, str] | None:
+    """A node the recovered step would run (or retry) that no system can run now
+    (``unplaced``: node id -> why), with the reason; None if there is none."""
+    if resume.failed is not None:
+        return None  # the step ends with its recorded failure: nothing runs
+    if resume.map:
+        wanted = list(resume.nodes) if resume.items_to_run or resume.items_retry else []
+    else:
+        wanted = [n for n in resume.nodes if n in resume.to_run or n in resume.retry]
+    return next(((n, unplaced[n]) for n in wanted if n in unplaced), None)
