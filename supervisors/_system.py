@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import psutil
-from thespian.actors import ActorSystem
+from thespian.actors import ActorSystem, InvalidActorAddress
 
 from supervisors import _log
 from supervisors._errors import StartFailed, SupervisorError
@@ -270,8 +270,13 @@ class System:
         prepare_environment(listener_address(admin_port)
                             or os.environ.get("SUPERVISORS_BIND", "127.0.0.1"))
         self.admin_port = admin_port
-        self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
-                                 logDefs=log_defs(), transientUnique=True)
+        try:
+            self._asys = ActorSystem(SYSTEM_BASE, {"Admin Port": admin_port},
+                                     logDefs=log_defs(), transientUnique=True)
+        except InvalidActorAddress as exc:  # something else listens there
+            raise SupervisorError(f"what listens on port {admin_port} is not an actor "
+                                  "system admin", code="no_admin",
+                                  admin_port=admin_port) from exc
         self._init_endpoints()
         self._owner = False
         self._top = []
