@@ -336,8 +336,10 @@ class Ledger:
         if pauses.is_paused(record):
             return pauses.refuse_recover(record)
         try:
+            # Someone else's live lease first: it may still be running the step.
+            self.store.check_claimable(record.invocation_id, owner=self.owner)
             early = self._classify(record)
-        except StoreError as exc:
+        except (InvocationBusy, StoreError) as exc:
             return RecoveryRejected(str(exc), code=exc.code,
                                     invocation_id=record.invocation_id)
         if isinstance(early, RecoveryRejected):

@@ -91,6 +91,13 @@ class TaskStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    def check_claimable(self, invocation_id: str, *, owner: str) -> None:
+        """Raise :class:`InvocationBusy` if :meth:`claim_invocation` by ``owner``
+        would (a different owner's lease has not expired); write nothing. For a
+        caller that must not claim before it knows it can act (``recover()``
+        refusing an uncertain step writes nothing)."""
+
+    @abc.abstractmethod
     def renew_lease(
         self, invocation_id: str, *, owner: str, token: int, lease_seconds: float | None
     ) -> None:

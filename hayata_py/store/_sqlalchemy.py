@@ -192,16 +192,7 @@ class SqlTaskStore(TaskWrites, TaskStore):
                     invocation_id=invocation_id,
                     status=row.status,
                 )
-            now = self.clock()
-            expires = row.lease_expires_at
-            if row.owner not in (None, owner) and expires is not None and expires > now:
-                raise InvocationBusy(
-                    f"invocation {invocation_id} is leased by {row.owner} "
-                    f"for another {expires - now:.3f} s",
-                    invocation_id=invocation_id,
-                    owner=row.owner,
-                    lease_expires_at=expires,
-                )
+            self._refuse_if_leased(invocation_id, row.owner, row.lease_expires_at, owner)
             token = int(row.token) + 1
             conn.execute(
                 inv.update()
@@ -211,6 +202,27 @@ class SqlTaskStore(TaskWrites, TaskStore):
             return token
 
         return self._db.run(write, write=True)
+
+    def check_claimable(self, invocation_id: str, *, owner: str) -> None:
+        def read(conn: Connection) -> None:
+            row = conn.execute(sa.select(inv.c.owner, inv.c.lease_expires_at).where(
+                inv.c.invocation_id == invocation_id)).one_or_none()
+            if row is not None:
+                self._refuse_if_leased(invocation_id, row.owner, row.lease_expires_at, owner)
+
+        self._db.run(read, write=False)
+
+    def _refuse_if_leased(self, invocation_id: str, holder: str | None,
+                          expires: float | None, owner: str) -> None:
+        now = self.clock()
+        if holder not in (None, owner) and expires is not None and expires > now:
+            raise InvocationBusy(
+                f"invocation {invocation_id} is leased by {holder} "
+                f"for another {expires - now:.3f} s",
+                invocation_id=invocation_id,
+                owner=holder,
+                lease_expires_at=expires,
+            )
 
     def _lease_write(
         self, invocation_id: str, owner: str, token: int, values: Callable[[], dict[str, Any]]

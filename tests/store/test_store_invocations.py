@@ -110,6 +110,18 @@ def test_lease_claimable_after_expiry(store: SqlTaskStore, clock: FakeClock) -> 
     assert store.claim_invocation("inv-1", owner="o2", lease_seconds=10) == 2
 
 
+def test_check_claimable_says_what_a_claim_would_and_writes_nothing(
+        store: SqlTaskStore, clock: FakeClock) -> None:
+    store.create_invocation(invocation(), owner="o1", lease_seconds=10)
+    with pytest.raises(InvocationBusy) as info:
+        store.check_claimable("inv-1", owner="o2")
+    assert info.value.details["owner"] == "o1"
+    store.check_claimable("inv-1", owner="o1")  # its own lease: claimable
+    clock.advance(10.01)
+    store.check_claimable("inv-1", owner="o2")  # expired: claimable
+    assert store.claim_invocation("inv-1", owner="o2") == 2  # the token was not touched
+
+
 def test_same_owner_reclaims_during_lease(store: SqlTaskStore) -> None:
     """The lease holder may re-claim at any time."""
     store.create_invocation(invocation(), owner="o1", lease_seconds=10)
