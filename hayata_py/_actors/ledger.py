@@ -84,6 +84,11 @@ def _refused(raw: Exception) -> WriteRefused:
                         fenced=isinstance(exc, StaleWriter))
 
 
+def _refusal(exc: StoreError, record: InvocationRecord) -> RecoveryRejected:
+    """A store's refusal (busy, unavailable, ...) as recover()'s answer."""
+    return RecoveryRejected(str(exc), code=exc.code, invocation_id=record.invocation_id)
+
+
 class Ledger:
     """The agent's store access, its unfinished invocation and its recent results."""
 
@@ -340,8 +345,7 @@ class Ledger:
             self.store.check_claimable(record.invocation_id, owner=self.owner)
             early = self._classify(record)
         except (InvocationBusy, StoreError) as exc:
-            return RecoveryRejected(str(exc), code=exc.code,
-                                    invocation_id=record.invocation_id)
+            return _refusal(exc, record)
         if isinstance(early, RecoveryRejected):
             return early
         waiting = waiting_node(early, unplaced or {})
@@ -361,8 +365,7 @@ class Ledger:
             record = self.store.get_invocation(record.invocation_id) or record
             resumed = self._classify(record)
         except (InvocationBusy, StoreError) as exc:
-            return RecoveryRejected(str(exc), code=exc.code,
-                                    invocation_id=record.invocation_id)
+            return _refusal(exc, record)
         if isinstance(resumed, RecoveryRejected):
             return resumed
         self.recovering = None

@@ -19,9 +19,9 @@ from typing import Any
 from hayata_py import _invocation as m
 from hayata_py._actors import _protocol as p
 from hayata_py._actors.edges import EdgePool
+from hayata_py._actors.recovering import recorded_failures
 from hayata_py._config import AgentSpec
-from hayata_py._errors import ErrorInfo, RecoveryRejected
-from hayata_py._invocation import retry
+from hayata_py._errors import RecoveryRejected
 from hayata_py._policy import RetryPolicy
 from hayata_py.store import (
     ActiveExecution,
@@ -115,17 +115,8 @@ def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[
     task_ids = [task_id_for(record.invocation_id, active.step, node_id, item=i)
                 for i in range(len(items))]
     found = classify_map(task_ids, records, idempotent=node_id in idempotent_nodes)
-    failed, retries = None, {}
-    for item in found.failed_items:
-        task = found.records[item]
-        error = ErrorInfo.from_dict(task.error or {"code": "node_failed",
-                                                   "message": "recorded as failed"})
-        plan = retry.after_recovery(policy, error, task.attempt, task.task_id,
-                                    task.finished_at, time.time())
-        if plan is not None:
-            retries[item] = plan
-        elif failed is None:
-            failed = error
+    failed, retries = recorded_failures(
+        [(i, found.records[i], policy) for i in found.failed_items], time.time())
     if found.has_uncertain and failed is None:
         return RecoveryRejected(
             f"task(s) {list(found.uncertain_task_ids)} of items {list(found.uncertain_items)} "

@@ -10,10 +10,11 @@ recovery, unless a recorded final failure has decided the step already.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
+from typing import TypeVar
 
 from hayata_py._errors import ErrorInfo, RecoveryRejected
-from hayata_py._invocation import Resume, retry
+from hayata_py._invocation import Resume, RetryPlan, retry
 from hayata_py._policy import RetryPolicy
 from hayata_py.store import (
     ActiveExecution,
@@ -23,7 +24,9 @@ from hayata_py.store import (
     classify_execution,
 )
 
-__all__ = ["resume_step", "waiting_node"]
+__all__ = ["recorded_failures", "resume_step", "waiting_node"]
+
+K = TypeVar("K")
 
 
 def resume_step(record: InvocationRecord, active: ActiveExecution,
@@ -33,17 +36,8 @@ def resume_step(record: InvocationRecord, active: ActiveExecution,
     """The :class:`Resume` of the step ``active`` of ``record``, or why not."""
     tasks = {t.node_id: t for t in records}
     classes = classify_execution(active.node_ids, records, idempotent)
-    failed, retries = None, {}
-    for node_id in classes.failed_node_ids:  # a retry waited, or the step failed
-        task = tasks[node_id]
-        error = ErrorInfo.from_dict(task.error or {
-            "code": "node_failed", "message": "recorded as failed"})
-        plan = retry.after_recovery(policies.get(node_id), error, task.attempt,
-                                    task.task_id, task.finished_at, now)
-        if plan is not None:
-            retries[node_id] = plan
-        elif failed is None:
-            failed = error
+    failed, retries = recorded_failures(
+        [(n, tasks[n], policies.get(n)) for n in classes.failed_node_ids], now)
     if classes.has_uncertain and failed is None:
         return RecoveryRejected(
             f"task(s) {list(classes.uncertain_task_ids)} of node(s) "
@@ -58,6 +52,25 @@ def resume_step(record: InvocationRecord, active: ActiveExecution,
     return Resume(active.execution_id, tuple(active.node_ids), active.input,
                   active.parallel, to_run, dict(classes.reuse), failed,
                   retry={} if failed else retries)
+
+
+def recorded_failures(failures: Iterable[tuple[K, TaskRecord, RetryPolicy | None]],
+                      now: float) -> tuple[ErrorInfo | None, dict[K, RetryPlan]]:
+    """Of the recorded failures of a step (key: node id, or a map step's item):
+    the first that ends it (no retry left), and those whose retry is due (what is
+    left of their backoff)."""
+    failed: ErrorInfo | None = None
+    retries: dict[K, RetryPlan] = {}
+    for key, task, policy in failures:
+        error = ErrorInfo.from_dict(task.error or {
+            "code": "node_failed", "message": "recorded as failed"})
+        plan = retry.after_recovery(policy, error, task.attempt, task.task_id,
+                                    task.finished_at, now)
+        if plan is not None:
+            retries[key] = plan
+        elif failed is None:
+            failed = error
+    return failed, retries
 
 
 def waiting_node(resume: Resume, unplaced: Mapping[str, str]) -> tuple[str, str] | None:
