@@ -4,6 +4,7 @@ survives a SIGKILL of the whole system."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,24 @@ def test_a_pause_survives_a_whole_system_kill(tmp_path: Path) -> None:
         assert effects(log) == [("draft", 1), ("send", 1)]
 
 
+def _resume_then_kill(data: Path, cfg: hy.AgentConfig, spec: dict[str, Any], value: Any,
+                      meanwhile: Callable[[], bool]) -> str:
+    """Run until paused, resume with ``value``, SIGKILL the whole system once
+    ``meanwhile()`` holds; the invocation id."""
+    system = hy.AgentSystem(data)
+    try:
+        agent = system.start_agent(cfg)
+        inv = agent.run(spec)
+        assert agent.wait(inv, 30).status == "paused"
+        agent.resume(inv, value)
+        eventually(meanwhile, timeout=30, message="the resumed run under way")
+        killed = system.kill()
+        assert killed and not any(alive(pid) for pid in killed)
+    finally:
+        system.shutdown()
+    return inv
+
+
 def test_a_resume_value_survives_a_kill_before_the_next_decision(tmp_path: Path) -> None:
     """resume() stores the value with the invocation: a whole-system kill while the
     policy is still deciding on it (a slow model call) loses neither the value nor the
@@ -127,17 +146,8 @@ def test_a_resume_value_survives_a_kill_before_the_next_decision(tmp_path: Path)
     thinking, gate = tmp_path / "thinking", tmp_path / "think-gate"
     cfg = config(decision_policy="tests.hitl_nodes:approve_after_thinking")
     spec = {"effects": str(log), "thinking": str(thinking), "think_gate": str(gate)}
-    system = hy.AgentSystem(data)
-    try:
-        agent = system.start_agent(cfg)
-        inv = agent.run(spec)
-        assert agent.wait(inv, 30).status == "paused"
-        agent.resume(inv, {"approve": True, "by": "ann"})
-        eventually(thinking.exists, timeout=30, message="the policy deciding on the value")
-        killed = system.kill()
-        assert killed and not any(alive(pid) for pid in killed)
-    finally:
-        system.shutdown()
+    inv = _resume_then_kill(data, cfg, spec, {"approve": True, "by": "ann"},
+                            thinking.exists)
     gate.touch()
     with hy.AgentSystem(data) as system2:
         agent2 = system2.start_agent(cfg)
@@ -154,17 +164,9 @@ def test_a_pause_before_value_survives_a_kill_during_the_held_step(tmp_path: Pat
     data, log, gate = tmp_path / "data", tmp_path / "effects", tmp_path / "gate"
     cfg = config(decision_policy="tests.hitl_nodes:sequence_noting",
                  pause_before=frozenset({"send"}))
-    system = hy.AgentSystem(data)
-    try:
-        agent = system.start_agent(cfg)
-        inv = agent.run({"effects": str(log), "plan": ["send"], "gates": {"send": str(gate)}})
-        assert agent.wait(inv, 30).status == "paused"
-        agent.resume(inv, {"note": "approved by ann"})
-        eventually(lambda: effects(log) == [("send", 1)], timeout=30, message="send running")
-        killed = system.kill()
-        assert killed and not any(alive(pid) for pid in killed)
-    finally:
-        system.shutdown()
+    inv = _resume_then_kill(
+        data, cfg, {"effects": str(log), "plan": ["send"], "gates": {"send": str(gate)}},
+        {"note": "approved by ann"}, lambda: effects(log) == [("send", 1)])
     gate.touch()
     with hy.AgentSystem(data) as system2:
         agent2 = system2.start_agent(config(decision_policy="tests.hitl_nodes:sequence_noting",
