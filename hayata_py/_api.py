@@ -10,6 +10,7 @@ they come, so none waits in an agent process that may die.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import os
@@ -88,25 +89,23 @@ def _is_ipv4(text: str) -> bool:
 
 
 def check_store_url(url: Any) -> str:
-    """A PostgreSQL or SQLite SQLAlchemy URL, or ``ConfigError("store_url")``."""
-    from sqlalchemy.engine import make_url
+    """A PostgreSQL or SQLite SQLAlchemy URL, or ``ConfigError("store_url")`` (the
+    message shows the URL with its password hidden, or not at all if it cannot
+    be parsed and may hold one)."""
+    from sqlalchemy.engine import URL, make_url
     from sqlalchemy.exc import ArgumentError
 
-    shown: Any = url
-    try:
-        parsed = make_url(url) if isinstance(url, str) else None
-    except ArgumentError:
-        parsed = None
-        if isinstance(url, str) and "@" in url:
-            shown = "<not shown: it may hold a password>"
-    backend = parsed.get_backend_name() if parsed is not None else ""
-    if parsed is not None:
-        shown = parsed.render_as_string(hide_password=True)
-    if backend not in ("postgresql", "sqlite"):
-        raise ConfigError("store_url", "must be a PostgreSQL or SQLite URL, e.g. "
-                          "postgresql+psycopg://hayata@10.0.0.1/hayata (default: the data "
-                          f"dir's SQLite file); got {shown!r}")
-    return str(url)
+    parsed: URL | None = None
+    if isinstance(url, str):
+        with contextlib.suppress(ArgumentError):
+            parsed = make_url(url)
+    if parsed is not None and parsed.get_backend_name() in ("postgresql", "sqlite"):
+        return str(url)
+    shown = parsed.render_as_string(hide_password=True) if parsed is not None else (
+        "<not shown: it may hold a password>" if isinstance(url, str) and "@" in url else url)
+    raise ConfigError("store_url", "must be a PostgreSQL or SQLite URL, e.g. "
+                      "postgresql+psycopg://hayata@10.0.0.1/hayata (default: the data "
+                      f"dir's SQLite file); got {shown!r}")
 
 
 class AgentSystem:

@@ -144,18 +144,12 @@ def _parse_liveness(texts: dict[str, str | None]) -> Liveness:
 def _parse_store(url: str | None) -> str | None:
     if url is None:
         return None
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from hayata_py._api import check_store_url
 
     try:
-        backend = make_url(url).get_backend_name()
-    except ArgumentError:
-        backend = ""
-    if backend not in ("postgresql", "sqlite"):
-        raise CliError("--store must be a PostgreSQL or SQLite URL, e.g. "
-                       "postgresql+psycopg://hayata@10.0.0.1/hayata (default: the data dir's "
-                       f"SQLite file); got {_hide_password(url)!r}", EXIT_USAGE)
-    return url
+        return check_store_url(url)
+    except ConfigError as exc:
+        raise CliError(f"--store {exc.message.split(': ', 1)[1]}", EXIT_USAGE) from None
 
 
 def _hide_password(url: str | None) -> str:
