@@ -533,3 +533,29 @@ def test_run_exits_5_when_its_agent_dies_mid_run(data_dir: Path, tmp_path: Path)
         run.wait()
     gate.touch()
     assert "completed" in ok(data_dir, "recover", "drill")
+
+
+def hy_result(ok: bool, error: tuple[str, dict[str, Any]] | None, status: str) -> Any:
+    from hayata_py._errors import ErrorInfo
+    from hayata_py.messages import AgentResult
+
+    info = None if error is None else ErrorInfo(error[0], "why", error[1])
+    return AgentResult("inv-1", ok, {"x": 1} if ok else None, info, status=status)
+
+
+RESULTS = [  # (result, exit status): the same with and without --json
+    (hy_result(True, None, ""), 0),
+    (hy_result(False, ("node_failed", {}), ""), 1),
+    (hy_result(False, ("invocation_interrupted", {"recoverable": True}), "interrupted"), 5),
+    (hy_result(False, ("invocation_paused", {"payload": {"ask": 1}}), "paused"), 5),
+]
+
+
+@pytest.mark.parametrize(("result", "status"), RESULTS)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_the_exit_status_of_a_result_does_not_depend_on_json(
+        result: Any, status: int, as_json: bool) -> None:
+    # Regression: with --json an interrupted run (kept for recover) exited 1.
+    from hayata_py.cli.run import print_result
+
+    assert print_result(result, as_json) == status

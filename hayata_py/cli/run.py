@@ -51,27 +51,35 @@ def print_event(event: AgentEvent, as_json: bool) -> None:
         click.echo(f"{event.sequence:>4}  {event.type:<22} {dumps(event.data)}")
 
 
+def exit_status(result: AgentResult) -> int:
+    """0 completed; 5 paused or interrupted (the invocation is kept: resume or
+    recover it); 1 failed. The same with or without ``--json``."""
+    if result.ok:
+        return 0
+    kept = result.status == "paused" or (
+        result.error is not None and bool(result.error.details.get("recoverable")))
+    return EXIT_RUNNING if kept else EXIT_FAILED
+
+
 def print_result(result: AgentResult, as_json: bool) -> int:
     """Print the result (failures to stderr in text mode); return the exit status."""
     if as_json:
         click.echo(dumps(result_json(result)))
-        return EXIT_RUNNING if result.status == "paused" else 0 if result.ok else EXIT_FAILED
-    if result.ok:
+    elif result.ok:
         click.echo(f"completed {result.invocation_id}: {dumps(result.result)}")
     else:
         assert result.error is not None
         if result.status == "paused":
             click.echo(f"paused {result.invocation_id}: "
                        f"{dumps(result.error.details.get('payload'))}", err=True)
-            return EXIT_RUNNING
-        if result.error.details.get("recoverable"):
+        elif result.error.details.get("recoverable"):
             # Not failed: the invocation is kept, unfinished, for `hayata recover`.
             click.echo(f"interrupted {result.invocation_id}: {result.error.code}: "
                        f"{result.error.message}", err=True)
-            return EXIT_RUNNING
-        click.echo(f"failed {result.invocation_id}: {result.error.code}: "
-                   f"{result.error.message}", err=True)
-    return 0 if result.ok else EXIT_FAILED
+        else:
+            click.echo(f"failed {result.invocation_id}: {result.error.code}: "
+                       f"{result.error.message}", err=True)
+    return exit_status(result)
 
 
 def stored_result(store_url: str | None, agent_id: str, invocation_id: str
