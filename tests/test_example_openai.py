@@ -4,18 +4,22 @@ real processes, real HTTP and server-sent events, a 429 and a 503 on the way."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 import hayata_py as hy
 from examples.openai_agent import config
 from tests.fake_openai import FakeOpenAI, serve
-from tests.helpers import collect
+from tests.helpers import collect, eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER = ["I", " emailed", " the", " page", " to", " you:", " The", " launch", " is",
@@ -110,16 +114,52 @@ def test_a_refused_email_is_not_sent_and_the_model_hears_why(
     assert (told["role"], told["content"]) == ("tool", "refused by the user: not yet")
 
 
-def test_the_script_asks_for_approval_on_stdin(fake: tuple[FakeOpenAI, str]) -> None:
-    """``python examples/openai_agent.py QUESTION``: the run, the question, the result."""
+def test_the_script_asks_for_approval_on_stdin(fake: tuple[FakeOpenAI, str],
+                                               tmp_path: Path) -> None:
+    """``python examples/openai_agent.py QUESTION``: the run, the approval read
+    from stdin, the result; and every process it started is gone after it."""
     server, url = fake
-    done = subprocess.run(
-        [sys.executable, "examples/openai_agent.py",
-         f"Read {url}/pages/launch and email it to team@example.com"],
-        cwd=ROOT, input="y\n", capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert "The model wants to call send_email" in done.stdout
-    assert "Let me read the page.\n" in done.stdout and "".join(ANSWER) + "\n" in done.stdout
-    assert "[node_retrying] fetch_page" in done.stdout, "retried by path, also as a script"
-    assert "ok=True" in done.stdout and '"to": "team@example.com"' in done.stdout
+    # Every process of the script's system inherits this file as its stderr:
+    # that is how the test finds them (they live in sessions of their own).
+    errors = tmp_path / "script.err"
+    with errors.open("w") as stderr:
+        script = subprocess.Popen(
+            [sys.executable, "examples/openai_agent.py",
+             f"Read {url}/pages/launch and email it to team@example.com"],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        out, _ = script.communicate("y\n", timeout=90)
+    except subprocess.TimeoutExpired:
+        script.send_signal(signal.SIGINT)  # its `with AgentSystem` stops the system
+        out, _ = script.communicate(timeout=30)
+        pytest.fail(f"the script did not finish in 90 s:\n{out}\n{errors.read_text()}")
+    finally:
+        if script.poll() is None:
+            script.kill()
+            script.wait(10)
+        try:
+            eventually(lambda: not holding(errors), timeout=10,
+                       message="no process of the script left")
+        finally:
+            for pid in holding(errors):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert script.returncode == 0, errors.read_text()
+    assert "The model wants to call send_email" in out
+    assert "Let me read the page.\n" in out and "".join(ANSWER) + "\n" in out
+    assert "[node_retrying] fetch_page" in out, "retried by path, also as __main__"
+    assert "ok=True" in out and '"to": "team@example.com"' in out
     assert server.chat_statuses() == [429, 200, 200, 200]
+
+
+def holding(path: Path) -> list[int]:
+    """Pids of the live processes that have ``path`` open."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and any(
+                    f.path == str(path) for f in proc.open_files()):
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
