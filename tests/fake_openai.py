@@ -59,6 +59,8 @@ class FakeOpenAI:
     requests: list[tuple[str, str, int]] = field(default_factory=list)
     transcripts: list[list[dict[str, Any]]] = field(default_factory=list)
     """The messages of every chat completion answered (not refused), in order."""
+    models: set[str] = field(default_factory=set)
+    """The ``model`` of every chat completion request."""
     conversations: set[str] = field(default_factory=set)
     pages_served: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -85,6 +87,8 @@ class FakeOpenAI:
             self.log(request, 400)
             return _error(400, problem, "invalid_request_error")
         messages: list[dict[str, Any]] = body["messages"]
+        with self.lock:
+            self.models.add(body["model"])
         question = next(m["content"] for m in messages if m["role"] == "user")
         with self.lock:
             first = question not in self.conversations

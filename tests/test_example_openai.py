@@ -95,6 +95,7 @@ def test_streams_retries_pauses_for_approval_then_sends_once(
     assert len(sent) == 1, sent
     assert sent[0]["to"] == "team@example.com" and sent[0]["body"] == "The launch is on 12 May."
     assert server.chat_statuses() == [429, 200, 200, 200]
+    assert server.models == {"fake-model"}, "OPENAI_MODEL reached the node's process"
 
 
 def test_a_refused_email_is_not_sent_and_the_model_hears_why(
