@@ -28,7 +28,7 @@ from hayata_py import ConfigError, HayataError
 from hayata_py._observer import _security
 from hayata_py._observer._actions import ActionError, Actions
 from hayata_py._observer._hub import Hub
-from hayata_py.cli._common import dumps
+from hayata_py._present import dumps
 from supervisors import SupervisorError
 
 STATIC = "static"

@@ -150,7 +150,3 @@ def parse_json(text: str, option: str) -> Any:
         raise CliError(f"{option} cannot be stored durably: {exc.message}", EXIT_USAGE) from exc
     return value
 
-
-def dumps(value: Any) -> str:
-    """Compact JSON; values JSON cannot hold are written as their repr."""
-    return json.dumps(value, default=repr, separators=(",", ":"))

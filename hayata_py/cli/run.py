@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
 from hayata_py._errors import ErrorInfo, HayataError
+from hayata_py._present import dumps, event_json, result_json
 from hayata_py._ref import AgentRef
 from hayata_py.cli import _state
 from hayata_py.cli._common import (
@@ -22,7 +22,6 @@ from hayata_py.cli._common import (
     cli_hint,
     connect,
     data_dir_option,
-    dumps,
     json_option,
     open_store_of,
     parse_json,
@@ -31,17 +30,6 @@ from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 FOREVER = 7 * 24 * 3600.0  # select() refuses timeouts beyond ~24 days
 POLL = 1.0  # while waiting for messages, check this often that the system is alive
-
-
-def event_json(event: AgentEvent) -> dict[str, Any]:
-    return {"kind": "event", "invocation_id": event.invocation_id, "type": event.type,
-            "sequence": event.sequence, "data": event.data}
-
-
-def result_json(result: AgentResult) -> dict[str, Any]:
-    return {"kind": "result", "invocation_id": result.invocation_id, "ok": result.ok,
-            "status": result.status, "result": result.result,
-            "error": result.error.to_dict() if result.error is not None else None}
 
 
 def print_event(event: AgentEvent, as_json: bool) -> None:
