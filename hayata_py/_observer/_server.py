@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
-from hayata_py import ConfigError, HayataError
+from hayata_py import ConfigError
+from hayata_py._datadir import DATA_DIR_ENV, DEFAULT_DATA_DIR
 from hayata_py._observer import _security
 from hayata_py._observer._actions import Actions
 from hayata_py._observer._app import create_app
 from hayata_py._observer._hub import Hub
 from hayata_py._observer._watch import Source, Watcher
-from hayata_py.cli._common import DATA_DIR_ENV, DEFAULT_DATA_DIR
 
 if TYPE_CHECKING:
     from hayata_py import AgentSystem
@@ -155,12 +155,9 @@ def observe(system: AgentSystem | str | os.PathLike[str], *, port: int = DEFAULT
     port, bind = _check(port, bind)
     if not isinstance(system, (str, os.PathLike)):
         return Observer(system, _listen(bind, port), bind)
-    from hayata_py.cli._common import CliError, connect
+    from hayata_py._attach import connect
 
-    try:
-        attached, _record = connect(Path(system))
-    except CliError as exc:
-        raise HayataError(exc.message, code="no_system", data_dir=str(system)) from None
+    attached, _record = connect(Path(system))
     try:
         observer = Observer(attached, _listen(bind, port), bind)
     except BaseException:

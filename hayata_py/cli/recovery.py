@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from hayata_py._datadir import cli_hint
 from hayata_py._errors import HayataError, RecoveryRejected
 from hayata_py._present import dumps, task_rows
 from hayata_py.cli._common import (
@@ -20,7 +21,6 @@ from hayata_py.cli._common import (
     EXIT_UNCERTAIN,
     EXIT_USAGE,
     CliError,
-    cli_hint,
     connect,
     data_dir_option,
     json_option,

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
+from hayata_py import _datadir
+from hayata_py._datadir import cli_hint
 from hayata_py._errors import ErrorInfo, HayataError
 from hayata_py._present import dumps, event_json, result_json
 from hayata_py._ref import AgentRef
-from hayata_py.cli import _state
 from hayata_py.cli._common import (
     EXIT_DETACHED,
     EXIT_FAILED,
@@ -19,7 +20,6 @@ from hayata_py.cli._common import (
     EXIT_NOT_FOUND,
     EXIT_RUNNING,
     CliError,
-    cli_hint,
     connect,
     data_dir_option,
     json_option,
@@ -126,7 +126,7 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
 
 
 def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | None,
-           data_dir: Path, record: _state.SystemRecord) -> int:
+           data_dir: Path, record: _datadir.SystemRecord) -> int:
     """Print the events then the result of an invocation run with ``hy.CALLER``;
     return the exit status. Ctrl-C or ``timeout`` seconds without a message
     detach (the invocation keeps running); the system dying ends the wait, and so
@@ -145,7 +145,7 @@ def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | No
         except KeyboardInterrupt:
             return _detached(ref.id, invocation_id, data_dir)
         except TimeoutError:
-            if not _state.alive(record):
+            if not _datadir.alive(record):
                 hint = cli_hint(data_dir)
                 raise CliError(
                     f"the system died during invocation {invocation_id}; start it again "
