@@ -1,8 +1,5 @@
 """What every command shares: exit codes, one-line errors, ``--data-dir``, connecting.
 
-(What the observer page shares with the commands is below both:
-:mod:`hayata_py._datadir`, :mod:`hayata_py._attach`, :mod:`hayata_py._present`.)
-
 Exit codes: 0 success; 1 the invocation failed (its error code is printed) or
 another runtime error; 2 a usage mistake (bad option, bad JSON, bad
 MODULE:ATTR); 3 no system is running; 4 unknown agent or invocation; 5 the
@@ -10,6 +7,10 @@ invocation is still running (or unfinished, e.g. interrupted by a host's
 death and waiting for ``hayata recover``); 6 recovery refused because tasks
 are uncertain (resolve, abandon or re-run them as idempotent); 130 detached
 with Ctrl-C.
+
+What the commands share with the observer page lives below both:
+:mod:`hayata_py._datadir` (``system.json``), :mod:`hayata_py._attach`
+(connecting) and :mod:`hayata_py._present` (the JSON they print).
 """
 
 from __future__ import annotations
