@@ -8,7 +8,7 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 from thespian.actors import PoisonMessage
@@ -16,6 +16,7 @@ from thespian.actors import PoisonMessage
 from hayata_py._actors.agent import validate_run
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
+from hayata_py._ref_system import RefSystem
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -34,9 +35,6 @@ from hayata_py.messages import (
     WaitResult,
 )
 from hayata_py.store import TaskClass, TaskRecord, classify_task
-
-if TYPE_CHECKING:
-    from hayata_py._api import AgentSystem
 
 _REFS = itertools.count(random.randrange(1, 2**31))
 ASK_TIMEOUT = 30.0
@@ -74,7 +72,7 @@ def waited_result(reply: ResultReply, invocation_id: str) -> AgentResult:
     return reply.result
 
 
-def system_died(system: AgentSystem, invocation_id: str) -> HayataError:
+def system_died(system: RefSystem, invocation_id: str) -> HayataError:
     return HayataError(
         f"the actor system (admin pid {system.admin_pid}) died while waiting for "
         f"invocation {invocation_id}; restart it and recover()", code="no_system",
@@ -129,7 +127,7 @@ class AgentRef:
     the agent restarts) and cached until a call finds it stale.
     """
 
-    def __init__(self, system: AgentSystem, agent_id: str) -> None:
+    def __init__(self, system: RefSystem, agent_id: str) -> None:
         self.system = system
         self.id = agent_id
         self._address: Any = None
