@@ -126,21 +126,23 @@ _CREATE = """
         created_at, updated_at, token, owner, lease_expires_at, step, state, input,
         active_execution, parallel_results, last_result, result, error)
     SELECT ?, ?, 'running', ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+    WHERE NOT EXISTS (SELECT 1 FROM hayata_thread_queue WHERE invocation_id = ?)
     {check}
     ON CONFLICT (invocation_id) DO NOTHING
 """
 CREATE_INVOCATION = Stmt(_CREATE.format(check="""
-    WHERE NOT EXISTS (SELECT 1 FROM hayata_invocations
+    AND NOT EXISTS (SELECT 1 FROM hayata_invocations
                       WHERE agent_id = ? AND status = 'running')"""))
-"""Create unless the agent runs one (``max_running=1``). Params: iid, agent_id,
-format_version, created_at, updated_at, owner, lease_expires_at, the eight
-value columns (see ``invocation_values``), agent_id. On PostgreSQL it runs
+"""Create unless the id is queued (``enqueue_run``) or the agent runs one
+(``max_running=1``). Params: iid, agent_id, format_version, created_at,
+updated_at, owner, lease_expires_at, the eight value columns (see
+``invocation_values``), iid, agent_id. On PostgreSQL it runs
 after :data:`PG_AGENT_LOCK` in one transaction: nothing else (no unique index
 since ``0002_threads``) keeps two concurrent creates from both seeing the
 agent free."""
 CREATE_INVOCATION_UNLIMITED = Stmt(_CREATE.format(check=""))
 """Create without the per-agent check (``max_running=None``); the params of
-:data:`CREATE_INVOCATION` without the last agent_id."""
+:data:`CREATE_INVOCATION` without the last one (agent_id)."""
 
 PG_AGENT_LOCK_KEY = 0x48594147
 """The first key of the per-agent advisory lock (the second: ``hashtext(agent_id)``)."""

@@ -157,7 +157,7 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
             record.invocation_id, record.agent_id, FORMAT_VERSION, now, now, owner,
             self._expiry(lease_seconds), values["step"], values["state"], values["input"],
             values["active_execution"], values["parallel_results"], values["last_result"],
-            values["result"], values["error"],
+            values["result"], values["error"], record.invocation_id,
         )
         sqlite = self._db.is_sqlite
         if max_running is None:
