@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+from functools import partial
 
 import pytest
 
@@ -178,8 +179,8 @@ def test_enqueue_racing_the_finish_is_never_lost(store_url: str, clock: FakeCloc
             iid, queued = f"inv-{n}", f"q-{n}"
             racers[0].create_invocation(on_thread(iid), owner="o1")
             finished, enqueued = race(
-                lambda iid=iid: racers[0].finish_invocation(iid, token=1, status="completed"),
-                lambda q=queued: racers[1].enqueue_run("agent-1", "t1", q, None))
+                partial(racers[0].finish_invocation, iid, token=1, status="completed"),
+                partial(racers[1].enqueue_run, "agent-1", "t1", queued, None))
             thread = racers[0].get_thread("agent-1", "t1")
             assert thread is not None and thread.queued == ()
             if enqueued == 1:
