@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from hayata_py._errors import StoreError
+from hayata_py._errors import CorruptRecord, StoreError
 from hayata_py.store import InvocationRecord, SqlTaskStore, ThreadRecord
 from tests.helpers import race
 from tests.store.conftest import FakeClock
-from tests.store.util import invocation
+from tests.store.util import invocation, raw_execute
 
 
 def on_thread(iid: str, thread: str = "t1", agent_id: str = "agent-1", **changes: Any
@@ -180,6 +180,12 @@ def test_list_threads_pages_by_thread_id(store: SqlTaskStore) -> None:
         assert all(t.agent_id == "agent-1" and t.state == {"t": t.thread_id} for t in page)
         after = page[-1].thread_id
     assert pages == [names[0:3], names[3:6], names[6:]]
+    store.create_invocation(on_thread("busy", "t03"), owner="o1", max_running=None)
+    for q in ("q-1", "q-2"):
+        store.enqueue_run("agent-1", "t03", q, None)
+    (t03,) = store.list_threads("agent-1", limit=1, after="t02")
+    assert (t03.thread_id, t03.running_invocation_id, t03.queued) == ("t03", "busy",
+                                                                     ("q-1", "q-2"))
     assert [t.thread_id for t in store.list_threads("agent-1")] == names
     assert store.list_threads("agent-3") == []
 
@@ -205,3 +211,12 @@ def test_concurrent_creates_on_one_thread_exactly_one_wins(
     finally:
         for racer in racers:
             racer.close()
+
+
+def test_corrupt_thread_state(store: SqlTaskStore, store_url: str) -> None:
+    """Garbage in a thread's state reads as CorruptRecord naming the thread and column."""
+    store.create_invocation(on_thread("inv-1"), owner="o1")
+    raw_execute(store_url, "UPDATE hayata_threads SET state = :g", g=b"\x01\xc1\xff")
+    with pytest.raises(CorruptRecord) as info:
+        store.get_thread("agent-1", "t1")
+    assert info.value.details == {"record": "thread t1 of agent agent-1", "column": "state"}
