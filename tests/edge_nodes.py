@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
+from supervisors import SupervisedActor
 
 
 def _spec(ctx: hy.NodeContext) -> dict[str, Any]:
@@ -76,3 +77,14 @@ def map_policy(ctx: hy.PolicyContext) -> Any:
     if ctx.step == 0 or (ctx.step == 1 and spec.get("again")):
         return hy.Map(spec["node"], spec["items"])
     return hy.Finish({"parallel_results": ctx.parallel_results})
+
+
+class Collector(SupervisedActor):
+    """Stands in for the agent: keeps every message it gets; ``("got",)`` answers
+    them all, in arrival order."""
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if message == ("got",):
+            self.send(sender, list(getattr(self, "got", [])))
+        else:
+            self.got: list[Any] = [*getattr(self, "got", []), message]
