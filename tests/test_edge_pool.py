@@ -183,12 +183,12 @@ def test_a_node_that_kept_fewer_edges_than_asked_is_asked_again() -> None:
     clock = Clock()
     pool = pool_with("e1", "e2", limit=2, idle=1.0, clock=clock)
     clock.now += 2
-    assert pool.retire_due(clock.now) == [(NODE, RetireEdge("e1"))]
+    assert pool.retire_due(clock.now) == [(NODE, RetireEdge("e2"))]
     pool.dispatch(task("t1"))
     assert pool.dispatch(task("t2")) == [(NODE, EnsureEdges(2, 1))]
-    assert pool.on_table(NODE, table(2, "e2", wanted=1, ensured=1)) == [
+    assert pool.on_table(NODE, table(2, "e1", wanted=1, ensured=1)) == [
         (NODE, EnsureEdges(2, 2))]
-    assert pool.on_table(NODE, table(3, "e2", "e3", wanted=2, ensured=2)) == [
+    assert pool.on_table(NODE, table(3, "e1", "e3", wanted=2, ensured=2)) == [
         ("addr-e3", task("t2"))]
 
 

@@ -269,19 +269,19 @@ class EdgePool:
     # -- idle edges ------------------------------------------------------------------
 
     def retire_due(self, now: float) -> Sends:
-        """Retire every edge beyond its node's first that has been idle for
-        ``edge_idle_timeout`` at ``now`` (monotonic): nothing is sent to it again,
-        and its node is told to stop it (:class:`RetireEdge`)."""
+        """Retire every edge but its node's first (in table order, the one tasks go
+        to first) that has been idle for ``edge_idle_timeout`` at ``now``
+        (monotonic): nothing is sent to it again, and its node is told to stop
+        it (:class:`RetireEdge`)."""
         sends: Sends = []
         for node in self.nodes.values():
             if node.address is None or node.queue or len(node.edges) <= 1:
                 continue
+            first = next(iter(node.edges))  # the one tasks go to first: kept
             due = sorted((e.idle_since, edge_id) for edge_id, e in node.edges.items()
-                         if e.idle_since is not None
+                         if edge_id != first and e.idle_since is not None
                          and e.idle_since + self.idle_timeout <= now)
             for _, edge_id in due:
-                if len(node.edges) <= 1:
-                    break
                 del node.edges[edge_id]
                 node.dropped.add(edge_id)
                 node.target = max(1, node.target - 1)
@@ -295,7 +295,7 @@ class EdgePool:
         for node in self.nodes.values():
             if node.address is None or len(node.edges) <= 1:
                 continue
-            for edge in node.edges.values():
+            for edge in list(node.edges.values())[1:]:  # never the first
                 if edge.idle_since is not None:
                     at = edge.idle_since + self.idle_timeout
                     due = at if due is None else min(due, at)

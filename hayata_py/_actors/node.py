@@ -230,6 +230,7 @@ class NodeActor(SupervisedActor):
         for edge in waiting:
             if now - edge.retired >= RETIRE_GRACE and edge.created > 0 and not edge.killed:
                 edge.killed = True  # it would not leave: its exit is still "retired"
+                self.log.warning("retired_edge_killed", edge_id=edge.edge_id, edge_pid=edge.pid)
                 kill_child_process(edge.pid)
         if any(not e.killed for e in waiting):
             self._arm(RETIRE_GRACE)
