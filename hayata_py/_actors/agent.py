@@ -55,7 +55,7 @@ class AgentActor(SupervisedActor):
     def on_start(self, spec: AgentSpec, nodes_supervisor: Any) -> None:
         self.spec = spec
         self.log = self.log.bind(agent_id=spec.id)
-        self.pool = EdgePool()
+        self.pool = EdgePool(spec)
         self.ledger = Ledger(spec, self.log, self.send)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
@@ -83,7 +83,7 @@ class AgentActor(SupervisedActor):
             return
         lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
         if lost:
-            self.pool = EdgePool()  # its nodes and edges are dead: send them nothing
+            self.pool = EdgePool(self.spec)  # its nodes and edges are dead: send them nothing
         self._feed(m.Stop(m.StopKind.NODES_LOST if lost else m.StopKind.REQUESTED))
 
     # -- messages -> events ----------------------------------------------------------
@@ -146,13 +146,16 @@ class AgentActor(SupervisedActor):
         self._sends(self.pool.node_up(node_id, address) + self.maps.node_up(node_id, address))
 
     def _on_edge_lost(self, lost: p.EdgeLost) -> None:
-        run = self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit)
-        if run is None:
-            return
+        """Every task the edge was running when it died fails (none if it was
+        killed or retired)."""
         error = edge_died(lost)
-        self.spans.task_ended(run.task_id, error)
-        self._feed(m.TaskOutcome(run.execution_id, m.TaskKey(run.node_id, run.item), False,
-                                 error=error))
+        for run in self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit):
+            # lead: idempotent re-run here (a node in spec.idempotent_nodes:
+            # self._sends(self.pool.dispatch(dataclasses.replace(run, attempt=run.attempt + 1)))
+            # instead of the failure below)
+            self.spans.task_ended(run.task_id, error)
+            self._feed(m.TaskOutcome(run.execution_id, m.TaskKey(run.node_id, run.item),
+                                     False, error=error))
 
     # -- starting a run ---------------------------------------------------------------
 
