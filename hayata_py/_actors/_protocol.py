@@ -42,6 +42,8 @@ class RunTask:
     """Error types of the attempts before this one (non-empty: a retry)."""
     retry_on: tuple[str, ...] = ()
     """Exception classes (``module:Class``) that make a failure retryable."""
+    thread: str | None = None
+    """The invocation's conversation thread (``ctx.thread``)."""
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ def _context(execute: RunTask, streamer: _Streamer | None) -> NodeContext:
         input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
         invocation_id=execute.invocation_id, execution_id=execute.execution_id,
         task_id=execute.task_id, idempotency_key=execute.idempotency_key,
-        streamer=streamer, item=execute.item, attempt=execute.attempt)
+        streamer=streamer, item=execute.item, attempt=execute.attempt,
+        thread=execute.thread)
 
 
 def _failure(exc: BaseException, execute: RunTask) -> ErrorInfo:

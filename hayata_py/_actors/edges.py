@@ -314,7 +314,8 @@ def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
         branch_index=cmd.branch_index, item=cmd.key.item, token=token,
         attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
         agent_id=spec.id, checkpoint=checkpoint, history=cmd.history,
-        retry_on=policy.retry_on if policy else ())  # type: ignore[arg-type]
+        retry_on=policy.retry_on if policy else (),  # type: ignore[arg-type]
+        thread=inv.thread)
 
 
 def edge_died(lost: EdgeLost) -> ErrorInfo:

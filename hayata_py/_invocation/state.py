@@ -76,6 +76,8 @@ class Seed:
     parallel_results: list[Any] | None = None
     resume_value: Any = None
     """What ``resume()`` was given: the next decision sees it."""
+    thread: str | None = None
+    """The conversation thread the invocation runs on (``ctx.thread``)."""
 
 
 @dataclass

@@ -146,6 +146,15 @@ class TaskStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    def renew_leases(
+        self, tokens: dict[str, int], *, owner: str, lease_seconds: float | None
+    ) -> set[str]:
+        """Extend ``owner``'s leases of many invocations (id -> its token) in one
+        transaction, as :meth:`renew_lease` does each; returns the ids whose
+        renewal was refused (token not current, another owner, not running).
+        An agent serving many invocations renews them all with one commit."""
+
+    @abc.abstractmethod
     def release(self, invocation_id: str, *, owner: str, token: int) -> None:
         """Drop ``owner``'s lease so another owner can claim at once.
 

@@ -241,6 +241,30 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
             invocation_id, owner, token, lambda: {"lease_expires_at": self._expiry(lease_seconds)}
         )
 
+    def renew_leases(
+        self, tokens: dict[str, int], *, owner: str, lease_seconds: float | None
+    ) -> set[str]:
+        if not tokens:
+            return set()
+        ordered = sorted(tokens.items())  # one lock order for every writer (PostgreSQL)
+
+        def write(conn: Connection) -> set[str]:
+            expiry = self._expiry(lease_seconds)
+            refused = set()
+            for invocation_id, token in ordered:
+                changed = conn.execute(
+                    inv.update()
+                    .where(inv.c.invocation_id == invocation_id, inv.c.token == token,
+                           inv.c.owner == owner, inv.c.status == "running")
+                    .values(lease_expires_at=expiry)
+                ).rowcount
+                if changed != 1:
+                    refused.add(invocation_id)
+            return refused
+
+        result: set[str] = self._db.run(write, write=True)
+        return result
+
     def release(self, invocation_id: str, *, owner: str, token: int) -> None:
         self._lease_write(
             invocation_id, owner, token, lambda: {"owner": None, "lease_expires_at": None}
