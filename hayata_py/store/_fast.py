@@ -16,6 +16,15 @@ invocation row (``FOR UPDATE``, or the ``UPDATE`` of the row itself) before
 the task row, so a concurrent ``claim_invocation`` either waits for the write
 to commit or makes its fencing check fail.
 
+Invocations on a thread write the thread row in the same transaction
+(:func:`create_statements`, :func:`finish_on_thread_statements`): every
+statement must change exactly one row or the whole transaction is rolled
+back, and each condition that matters under concurrency is on the row the
+statement writes (rechecked by PostgreSQL after waiting for its lock), not in
+a subquery read from the statement's snapshot. The agent's advisory lock
+(:data:`PG_AGENT_LOCK`) is the one exception, by design: it runs as its own
+statement, before the insert that counts.
+
 The texts are written with ``?`` placeholders; :class:`Stmt` keeps the
 PostgreSQL (``%s``) variant next to it.
 """

@@ -1,7 +1,8 @@
 """SQLAlchemy implementation of :class:`TaskStore` for SQLite and PostgreSQL.
 
-The hot writes (checkpoint, task started/completed, finish) first try one
-fenced statement (``_fast``); when it changes nothing, or for any other
+The hot writes (create, checkpoint, task started/completed, finish) first try
+one fenced statement, or for an invocation on a thread one short transaction
+of them (``_fast``); when it changes nothing, or for any other
 write, :meth:`EngineHolder.run` runs one transaction (``BEGIN IMMEDIATE`` on
 SQLite) that locks the invocation row (``SELECT ... FOR UPDATE``; SQLite's
 write lock already covers it), checks the fencing token, then writes. Values are encoded before the
