@@ -261,8 +261,9 @@ class TaskStore(abc.ABC):
     def list_threads(
         self, agent_id: str, *, limit: int = 50, after: str | None = None
     ) -> list[ThreadRecord]:
-        """Return up to ``limit`` of the agent's threads ordered by ``thread_id``,
-        those after ``after`` (the last thread id of the previous page)."""
+        """Return up to ``limit`` of the agent's threads ordered by ``thread_id``
+        (in the database's collation), those after ``after`` (the last thread id
+        of the previous page)."""
 
     @abc.abstractmethod
     def thread_invocations(

@@ -76,6 +76,7 @@ threads = sa.Table(
     sa.Column("state", sa.LargeBinary(), nullable=False),
     sa.Column("version", sa.BigInteger(), nullable=False),
     sa.Column("running_invocation_id", sa.String(), nullable=True),
+    sa.Column("queue_length", sa.BigInteger(), nullable=False),
     sa.Column("created_at", sa.Double(), nullable=False),
     sa.Column("updated_at", sa.Double(), nullable=False),
 )

@@ -1,7 +1,8 @@
 """SQLAlchemy implementation of :class:`TaskStore` for SQLite and PostgreSQL.
 
-The hot writes (checkpoint, task started/completed, finish) first try one
-fenced statement (``_fast``); when it changes nothing, or for any other
+The hot writes (create, checkpoint, task started/completed, finish) first try
+one fenced statement, or for an invocation on a thread one short transaction
+of them (``_fast``); when it changes nothing, or for any other
 write, :meth:`EngineHolder.run` runs one transaction (``BEGIN IMMEDIATE`` on
 SQLite) that locks the invocation row (``SELECT ... FOR UPDATE``; SQLite's
 write lock already covers it), checks the fencing token, then writes. Values are encoded before the
@@ -75,6 +76,7 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
         self.url = normalize_url(url)
         self.clock = clock
         self._db = EngineHolder(self.url, retry_seconds=retry_seconds)
+        self._threaded: dict[str, bool] = {}
         try:
             migrate(self._db)
         finally:
@@ -111,9 +113,7 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
             )
         values = invocation_values(record)
         iid = record.invocation_id
-        if record.thread_id is None and max_running in (1, None) and self._fast_create(
-            record, values, owner, lease_seconds, max_running
-        ):
+        if self._fast_create(record, values, owner, lease_seconds, max_running, thread_version):
             return 1
 
         def write(conn: Connection) -> int:
@@ -141,33 +141,32 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
             return 1
 
         try:
-            return self._db.run(write, write=True)
+            self._db.run(write, write=True)
         except sa.exc.IntegrityError as exc:
             # A concurrent create of the same id committed first (PostgreSQL).
             self._db.run(lambda conn: self._refuse_existing(conn, iid), write=False)
             raise StoreError(
                 f"invocation {iid}: conflicting concurrent create", code="invocation_exists"
             ) from exc
+        if record.thread_id is not None:
+            self._note_threaded(iid)
+        return 1
 
     def _fast_create(self, record: InvocationRecord, values: dict[str, Any], owner: str,
-                     lease_seconds: float | None, max_running: int | None) -> bool:
-        """The one-statement create of an invocation without a thread (True: created)."""
-        now = float(self.clock())
-        params: tuple[Any, ...] = (
-            record.invocation_id, record.agent_id, FORMAT_VERSION, now, now, owner,
-            self._expiry(lease_seconds), values["step"], values["state"], values["input"],
-            values["active_execution"], values["parallel_results"], values["last_result"],
-            values["result"], values["error"], record.invocation_id,
-        )
-        sqlite = self._db.is_sqlite
-        if max_running is None:
-            return self._db.write_one(_fast.CREATE_INVOCATION_UNLIMITED.text(sqlite), params)
-        create = (_fast.CREATE_INVOCATION.text(sqlite), (*params, record.agent_id))
-        if sqlite:
-            return self._db.write_one(*create)
-        return self._db.write_all(
-            ((_fast.PG_AGENT_LOCK.text(sqlite), (record.agent_id,)), create)
-        )
+                     lease_seconds: float | None, max_running: int | None,
+                     thread_version: int | None) -> bool:
+        """The fast create (True: created); see :func:`_fast.create_statements`."""
+        statements = _fast.create_statements(
+            self._db.is_sqlite, record.invocation_id, record.agent_id, record.thread_id,
+            values, owner=owner, now=float(self.clock()), expires=self._expiry(lease_seconds),
+            max_running=max_running, thread_version=thread_version)
+        if len(statements) == 1:
+            return self._db.write_one(*statements[0])
+        if not self._db.write_all(statements):
+            return False
+        if record.thread_id is not None:
+            self._note_threaded(record.invocation_id)
+        return True
 
     def claim_invocation(
         self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
@@ -192,6 +191,8 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
                 .where(inv.c.invocation_id == invocation_id)
                 .values(token=token, owner=owner, lease_expires_at=self._expiry(lease_seconds))
             )
+            if row.thread_id is not None:
+                self._note_threaded(invocation_id)
             return token
 
         return self._db.run(write, write=True)
@@ -325,10 +326,16 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
         }
         if state is not None:
             values["state"] = encode(state, key="state")
-        stmt = _fast.FINISH_INVOCATION if state is None else _fast.FINISH_INVOCATION_WITH_STATE
-        fast = (status, float(self.clock()), *values.values(), invocation_id, token)
-        if self._db.write_one(stmt.text(self._db.is_sqlite), fast):
-            return None
+        now = float(self.clock())
+        if self._threaded.pop(invocation_id, False):  # a hint: both paths check it
+            if self._db.write_all(_fast.finish_on_thread_statements(
+                    self._db.is_sqlite, invocation_id, token, status, now, values)):
+                return None
+        else:
+            stmt = _fast.FINISH_INVOCATION if state is None else _fast.FINISH_INVOCATION_WITH_STATE
+            fast = (status, now, *values.values(), invocation_id, token)
+            if self._db.write_one(stmt.text(self._db.is_sqlite), fast):
+                return None
 
         def write(conn: Connection) -> InvocationRecord | None:
             row = fence(conn, invocation_id, token)
@@ -369,7 +376,10 @@ class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
                 conn, row, invocation_id, status, values.get("state"), lease_seconds
             )
 
-        return self._db.run(write, write=True)
+        started = self._db.run(write, write=True)
+        if started is not None:
+            self._note_threaded(started.invocation_id)
+        return started
 
     def get_invocation(self, invocation_id: str) -> InvocationRecord | None:
         query = sa.select(inv).where(inv.c.invocation_id == invocation_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -10,26 +9,10 @@ import pytest
 
 from hayata_py._errors import StoreError
 from hayata_py.store import SqlTaskStore
-from hayata_py.store._engine import EngineHolder
 from tests.helpers import race
 from tests.store.conftest import FakeClock
 from tests.store.test_store_threads import on_thread
 from tests.store.util import invocation
-
-
-@pytest.fixture
-def fast_results(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
-    """Whether each fast-path attempt (:meth:`EngineHolder.write_all`) committed."""
-    seen: list[bool] = []
-    original = EngineHolder.write_all
-
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
-        done = original(self, statements)
-        seen.append(done)
-        return done
-
-    monkeypatch.setattr(EngineHolder, "write_all", spy)
-    yield seen
 
 
 def test_default_keeps_one_running_invocation(store: SqlTaskStore) -> None:
@@ -61,13 +44,13 @@ def test_limit_n_refuses_when_n_are_running(store: SqlTaskStore) -> None:
     assert len(store.unfinished_invocations("agent-1")) == 3
 
 
-def test_none_skips_the_check(store: SqlTaskStore, fast_results: list[bool]) -> None:
+def test_none_skips_the_check(store: SqlTaskStore, fast_commits: list[bool]) -> None:
     """max_running=None: no per-agent check (one committed statement each); a
     later max_running=1 create still sees them all."""
     for n in range(5):
         assert store.create_invocation(invocation(f"inv-{n}"), owner="o1",
                                        max_running=None) == 1
-    assert fast_results == [True] * 5
+    assert fast_commits == [True] * 5
     assert [r.invocation_id for r in store.unfinished_invocations("agent-1")] == [
         f"inv-{n}" for n in range(5)]
     for limit in (1, 5):
@@ -85,20 +68,6 @@ def test_invalid_max_running(store: SqlTaskStore, bad: Any) -> None:
         store.create_invocation(invocation("inv-1"), owner="o1", max_running=bad)
     assert info.value.code == "invalid_argument"
     assert store.get_invocation("inv-1") is None
-
-
-def test_threaded_finish_takes_the_general_path(
-    store: SqlTaskStore, fast_results: list[bool]
-) -> None:
-    """The one-statement finish never applies to an invocation on a thread (it
-    would leave the thread running); the general path finishes it and frees it."""
-    token = store.create_invocation(on_thread("inv-1"), owner="o1")
-    fast_results.clear()
-    store.finish_invocation("inv-1", token=token, status="completed", state={"n": 5})
-    assert fast_results == [False]
-    record, thread = store.get_invocation("inv-1"), store.get_thread("agent-1", "t1")
-    assert record is not None and record.status == "completed"
-    assert thread is not None and (thread.running_invocation_id, thread.state) == (None, {"n": 5})
 
 
 @pytest.mark.parametrize("limit", [1, 2])

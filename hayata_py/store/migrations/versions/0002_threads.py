@@ -7,7 +7,8 @@
   is given, under a per-agent lock). Replaced by plain indexes for the running
   count and for a thread's invocations.
 * ``hayata_threads`` (one row per agent and thread: its state, the version
-  counting its completed invocations, its running invocation) and
+  counting its completed invocations, its running invocation, the length of
+  its queue, kept on the row so that a finish and an enqueue conflict on it) and
   ``hayata_thread_queue`` (runs waiting for their thread, in ``seq`` order).
 
 Revision ID: 0002_threads
@@ -43,6 +44,7 @@ def upgrade() -> None:
         sa.Column("state", sa.LargeBinary(), nullable=False),
         sa.Column("version", sa.BigInteger(), nullable=False),
         sa.Column("running_invocation_id", sa.String(), nullable=True),
+        sa.Column("queue_length", sa.BigInteger(), nullable=False),
         sa.Column("created_at", sa.Double(), nullable=False),
         sa.Column("updated_at", sa.Double(), nullable=False),
     )
