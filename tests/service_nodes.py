@@ -56,6 +56,20 @@ async def llm(ctx: hy.NodeContext) -> dict[str, Any]:
     return {"llm": f"answer to {ctx.input.get('tag')}"}
 
 
+async def agated(ctx: hy.NodeContext) -> dict[str, Any]:
+    """An ``async def`` node that awaits the file ``input["gate"]`` (an LLM call
+    the test holds open) on the edge's event loop; with ``input["rerun_passes"]``
+    an attempt after the first does not wait."""
+    _effect(ctx, "start")
+    gate = Path(ctx.input["gate"])
+    deadline = time.monotonic() + 60
+    held = ctx.attempt == 1 or not ctx.input.get("rerun_passes")  # a re-run may pass
+    while held and not gate.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)  # the call in flight, until the test opens the gate
+    _effect(ctx, "end")
+    return {"agated": ctx.input.get("tag"), "attempt": ctx.attempt}
+
+
 def policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     steps = ctx.input["steps"]
     if ctx.step < len(steps):
@@ -63,7 +77,8 @@ def policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     return hy.Finish(dict(ctx.state))
 
 
-NODES = {"echo": echo, "count": count, "gated": gated, "slow": gated, "llm": llm}
+NODES = {"echo": echo, "count": count, "gated": gated, "slow": gated, "llm": llm,
+         "agated": agated}
 """``slow`` is ``gated`` under another id (made idempotent where a test needs one
 of each)."""
 

@@ -198,8 +198,11 @@ def test_agent_commands_run_failures_and_detach(data_dir: Path, tmp_path: Path) 
     ok(data_dir, "agent", "start", "tests.cli_fixtures:failing")
     ok(data_dir, "agent", "start", "tests.cli_fixtures:slow")  # a factory function
     listed = [json.loads(line) for line in ok(data_dir, "agent", "list", "--json").splitlines()]
-    assert listed == [{"id": "failing", "status": "idle", "invocation": None},
-                      {"id": "slow", "status": "idle", "invocation": None}]
+    idle = {"running": 0, "paused": 0, "unfinished": 0, "max_invocations": 1}
+    assert listed == [{"id": "failing", "status": "idle", "invocation": None,
+                       "invocations": idle},
+                      {"id": "slow", "status": "idle", "invocation": None,
+                       "invocations": idle}]
 
     failed = hayata(data_dir, "run", "failing", "--json")
     assert failed.returncode == 1
@@ -223,7 +226,8 @@ def test_agent_commands_run_failures_and_detach(data_dir: Path, tmp_path: Path) 
     assert "keeps running" in hint and "hayata result slow " in hint
     invocation = hint.split("hayata result slow ")[1].split()[0]
     statuses = [json.loads(line) for line in ok(data_dir, "agent", "list", "--json").splitlines()]
-    assert {"id": "slow", "status": "running", "invocation": invocation} in statuses
+    assert {"id": "slow", "status": "running", "invocation": invocation,
+            "invocations": idle | {"running": 1}} in statuses
     assert hayata(data_dir, "result", "slow", invocation).returncode == 5  # still running
     gate.touch()
     waited = json.loads(ok(data_dir, "result", "slow", invocation, "--wait", "--json"))

@@ -35,6 +35,8 @@ def test_resume_a_paused_invocation_from_the_shell(data_dir: Path, tmp_path: Pat
     inv = result["invocation_id"]
     (listed,) = [json.loads(line) for line in ok(data_dir, "agent", "list", "--json").splitlines()]
     assert listed == {"id": "hitl-drill", "status": "paused", "invocation": inv,
+                      "invocations": {"running": 0, "paused": 1, "unfinished": 1,
+                                      "max_invocations": 1},
                       "paused": {"kind": "before", "payload": {"pause_before": ["charge"]},
                                  "nodes": ["charge"]}}
     assert "paused" in ok(data_dir, "agent", "list")

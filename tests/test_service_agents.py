@@ -4,6 +4,8 @@ conversation threads (state, reject, enqueue), recovery per invocation and
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from tests.helpers import alive, collect, eventually
+from tests.helpers import alive, collect, eventually, walk
 from tests.service_nodes import config
 
 pytestmark = pytest.mark.timeout(180)
@@ -180,3 +182,38 @@ def test_bad_thread_options_are_refused_before_anything_is_sent(
     assert err.value.code == "invalid_option" and err.value.details["field"] == field
     assert agent.status_info().running == 0
     assert agent.threads() == []
+
+
+def _edge_pids(system: hy.AgentSystem, node_id: str) -> list[int]:
+    return sorted(r["pid"] for r in walk(system.tree())
+                  if r.get("role") == "edge" and str(r.get("id", "")).startswith(f"{node_id}."))
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_sigkill_of_an_edge_running_20_invocations_tasks_ends_exactly_those(
+        agents: hy.AgentSystem, tmp_path: Path, idempotent: bool) -> None:
+    log, gate = tmp_path / "effects.log", tmp_path / "gate"
+    agent = agents.start_agent(config(
+        max_invocations=30, edge_concurrency={"agated": 20}, node_concurrency={"agated": 1},
+        idempotent_nodes={"agated"} if idempotent else frozenset()))
+    shared = [agent.run({"tag": n, "steps": ["agated"], "gate": str(gate), "effects": str(log),
+                         "rerun_passes": True}) for n in range(20)]
+    eventually(lambda: sum(effects(log)[("start", "agated", i)] for i in shared) == 20,
+               timeout=60, message="20 tasks on the shared edge")
+    (pid,) = _edge_pids(agents, "agated")
+    bystanders = [agent.run({"tag": n, "steps": ["echo"]}) for n in range(5)]
+    os.kill(pid, signal.SIGKILL)
+    results = {inv: agent.wait(inv, timeout=60) for inv in shared}
+    for result in results.values():
+        if idempotent:
+            assert result.ok and result.result["attempt"] == 2, result
+        else:
+            assert not result.ok and result.error is not None
+            assert result.error.code == "node_failed", result.error
+    for n, inv in enumerate(bystanders):
+        assert agent.wait(inv, timeout=60).result == {"echo": n}
+    ran = effects(log)
+    assert all(ran[("start", "agated", i)] == (2 if idempotent else 1) for i in shared)
+    replaced = eventually(lambda: (p := _edge_pids(agents, "agated")) and pid not in p and p,
+                          timeout=30, message="a replacement edge")
+    assert len(replaced) == 1 and not alive(pid)
