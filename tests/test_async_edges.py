@@ -1,6 +1,7 @@
 """An edge that runs several tasks of an ``async def`` node at once
 (``edge_concurrency`` > 1), on real processes: one edge actor driven directly,
-with a stand-in for the agent that collects its ``Outcome``s and ``Partial``s."""
+with a stand-in for the agent that collects its ``Outcome``s and ``Partial``s.
+And a node driven the same way, running the reducers of two map steps at once."""
 
 from __future__ import annotations
 
@@ -12,14 +13,21 @@ import pytest
 
 from hayata_py._actors._protocol import (
     CancelRun,
+    Consolidate,
+    Describe,
+    Description,
     EdgeInit,
     EdgeReady,
     KillReason,
     Outcome,
     Partial,
+    Reduced,
+    ReducerReady,
     RunTask,
+    StartReducer,
+    StopReducer,
 )
-from supervisors import System
+from supervisors import Start, System
 from tests.helpers import alive, eventually
 
 pytestmark = pytest.mark.timeout(90)
@@ -130,3 +138,51 @@ def test_a_raising_and_a_bad_result_fail_only_their_own_task(
     assert got["bad"].error.code == "node_failed"
     assert got["bad"].error.details["type"] == "RuntimeError"
     assert got["good"].ok and alive(pid)
+
+
+# -- a node keeps one reducer per map step -------------------------------------------
+
+
+def reducers(system: System, node: Any) -> list[dict[str, Any]]:
+    reply = system.ask(node, Describe(), 10)
+    assert isinstance(reply, Description)
+    return [r for r in reply.children if r["role"] == "reducer"]
+
+
+def test_a_node_runs_the_reducers_of_two_map_steps_at_once(system: System) -> None:
+    node, _ = system.start_actor("node:w", Start(
+        "hayata_py._actors.node.NodeActor", ("w", "tests.edge_nodes:plain", None, "a", 1)))
+    collector = system.thespian.createActor("tests.edge_nodes.Collector")
+
+    def start(execution_id: str) -> StartReducer:
+        return StartReducer(execution_id, execution_id.split(":")[0], "w", ("t0", "t1"),
+                            None, collector, opening=f"open-{execution_id}")
+
+    system.tell(node, start("A:0"))
+    system.tell(node, start("B:0"))
+
+    def ready() -> dict[str, Any] | None:
+        got = {m.execution_id: m.address for m in outcomes(system, collector)
+               if isinstance(m, ReducerReady)}
+        return got if len(got) == 2 else None
+
+    addresses = eventually(ready, timeout=30, message="two reducers ready")
+    rows = eventually(lambda: r if len(r := reducers(system, node)) == 2 else None,
+                      timeout=10, message="two reducers described")
+    assert sorted(r["id"] for r in rows) == ["w.reducer@A:0", "w.reducer@B:0"]
+    first = next(r["pid"] for r in rows if r["id"].endswith("A:0"))
+    # Ending A's step stops A's reducer only; B's consolidates afterwards.
+    system.tell(node, StopReducer("A:0", "open-A:0"))
+    eventually(lambda: not alive(first), timeout=10, message="A's reducer stopped")
+    system.tell(addresses["B:0"], Consolidate("B:0", ({"v": 1}, {"v": 2})))
+    reduced = eventually(lambda: [m for m in outcomes(system, collector)
+                                  if isinstance(m, Reduced)], timeout=30, message="Reduced")
+    assert reduced == [Reduced("B:0", True, [{"v": 1}, {"v": 2}])]
+    eventually(lambda: reducers(system, node) == [], timeout=10,
+               message="B's reducer stopped after it answered")
+    # A StopReducer that overtook its StartReducer: that reducer never starts.
+    system.tell(node, StopReducer("C:0", "open-C:0"))
+    system.tell(node, start("C:0"))
+    system.tell(node, start("D:0"))
+    eventually(lambda: [r["id"] for r in reducers(system, node)] == ["w.reducer"],
+               timeout=10, message="only D's reducer")
