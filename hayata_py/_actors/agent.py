@@ -149,11 +149,13 @@ class AgentActor(SupervisedActor):
         """Every task the edge was running when it died fails (none if it was
         killed or retired)."""
         error = edge_died(lost)
-        for run in self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit):
+        runs = self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit)
+        for run in runs:  # all of them first: the first failure cancels the others
+            self.spans.task_ended(run.task_id, error)
+        for run in runs:
             # lead: idempotent re-run here (a node in spec.idempotent_nodes:
             # self._sends(self.pool.dispatch(dataclasses.replace(run, attempt=run.attempt + 1)))
             # instead of the failure below)
-            self.spans.task_ended(run.task_id, error)
             self._feed(m.TaskOutcome(run.execution_id, m.TaskKey(run.node_id, run.item),
                                      False, error=error))
 
