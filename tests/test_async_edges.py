@@ -1,7 +1,8 @@
 """An edge that runs several tasks of an ``async def`` node at once
 (``edge_concurrency`` > 1), on real processes: one edge actor driven directly,
 with a stand-in for the agent that collects its ``Outcome``s and ``Partial``s.
-And a node driven the same way, running the reducers of two map steps at once."""
+And a node driven the same way: growing and retiring edges on the agent's
+word, and running the reducers of two map steps at once."""
 
 from __future__ import annotations
 
@@ -16,16 +17,22 @@ from hayata_py._actors._protocol import (
     Consolidate,
     Describe,
     Description,
+    EdgeExit,
     EdgeInit,
+    EdgeLost,
     EdgeReady,
+    EdgeTable,
+    EnsureEdges,
     KillReason,
     Outcome,
     Partial,
     Reduced,
     ReducerReady,
+    RetireEdge,
     RunTask,
     StartReducer,
     StopReducer,
+    UseAgent,
 )
 from supervisors import Start, System
 from tests.helpers import alive, eventually
@@ -186,3 +193,46 @@ def test_a_node_runs_the_reducers_of_two_map_steps_at_once(system: System) -> No
     system.tell(node, start("D:0"))
     eventually(lambda: [r["id"] for r in reducers(system, node)] == ["w.reducer"],
                timeout=10, message="only D's reducer")
+
+
+# -- a node grows and retires its edges as the agent asks --------------------------
+
+
+def test_a_node_grows_on_ensure_edges_and_stops_a_retired_edge_without_a_death(
+        system: System) -> None:
+    node, _ = system.start_actor("node:w", Start(
+        "hayata_py._actors.node.NodeActor", ("w", "tests.edge_nodes:sleeper", None, "a", 10)))
+    agent = system.thespian.createActor("tests.edge_nodes.Collector")
+    system.tell(node, UseAgent(agent))
+
+    def table(edges: int) -> EdgeTable | None:
+        tables = [m for m in outcomes(system, agent) if isinstance(m, EdgeTable)]
+        last = max(tables, key=lambda t: t.version, default=None)
+        return last if last is not None and len(last.edges) == edges else None
+
+    first = eventually(lambda: table(1), timeout=30, message="one edge")
+    assert first.edges[0].capacity == 10
+    system.tell(node, EnsureEdges(25, seq=7))  # 25 tasks at once: 3 edges of 10
+    grown = eventually(lambda: table(3), timeout=30, message="three edges")
+    assert (grown.wanted, grown.ensured) == (3, 7)
+    system.tell(node, EnsureEdges(5))  # a smaller ask changes nothing
+    retired = grown.edges[1]
+    pid = next(r["pid"] for r in system.ask(node, Describe(), 10).children
+               if r["id"] == retired.edge_id)
+    system.tell(node, RetireEdge(retired.edge_id))
+    after = eventually(lambda: table(2), timeout=30, message="two edges")
+    assert retired.edge_id not in {e.edge_id for e in after.edges} and after.wanted == 2
+    eventually(lambda: not alive(pid), timeout=10, message="the retired edge left")
+    lost = eventually(lambda: [m for m in outcomes(system, agent) if isinstance(m, EdgeLost)],
+                      timeout=10, message="its exit reported")
+    assert [(m.edge_id, m.exit) for m in lost] == [(retired.edge_id, EdgeExit.RETIRED)]
+    # Retiring down to the last edge keeps one: a replacement starts.
+    for ref in after.edges:
+        system.tell(node, RetireEdge(ref.edge_id))
+
+    def replaced() -> EdgeTable | None:
+        last = table(1)
+        return last if last is not None and last.edges[0].edge_id not in {
+            e.edge_id for e in after.edges} else None
+
+    assert eventually(replaced, timeout=30, message="one fresh edge").wanted == 1

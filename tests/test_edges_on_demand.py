@@ -126,8 +126,11 @@ def test_sigkill_of_a_shared_edge_ends_exactly_its_tasks_and_the_node_replaces_i
         records = store.get_tasks(inv)
     assert len(records) == 20 and {r.status for r in records} == {"started"}
     assert len(starts(folder)) == 20
-    replaced = eventually(lambda: (p := edge_pids(system)) and pid not in p and p,
-                          timeout=30, message="a replacement edge")
+    def replacement() -> list[int] | None:
+        now = edge_pids(system)
+        return now if now and pid not in now else None
+
+    replaced = eventually(replacement, timeout=30, message="a replacement edge")
     assert len(replaced) == 1 and not alive(pid)
     result = agent.wait(agent.run({"node": "w", "items": [{"value": 7}]}), 60)
     assert result.ok and result.result["parallel_results"][0]["pid"] == replaced[0]
