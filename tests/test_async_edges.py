@@ -1,6 +1,8 @@
 """An edge that runs several tasks of an ``async def`` node at once
 (``edge_concurrency`` > 1), on real processes: one edge actor driven directly,
-with a stand-in for the agent that collects its ``Outcome``s and ``Partial``s."""
+with a stand-in for the agent that collects its ``Outcome``s and ``Partial``s.
+And a node driven the same way: growing and retiring edges on the agent's
+word, and running the reducers of two map steps at once."""
 
 from __future__ import annotations
 
@@ -12,14 +14,27 @@ import pytest
 
 from hayata_py._actors._protocol import (
     CancelRun,
+    Consolidate,
+    Describe,
+    Description,
+    EdgeExit,
     EdgeInit,
+    EdgeLost,
     EdgeReady,
+    EdgeTable,
+    EnsureEdges,
     KillReason,
     Outcome,
     Partial,
+    Reduced,
+    ReducerReady,
+    RetireEdge,
     RunTask,
+    StartReducer,
+    StopReducer,
+    UseAgent,
 )
-from supervisors import System
+from supervisors import Start, System
 from tests.helpers import alive, eventually
 
 pytestmark = pytest.mark.timeout(90)
@@ -130,3 +145,94 @@ def test_a_raising_and_a_bad_result_fail_only_their_own_task(
     assert got["bad"].error.code == "node_failed"
     assert got["bad"].error.details["type"] == "RuntimeError"
     assert got["good"].ok and alive(pid)
+
+
+# -- a node keeps one reducer per map step -------------------------------------------
+
+
+def reducers(system: System, node: Any) -> list[dict[str, Any]]:
+    reply = system.ask(node, Describe(), 10)
+    assert isinstance(reply, Description)
+    return [r for r in reply.children if r["role"] == "reducer"]
+
+
+def test_a_node_runs_the_reducers_of_two_map_steps_at_once(system: System) -> None:
+    node, _ = system.start_actor("node:w", Start(
+        "hayata_py._actors.node.NodeActor", ("w", "tests.edge_nodes:plain", None, "a", 1)))
+    collector = system.thespian.createActor("tests.edge_nodes.Collector")
+
+    def start(execution_id: str) -> StartReducer:
+        return StartReducer(execution_id, execution_id.split(":")[0], "w", ("t0", "t1"),
+                            None, collector, opening=f"open-{execution_id}")
+
+    system.tell(node, start("A:0"))
+    system.tell(node, start("B:0"))
+
+    def ready() -> dict[str, Any] | None:
+        got = {m.execution_id: m.address for m in outcomes(system, collector)
+               if isinstance(m, ReducerReady)}
+        return got if len(got) == 2 else None
+
+    addresses = eventually(ready, timeout=30, message="two reducers ready")
+    rows = eventually(lambda: r if len(r := reducers(system, node)) == 2 else None,
+                      timeout=10, message="two reducers described")
+    assert sorted(r["id"] for r in rows) == ["w.reducer@A:0", "w.reducer@B:0"]
+    first = next(r["pid"] for r in rows if r["id"].endswith("A:0"))
+    # Ending A's step stops A's reducer only; B's consolidates afterwards.
+    system.tell(node, StopReducer("A:0", "open-A:0"))
+    eventually(lambda: not alive(first), timeout=10, message="A's reducer stopped")
+    system.tell(addresses["B:0"], Consolidate("B:0", ({"v": 1}, {"v": 2})))
+    reduced = eventually(lambda: [m for m in outcomes(system, collector)
+                                  if isinstance(m, Reduced)], timeout=30, message="Reduced")
+    assert reduced == [Reduced("B:0", True, [{"v": 1}, {"v": 2}])]
+    eventually(lambda: reducers(system, node) == [], timeout=10,
+               message="B's reducer stopped after it answered")
+    # A StopReducer that overtook its StartReducer: that reducer never starts.
+    system.tell(node, StopReducer("C:0", "open-C:0"))
+    system.tell(node, start("C:0"))
+    system.tell(node, start("D:0"))
+    eventually(lambda: [r["id"] for r in reducers(system, node)] == ["w.reducer"],
+               timeout=10, message="only D's reducer")
+
+
+# -- a node grows and retires its edges as the agent asks --------------------------
+
+
+def test_a_node_grows_on_ensure_edges_and_stops_a_retired_edge_without_a_death(
+        system: System) -> None:
+    node, _ = system.start_actor("node:w", Start(
+        "hayata_py._actors.node.NodeActor", ("w", "tests.edge_nodes:sleeper", None, "a", 10)))
+    agent = system.thespian.createActor("tests.edge_nodes.Collector")
+    system.tell(node, UseAgent(agent))
+
+    def table(edges: int) -> EdgeTable | None:
+        tables = [m for m in outcomes(system, agent) if isinstance(m, EdgeTable)]
+        last = max(tables, key=lambda t: t.version, default=None)
+        return last if last is not None and len(last.edges) == edges else None
+
+    first = eventually(lambda: table(1), timeout=30, message="one edge")
+    assert first.edges[0].capacity == 10
+    system.tell(node, EnsureEdges(25, seq=7))  # 25 tasks at once: 3 edges of 10
+    grown = eventually(lambda: table(3), timeout=30, message="three edges")
+    assert (grown.wanted, grown.ensured) == (3, 7)
+    system.tell(node, EnsureEdges(5))  # a smaller ask changes nothing
+    retired = grown.edges[1]
+    pid = next(r["pid"] for r in system.ask(node, Describe(), 10).children
+               if r["id"] == retired.edge_id)
+    system.tell(node, RetireEdge(retired.edge_id))
+    after = eventually(lambda: table(2), timeout=30, message="two edges")
+    assert retired.edge_id not in {e.edge_id for e in after.edges} and after.wanted == 2
+    eventually(lambda: not alive(pid), timeout=10, message="the retired edge left")
+    lost = eventually(lambda: [m for m in outcomes(system, agent) if isinstance(m, EdgeLost)],
+                      timeout=10, message="its exit reported")
+    assert [(m.edge_id, m.exit) for m in lost] == [(retired.edge_id, EdgeExit.RETIRED)]
+    # Retiring down to the last edge keeps one: a replacement starts.
+    for ref in after.edges:
+        system.tell(node, RetireEdge(ref.edge_id))
+
+    def replaced() -> EdgeTable | None:
+        last = table(1)
+        return last if last is not None and last.edges[0].edge_id not in {
+            e.edge_id for e in after.edges} else None
+
+    assert eventually(replaced, timeout=30, message="one fresh edge").wanted == 1

@@ -66,7 +66,7 @@ def test_a_map_step_grows_the_node_to_its_window_on_separate_processes(
                          "which the lead wires in agent.py; remove this mark then")
 def test_idle_edges_beyond_the_first_are_retired_after_the_idle_timeout(
         data: tuple[hy.AgentSystem, Path]) -> None:
-    system, tmp = data
+    system, _ = data
     agent = start(system, "plain", map_concurrency=3, node_concurrency={"w": 3},
                   edge_idle_timeout=0.5)
     items = [{"sleep": 0.2} for _ in range(6)]
@@ -99,6 +99,10 @@ def test_an_async_node_runs_20_items_at_once_on_one_edge(
     assert values == list(range(20))
     pids = {r["pid"] for r in result.result["parallel_results"]}
     assert len(pids) == 1 and edge_pids(system) == sorted(pids)  # one process for all 20
+    with open_store(f"sqlite:///{tmp / 'data' / 'hayata.db'}") as store:
+        records = store.get_tasks(result.invocation_id)
+    assert len(records) == 20 and {r.status for r in records} == {"completed"}
+    assert sorted(r.result["value"] for r in records) == list(range(20))
 
 
 def test_sigkill_of_a_shared_edge_ends_exactly_its_tasks_and_the_node_replaces_it(
@@ -122,8 +126,11 @@ def test_sigkill_of_a_shared_edge_ends_exactly_its_tasks_and_the_node_replaces_i
         records = store.get_tasks(inv)
     assert len(records) == 20 and {r.status for r in records} == {"started"}
     assert len(starts(folder)) == 20
-    replaced = eventually(lambda: (p := edge_pids(system)) and pid not in p and p,
-                          timeout=30, message="a replacement edge")
+    def replacement() -> list[int] | None:
+        now = edge_pids(system)
+        return now if now and pid not in now else None
+
+    replaced = eventually(replacement, timeout=30, message="a replacement edge")
     assert len(replaced) == 1 and not alive(pid)
     result = agent.wait(agent.run({"node": "w", "items": [{"value": 7}]}), 60)
     assert result.ok and result.result["parallel_results"][0]["pid"] == replaced[0]

@@ -208,6 +208,10 @@ class AgentActor(SupervisedActor):
         self._sends(sends)
 
     def _on_edge_lost(self, lost: p.EdgeLost) -> None:
+        """Every task the edge was running when it died fails (none if it was
+        killed or retired); a task of an idempotent node runs again at once."""
+        error = edge_died(lost)
+        failed = []
         for task in self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit):
             run = self._running(task.execution_id)
             if run is None:
@@ -219,8 +223,9 @@ class AgentActor(SupervisedActor):
                 self._sends(self.pool.dispatch(dataclasses.replace(
                     task, attempt=task.attempt + 1)))
                 continue
-            error = edge_died(lost)
             self.spans.task_ended(run.inv.id, task.task_id, error)
+            failed.append((run, task))
+        for run, task in failed:  # spans first: the first failure cancels its siblings
             self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
                                           False, error=error))
 

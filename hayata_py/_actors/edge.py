@@ -26,9 +26,12 @@ which ends all its tasks as an edge's death does.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
@@ -91,6 +94,15 @@ class _Streamer:
         self.count += 1
         self._publish(Partial(execute.execution_id, execute.node_id, self._edge_id,
                               self.count, dict(partial), execute.item))
+
+
+@dataclass(frozen=True)
+class _Active:
+    """A task running on the loop: what its end is reported with."""
+
+    execute: RunTask
+    span: telemetry.Span
+    streamer: _Streamer | None
 
 
 def _context(execute: RunTask, streamer: _Streamer | None) -> NodeContext:
@@ -202,60 +214,67 @@ class EdgeActor(SupervisedActor):
     def _open_loop(self) -> None:
         self.loop = LoopTasks()
         self.watch_fds = (self.loop.wake_fd,)
-        self.active: dict[str, tuple[RunTask, telemetry.Span, _Streamer | None]] = {}
-        self.cancelling: dict[str, float] = {}  # task id -> monotonic time it must end by
+        self.runs = itertools.count(1)  # each start's own number, even for the same task
+        self.running: dict[str, int] = {}  # task id -> its run
+        self.active: dict[int, _Active] = {}  # run -> what it reports to
+        self.cancelling: dict[int, float] = {}  # run -> monotonic time it must end by
         self.timer_at: float | None = None
 
     def _start(self, execute: RunTask, loop: LoopTasks) -> None:
         """Record ``started``, then hand the call to the loop (it runs beside the others)."""
-        if execute.task_id in self.active:
+        if execute.task_id in self.running:
             return  # a duplicate of a task that runs here
         span = self._span(execute)
         error = self._record_start(execute)
         if error is not None:
             self._report(execute, span, None, error, None)
             return
+        run = next(self.runs)
         streamer = _Streamer(
-            self.edge_id, execute, lambda: execute.task_id in self.active,
-            lambda p: loop.post(PartialOut(execute.task_id, p))) if execute.stream else None
-        self.active[execute.task_id] = (execute, span, streamer)
-        loop.start(execute.task_id, resolve_callable(self.function), _context(execute, streamer))
+            self.edge_id, execute, lambda: self.running.get(execute.task_id) == run,
+            lambda p: loop.post(PartialOut(run, p))) if execute.stream else None
+        self.running[execute.task_id] = run
+        self.active[run] = _Active(execute, span, streamer)
+        loop.start(run, resolve_callable(self.function), _context(execute, streamer))
 
     def _drain(self) -> None:
         """What the loop reported: send partials; record each ended task, then its Outcome."""
         if self.loop is None:
             return
         for event in self.loop.drain():
+            found = self.active.get(event.run)
             if isinstance(event, PartialOut):
-                entry = self.active.get(event.task_id)
-                if entry is not None:
-                    self.send(entry[0].agent, event.partial)
+                if found is not None:
+                    self.send(found.execute.agent, event.partial)
                 continue
-            if self.cancelling.pop(event.task_id, None) is not None:
+            if self.cancelling.pop(event.run, None) is not None or found is None:
                 continue  # cancelled: its record stays "started", no Outcome
-            found = self.active.pop(event.task_id, None)
-            if found is None:
-                continue
-            execute, span, streamer = found
+            del self.active[event.run]
+            execute = found.execute
+            self.running.pop(execute.task_id, None)
             result, error = self._ended(execute, event)
             error = self._record_end(execute, result, error) or error
-            self._report(execute, span, result, error, streamer)
+            self._report(execute, found.span, result, error, found.streamer)
 
     @staticmethod
     def _ended(execute: RunTask, event: Ended) -> tuple[Any, ErrorInfo | None]:
         if event.ok:
             return _checked(execute.node_id, event.value)
-        return None, _failure(event.error or RuntimeError("cancelled"), execute)
+        # No exception and not cancelled by us: the coroutine cancelled itself.
+        return None, _failure(event.error or asyncio.CancelledError(), execute)
 
     def _cancel(self, cancel: CancelRun) -> None:
         """Cancel one task's coroutine; the edge exits if it has not ended in time."""
-        found = self.active.pop(cancel.task_id, None) if self.loop is not None else None
-        if found is None or self.loop is None:
+        if self.loop is None:
+            return
+        run = self.running.pop(cancel.task_id, None)
+        found = self.active.pop(run, None) if run is not None else None
+        if run is None or found is None:
             return  # ended already (its Outcome is on its way), or unknown here
-        telemetry.span_stop(found[1], "failed", metadata={"error_code": cancel.reason.value})
+        telemetry.span_stop(found.span, "failed", metadata={"error_code": cancel.reason.value})
         self.log.info("task_cancelled", task_id=cancel.task_id, reason=cancel.reason.value)
-        self.cancelling[cancel.task_id] = time.monotonic() + CANCEL_GRACE
-        self.loop.cancel(cancel.task_id)
+        self.cancelling[run] = time.monotonic() + CANCEL_GRACE
+        self.loop.cancel(run)
         self._arm(CANCEL_GRACE)
 
     def _arm(self, seconds: float) -> None:
@@ -272,9 +291,9 @@ class EdgeActor(SupervisedActor):
         if not self.cancelling:
             return
         now = time.monotonic()
-        late = [t for t, by in self.cancelling.items() if by <= now]
+        late = [run for run, by in self.cancelling.items() if by <= now]
         if late:
-            self.log.error("cancel_not_honoured", task_ids=late, running=len(self.active))
+            self.log.error("cancel_not_honoured", runs=len(late), running=len(self.active))
             os._exit(CANCEL_EXIT)  # ends every task here, as an edge's death does
         self._arm(max(0.01, min(self.cancelling.values()) - now))
 

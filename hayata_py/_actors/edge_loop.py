@@ -36,17 +36,17 @@ from hayata_py._actors._protocol import Partial
 
 @dataclass(frozen=True)
 class PartialOut:
-    """A partial result a task published (from the loop's thread)."""
+    """A partial result run ``run`` published (from the loop's thread)."""
 
-    task_id: str
+    run: int
     partial: Partial
 
 
 @dataclass(frozen=True)
 class Ended:
-    """A task's coroutine ended: with ``value`` (``ok``), an exception, or cancelled."""
+    """Run ``run``'s coroutine ended: with ``value`` (``ok``), an exception, or cancelled."""
 
-    task_id: str
+    run: int
     ok: bool
     value: Any = None
     error: BaseException | None = None
@@ -79,7 +79,7 @@ class LoopTasks:
         os.set_blocking(self.wake_fd, False)
         os.set_blocking(self._wake_w, False)
         self._events: queue.SimpleQueue[LoopEvent] = queue.SimpleQueue()
-        self._tasks: dict[str, asyncio.Task[tuple[bool, Any]]] = {}  # the loop's thread only
+        self._tasks: dict[int, asyncio.Task[tuple[bool, Any]]] = {}  # the loop's thread only
         threading.Thread(target=self._serve, name="hayata-edge-loop", daemon=True).start()
 
     def _serve(self) -> None:
@@ -88,11 +88,12 @@ class LoopTasks:
 
     # -- from the main thread --------------------------------------------------------
 
-    def start(self, task_id: str, fn: Callable[..., Any], ctx: Any) -> None:
-        self.loop.call_soon_threadsafe(self._spawn, task_id, fn, ctx)
+    def start(self, run: int, fn: Callable[..., Any], ctx: Any) -> None:
+        """Run ``fn(ctx)`` on the loop as run number ``run`` (unique per start)."""
+        self.loop.call_soon_threadsafe(self._spawn, run, fn, ctx)
 
-    def cancel(self, task_id: str) -> None:
-        self.loop.call_soon_threadsafe(self._cancel, task_id)
+    def cancel(self, run: int) -> None:
+        self.loop.call_soon_threadsafe(self._cancel, run)
 
     def drain(self) -> list[LoopEvent]:
         """Everything the loop has reported since the last call, in order."""
@@ -114,20 +115,20 @@ class LoopTasks:
         with contextlib.suppress(BlockingIOError):  # full: a wake-up is pending anyway
             os.write(self._wake_w, b"\0")
 
-    def _spawn(self, task_id: str, fn: Callable[..., Any], ctx: Any) -> None:
+    def _spawn(self, run: int, fn: Callable[..., Any], ctx: Any) -> None:
         task = self.loop.create_task(_body(fn, ctx))
-        self._tasks[task_id] = task
-        task.add_done_callback(functools.partial(self._ended, task_id))
+        self._tasks[run] = task
+        task.add_done_callback(functools.partial(self._ended, run))
 
-    def _cancel(self, task_id: str) -> None:
-        task = self._tasks.get(task_id)
+    def _cancel(self, run: int) -> None:
+        task = self._tasks.get(run)
         if task is not None:
             task.cancel()
 
-    def _ended(self, task_id: str, task: asyncio.Task[tuple[bool, Any]]) -> None:
-        self._tasks.pop(task_id, None)
+    def _ended(self, run: int, task: asyncio.Task[tuple[bool, Any]]) -> None:
+        self._tasks.pop(run, None)
         if task.cancelled():
-            self.post(Ended(task_id, False, cancelled=True))
+            self.post(Ended(run, False, cancelled=True))
             return
         ok, value = task.result()
-        self.post(Ended(task_id, True, value) if ok else Ended(task_id, False, error=value))
+        self.post(Ended(run, True, value) if ok else Ended(run, False, error=value))
