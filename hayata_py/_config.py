@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hayata_py._callables import callable_path, exception_path
+from hayata_py._callables import callable_path, exception_path, resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
 from hayata_py._policy import RetryPolicy
@@ -20,6 +21,15 @@ MAX_MAP_CONCURRENCY = 1024
 """The most items of a map step an agent runs at once (each on its own edge process)."""
 MAX_EXECUTION_TIMEOUT = 365 * 24 * 3600
 """The longest ``execution_timeout`` accepted (seconds): the runtime's timers hold it."""
+MAX_INVOCATIONS = 1_000_000
+"""The largest ``max_invocations`` accepted (invocations in flight on one agent)."""
+MAX_EDGE_CONCURRENCY = 10_000
+"""The most tasks one edge of an ``async def`` node runs at once on its event loop."""
+
+
+def default_node_concurrency() -> int:
+    """Edges a node may grow to when tasks wait: the core count, at least 4."""
+    return max(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,26 @@ class AgentConfig:
       after it completed, until ``agent.resume(invocation_id, value)``.
     - ``retry``: node id -> :class:`RetryPolicy` for that node;
       ``default_retry``: the policy of every other node (None: no retries).
+    - ``max_invocations``: invocations the agent runs at once (an int from 1 to
+      :data:`MAX_INVOCATIONS`). 1, the default, is Hayata's agent: one
+      invocation at a time, and an unfinished one blocks new runs until it is
+      recovered. With N > 1 the agent is a service: up to N run at once, each
+      with its own record, deadlines, retries, pauses, events and result, and
+      an unfinished one waits for its own recovery without blocking the others.
+    - ``node_concurrency``: node id -> the most edges (processes) that node
+      grows to while its tasks wait (default: the core count, at least 4).
+      Idle edges beyond one are retired after ``edge_idle_timeout`` seconds.
+    - ``edge_concurrency``: node id -> tasks one edge of that ``async def``
+      node runs at once on its event loop (default 1). Only for ``async def``
+      nodes: a plain function always runs one task per edge. A SIGKILLed edge
+      ends every task it was running as ``node_failed`` (re-run at once on
+      another edge for a node in ``idempotent_nodes``).
+    - ``edge_idle_timeout``: seconds an idle edge beyond a node's first is
+      kept before it is retired (> 0, default 60).
+    - ``auto_recover``: when the agent starts or restarts, recover by itself
+      every unfinished invocation whose interrupted tasks are all completed,
+      not started, due a retry or idempotent; one with an uncertain task
+      waits for ``resolve_task``/``abandon``, listed by ``unfinished()``.
     """
 
     id: str
@@ -75,6 +105,11 @@ class AgentConfig:
     default_retry: RetryPolicy | None = None
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
+    max_invocations: int = 1
+    node_concurrency: Mapping[str, int] = field(default_factory=dict)
+    edge_concurrency: Mapping[str, int] = field(default_factory=dict)
+    edge_idle_timeout: float = 60.0
+    auto_recover: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +181,17 @@ class AgentSpec:
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
 
+    max_invocations: int = 1
+    """Invocations in flight at once, at most (1: Hayata's one at a time)."""
+    node_concurrency: dict[str, int] = field(default_factory=dict)
+    """Node id -> the most edges it grows to (every node has an entry)."""
+    edge_concurrency: dict[str, int] = field(default_factory=dict)
+    """Node id -> tasks one edge runs at once (every node; > 1 only for async nodes)."""
+    edge_idle_timeout: float = 60.0
+    """Seconds an idle edge beyond a node's first is kept."""
+    auto_recover: bool = False
+    """Recover unfinished invocations without an uncertain task when the agent starts."""
+
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
 
@@ -200,7 +246,56 @@ def validate_config(config: Any) -> AgentSpec:
                      map_concurrency=concurrency,
                      node_timeouts=node_timeouts, retry=_retries(config, nodes),
                      pause_before=_known(config.pause_before, "pause_before", nodes),
-                     pause_after=_known(config.pause_after, "pause_after", nodes))
+                     pause_after=_known(config.pause_after, "pause_after", nodes),
+                     **_service(config, nodes))
+
+
+def _positive_int(value: Any, field_name: str, high: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise ConfigError(field_name, f"must be an int from 1 to {high} ({what}), "
+                          f"got {value!r}")
+    return value
+
+
+def _service(config: AgentConfig, nodes: dict[str, str]) -> dict[str, Any]:
+    """The fields of an agent that serves many invocations, checked."""
+    most = _positive_int(config.max_invocations, "max_invocations", MAX_INVOCATIONS,
+                         "invocations the agent runs at once")
+    grown = _per_node(config.node_concurrency, "node_concurrency", "edges", nodes,
+                      lambda v, where: _positive_int(v, where, MAX_MAP_CONCURRENCY,
+                                                     "edges the node grows to"))
+    per_edge = _per_node(config.edge_concurrency, "edge_concurrency", "tasks", nodes,
+                         lambda v, where: _positive_int(v, where, MAX_EDGE_CONCURRENCY,
+                                                        "tasks one edge runs at once"))
+    for node_id, count in per_edge.items():
+        if count > 1 and not _is_async(nodes[node_id]):
+            raise ConfigError(f"edge_concurrency[{node_id!r}]",
+                              f"node {node_id!r} is a plain function: an edge runs one of "
+                              "its tasks at a time; edge_concurrency is for async def nodes "
+                              "(raise node_concurrency for more edges instead)")
+    idle = config.edge_idle_timeout
+    if isinstance(idle, bool) or not isinstance(idle, (int, float)) \
+            or not math.isfinite(idle) or not 0 < idle <= MAX_EXECUTION_TIMEOUT:
+        raise ConfigError("edge_idle_timeout", f"must be a positive number of seconds, "
+                          f"got {idle!r}")
+    if not isinstance(config.auto_recover, bool):
+        raise ConfigError("auto_recover", f"must be True or False, got "
+                          f"{config.auto_recover!r}")
+    default = default_node_concurrency()
+    return {"max_invocations": most,
+            "node_concurrency": {n: grown.get(n, default) for n in nodes},
+            "edge_concurrency": {n: per_edge.get(n, 1) for n in nodes},
+            "edge_idle_timeout": float(idle), "auto_recover": config.auto_recover}
+
+
+def _is_async(path: str) -> bool:
+    """The node function at ``path`` is an ``async def`` (checked by callable_path
+    to import already)."""
+    try:
+        fn = resolve_callable(path)
+    except Exception:  # noqa: BLE001 - callable_path has checked it imports
+        return False
+    return inspect.iscoroutinefunction(fn)
 
 
 def _per_node(value: Any, field_name: str, what: str, nodes: dict[str, str],

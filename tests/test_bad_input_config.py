@@ -71,6 +71,17 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
                         st.one_of(st.just(hy.RetryPolicy()), anything), max_size=2),
         anything),
     "default_retry": st.one_of(st.none(), st.just(hy.RetryPolicy(max_attempts=2)), anything),
+    "max_invocations": st.one_of(st.integers(), st.booleans(), st.floats(), anything),
+    "node_concurrency": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.integers(), st.booleans(), anything), max_size=2),
+        anything),
+    "edge_concurrency": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.integers(), st.booleans(), anything), max_size=2),
+        anything),
+    "edge_idle_timeout": st.one_of(st.floats(), st.integers(), anything),
+    "auto_recover": st.one_of(st.booleans(), anything),
     "node_timeouts": st.one_of(
         st.dictionaries(st.sampled_from(["mock", "other", "x"]),
                         st.one_of(st.floats(), st.integers(), anything), max_size=2),
@@ -100,6 +111,11 @@ def _check_spec(spec: AgentSpec) -> None:
     assert set(spec.node_placement) <= set(spec.nodes)
     assert isinstance(spec.map_concurrency, int) and 1 <= spec.map_concurrency <= 1024
     assert set(spec.node_timeouts) <= set(spec.nodes)
+    assert isinstance(spec.max_invocations, int) and spec.max_invocations >= 1
+    assert set(spec.node_concurrency) == set(spec.nodes) == set(spec.edge_concurrency)
+    assert all(isinstance(n, int) and n >= 1 for n in spec.node_concurrency.values())
+    assert all(n == 1 for n in spec.edge_concurrency.values())  # NODES has no async node
+    assert spec.edge_idle_timeout > 0 and isinstance(spec.auto_recover, bool)
     assert set(spec.retry) <= set(spec.nodes)
     assert all(isinstance(p, str) for policy in spec.retry.values() for p in policy.retry_on)
     assert all(0 < t <= 365 * 24 * 3600 for t in spec.node_timeouts.values())
@@ -140,6 +156,21 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
         ({"map_concurrency": True}, "map_concurrency", "from 1 to 1024"),
         ({"map_concurrency": 2.0}, "map_concurrency", "from 1 to 1024"),
         ({"map_concurrency": 5000}, "map_concurrency", "from 1 to 1024"),
+        ({"max_invocations": 0}, "max_invocations", "an int from 1"),
+        ({"max_invocations": -3}, "max_invocations", "an int from 1"),
+        ({"max_invocations": 2.0}, "max_invocations", "an int from 1"),
+        ({"max_invocations": "8"}, "max_invocations", "an int from 1"),
+        ({"max_invocations": True}, "max_invocations", "an int from 1"),
+        ({"node_concurrency": {"nope": 2}}, "node_concurrency", "unknown node id 'nope'"),
+        ({"node_concurrency": {"mock": 0}}, "node_concurrency['mock']", "an int from 1"),
+        ({"node_concurrency": {"mock": 1.5}}, "node_concurrency['mock']", "an int from 1"),
+        ({"node_concurrency": 4}, "node_concurrency", "mapping"),
+        ({"edge_concurrency": {"nope": 2}}, "edge_concurrency", "unknown node id 'nope'"),
+        ({"edge_concurrency": {"mock": -1}}, "edge_concurrency['mock']", "an int from 1"),
+        ({"edge_concurrency": {"mock": 20}}, "edge_concurrency['mock']", "async def"),
+        ({"edge_idle_timeout": 0}, "edge_idle_timeout", "positive number"),
+        ({"edge_idle_timeout": float("inf")}, "edge_idle_timeout", "positive number"),
+        ({"auto_recover": "yes"}, "auto_recover", "True or False"),
         ({"retry": {"nope": hy.RetryPolicy()}}, "retry", "unknown node id 'nope'"),
         ({"retry": {"mock": 3}}, "retry['mock']", "hy.RetryPolicy"),
         ({"retry": [("mock", hy.RetryPolicy())]}, "retry", "mapping"),
@@ -159,6 +190,21 @@ def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: 
         validate_config(hy.AgentConfig(**values))
     assert err.value.details["field"] == field
     assert why in str(err.value)
+
+
+def test_service_fields_default_and_accept_an_async_node() -> None:
+    spec = validate_config(hy.AgentConfig("a", NODES, once_policy))
+    assert spec.max_invocations == 1 and not spec.auto_recover
+    assert spec.edge_concurrency == {"mock": 1, "other": 1}
+    assert all(n >= 4 for n in spec.node_concurrency.values())
+    nodes = {**NODES, "stream": "tests.hitl_nodes:streaming"}  # an async def node
+    spec = validate_config(hy.AgentConfig("a", nodes, once_policy, max_invocations=500,
+                                          node_concurrency={"mock": 2},
+                                          edge_concurrency={"stream": 20},
+                                          edge_idle_timeout=5, auto_recover=True))
+    assert (spec.max_invocations, spec.node_concurrency["mock"]) == (500, 2)
+    assert spec.edge_concurrency == {"mock": 1, "other": 1, "stream": 20}
+    assert spec.edge_idle_timeout == 5.0 and spec.auto_recover
 
 
 def test_idempotent_nodes_accepts_any_collection_of_ids() -> None:

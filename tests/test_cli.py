@@ -504,13 +504,13 @@ def test_capabilities_are_json_when_they_parse() -> None:
 
 
 def test_a_record_of_an_older_version_loads_with_defaults(tmp_path: Path) -> None:
-    from hayata_py.cli import _state
+    from hayata_py import _datadir
 
     old = {"data_dir": str(tmp_path), "admin_port": 1900, "admin_pid": 1, "admin_started": 0.0,
            "session_id": 4242, "store_url": None, "log_file": "l", "output_file": "o", "cwd": "/",
            "started_at": 0.0, "version": 1, "instance": "i", "added_later": True}
     (tmp_path / "system.json").write_text(json.dumps(old))
-    loaded = _state.load(tmp_path)
+    loaded = _datadir.load(tmp_path)
     assert loaded is not None and loaded.admin_port == 1900
     assert (loaded.name, loaded.bind, loaded.leader, loaded.capabilities) == (
         "", "127.0.0.1", None, {})

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
+from hayata_py import _datadir
 from hayata_py._errors import HayataError
 from hayata_py._ref import system_died as api_system_died
-from hayata_py.cli import _state
 from hayata_py.cli._common import EXIT_NO_SYSTEM, CliError
 from hayata_py.cli.run import follow
 
 pytestmark = pytest.mark.timeout(30)
 
-RECORD = _state.SystemRecord(
+RECORD = _datadir.SystemRecord(
     data_dir="d", admin_port=1, admin_pid=4242, admin_started=0.0, session_id=1,
     store_url=None, log_file="l", output_file="o", cwd=".", started_at=0.0)
 
@@ -39,7 +39,7 @@ class SilentRef:
 
 def died(monkeypatch: pytest.MonkeyPatch, admin_seen_alive: bool, wait_error: BaseException,
          tmp_path: Path) -> CliError:
-    monkeypatch.setattr(_state, "alive", lambda record: admin_seen_alive)
+    monkeypatch.setattr(_datadir, "alive", lambda record: admin_seen_alive)
     with pytest.raises(CliError) as err:
         follow(SilentRef(wait_error), "inv-1", False, None, tmp_path, RECORD)
     return err.value
@@ -60,7 +60,7 @@ def test_both_ways_of_noticing_the_system_died_give_one_message(
 
 def test_other_runtime_errors_are_not_taken_for_the_system_dying(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_state, "alive", lambda record: True)
+    monkeypatch.setattr(_datadir, "alive", lambda record: True)
     with pytest.raises(HayataError) as err:
         follow(SilentRef(HayataError("boom", code="protocol_error")), "inv-1", False, None,
                tmp_path, RECORD)

@@ -3,7 +3,7 @@
 Each command group lives in its own module and is registered on :data:`cli`
 below; the recovery commands (``tasks``, ``recover``, ``resolve``,
 ``abandon``) live in :mod:`hayata_py.cli.recovery`. Every command finds the
-system through ``<data-dir>/system.json`` (see :mod:`hayata_py.cli._state`).
+system through ``<data-dir>/system.json`` (see :mod:`hayata_py._datadir`).
 Runtime errors become one ``Error: ...`` line with the exit codes listed in
 :mod:`hayata_py.cli._common`; no traceback for a user's mistake.
 """

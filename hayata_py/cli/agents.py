@@ -13,12 +13,12 @@ import click
 
 from hayata_py._config import AgentConfig
 from hayata_py._errors import ConfigError, HayataError
+from hayata_py._present import dumps
 from hayata_py.cli._common import (
     EXIT_USAGE,
     CliError,
     connect,
     data_dir_option,
-    dumps,
     json_option,
     open_store_of,
 )

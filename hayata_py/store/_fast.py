@@ -28,9 +28,11 @@ __all__ = [
     "CHECKPOINT",
     "COMPLETE_TASK",
     "CREATE_INVOCATION",
+    "CREATE_INVOCATION_UNLIMITED",
     "FAIL_TASK",
     "FINISH_INVOCATION",
     "FINISH_INVOCATION_WITH_STATE",
+    "PG_AGENT_LOCK",
     "START_NEW_TASK",
     "Stmt",
 ]
@@ -110,22 +112,42 @@ _FINISH = f"""
     UPDATE hayata_invocations SET status = ?, updated_at = ?, owner = NULL,
         lease_expires_at = NULL, result = ?, error = ? {{state}}
     WHERE invocation_id = ? AND token = ? AND status = 'running' AND {_FORMAT}
+        AND thread_id IS NULL
 """
+# An invocation on a thread also updates its thread (and may start a queued
+# run) in the same transaction: always the general path.
 FINISH_INVOCATION = Stmt(_FINISH.format(state=""))
 """Params: status, updated_at, result, error, iid, token."""
 FINISH_INVOCATION_WITH_STATE = Stmt(_FINISH.format(state=", state = ?"))
 """Params: status, updated_at, result, error, state, iid, token."""
 
-CREATE_INVOCATION = Stmt(
-    """
+_CREATE = """
     INSERT INTO hayata_invocations (invocation_id, agent_id, status, format_version,
         created_at, updated_at, token, owner, lease_expires_at, step, state, input,
         active_execution, parallel_results, last_result, result, error)
     SELECT ?, ?, 'running', ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-    WHERE NOT EXISTS (SELECT 1 FROM hayata_invocations
-                      WHERE agent_id = ? AND status = 'running')
+    WHERE NOT EXISTS (SELECT 1 FROM hayata_thread_queue WHERE invocation_id = ?)
+    {check}
     ON CONFLICT (invocation_id) DO NOTHING
-    """
-)
-"""Params: iid, agent_id, format_version, created_at, updated_at, owner,
-lease_expires_at, the eight value columns (see ``invocation_values``), agent_id."""
+"""
+CREATE_INVOCATION = Stmt(_CREATE.format(check="""
+    AND NOT EXISTS (SELECT 1 FROM hayata_invocations
+                      WHERE agent_id = ? AND status = 'running')"""))
+"""Create unless the id is queued (``enqueue_run``) or the agent runs one
+(``max_running=1``). Params: iid, agent_id, format_version, created_at,
+updated_at, owner, lease_expires_at, the eight value columns (see
+``invocation_values``), iid, agent_id. On PostgreSQL it runs
+after :data:`PG_AGENT_LOCK` in one transaction: nothing else (no unique index
+since ``0002_threads``) keeps two concurrent creates from both seeing the
+agent free."""
+CREATE_INVOCATION_UNLIMITED = Stmt(_CREATE.format(check=""))
+"""Create without the per-agent check (``max_running=None``); the params of
+:data:`CREATE_INVOCATION` without the last one (agent_id)."""
+
+PG_AGENT_LOCK_KEY = 0x48594147
+"""The first key of the per-agent advisory lock (the second: ``hashtext(agent_id)``)."""
+PG_AGENT_LOCK = Stmt(f"SELECT pg_advisory_xact_lock({PG_AGENT_LOCK_KEY}, hashtext(?))")
+"""Serialize, until commit, the writes that count an agent's running invocations
+(PostgreSQL only; SQLite's ``BEGIN IMMEDIATE`` already serializes every write).
+Under READ COMMITTED the statements after it see what the previous holder
+committed. Params: agent_id."""
