@@ -382,7 +382,8 @@ class AgentRef:
         Its next decision sees ``value`` (msgpack-encodable) as
         ``ctx.resume_value``; a ``pause_before`` breakpoint runs its held step
         first. Raises :class:`RecoveryRejected`: ``not_paused`` (it is not
-        paused, or another ``resume()`` won), ``invocation_busy``; and
+        paused, or another ``resume()`` won), ``not_found`` (the store has no
+        invocation of that id of this agent), ``invocation_busy``; and
         ``ConfigError("value")`` for a value that cannot be stored (nothing is
         sent). ``subscriber``/``stream`` as for :meth:`run`.
         """

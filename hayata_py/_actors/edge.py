@@ -201,7 +201,8 @@ class EdgeActor(SupervisedActor):
         if error is None:
             telemetry.span_stop(span, "completed")
         elif error.code == "node_failed" and "type" in error.details:
-            telemetry.span_exception(span, str(error.details["type"]))
+            telemetry.span_exception(span, str(error.details["type"]),
+                                     metadata={"error_code": error.code})
         else:
             telemetry.span_stop(span, "failed", metadata={"error_code": error.code})
         partials = streamer.count if streamer else 0

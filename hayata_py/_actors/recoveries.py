@@ -245,6 +245,21 @@ def _not_paused(invocation_id: str, why: str) -> RecoveryRejected:
                             code="not_paused", invocation_id=invocation_id)
 
 
+def _unknown(ledger: Ledger, invocation_id: str) -> RecoveryRejected | None:
+    """``not_found`` if the store has no invocation ``invocation_id`` of this
+    agent (None when it has one, or cannot tell: no store, or unreadable)."""
+    if ledger.store is None:
+        return None
+    try:
+        record = ledger.store.get_invocation(invocation_id)
+    except Exception:  # noqa: BLE001 - cannot tell: refuse as not paused
+        return None
+    if record is not None and record.agent_id == ledger.spec.id:
+        return None
+    return RecoveryRejected(f"agent {ledger.spec.id!r} has no invocation {invocation_id!r}",
+                            code="not_found", invocation_id=invocation_id)
+
+
 def resume(ledger: Ledger, message: ResumePaused) -> RecoveryRejected | Recovered:
     """Claim the paused invocation and clear its pause (fenced); the event that
     continues it: the held step (``pause_before``) or the next decision."""
@@ -252,7 +267,7 @@ def resume(ledger: Ledger, message: ResumePaused) -> RecoveryRejected | Recovere
     record = ledger.unfinished.get(message.invocation_id)
     store = ledger.store
     if record is None or store is None or not pauses.is_paused(record):
-        return _not_paused(message.invocation_id, "")
+        return _unknown(ledger, message.invocation_id) or _not_paused(message.invocation_id, "")
     try:
         check_encodable(message.value, "value")
     except EncodingError as exc:  # checked before the claim: nothing is written

@@ -40,10 +40,11 @@ class InvocationSpans:
         span = self.tasks.get(invocation_id, {}).pop(task_id, None)
         if span is None:
             return
+        code = {"error_code": error.code} if error is not None else None
         if error is not None and "type" in error.details:
-            telemetry.span_exception(span, str(error.details["type"]), "failed")
+            telemetry.span_exception(span, str(error.details["type"]), "failed", code)
         else:
-            telemetry.span_stop(span, status or ("failed" if error else "completed"))
+            telemetry.span_stop(span, status or ("failed" if error else "completed"), code)
 
     def retrying(self, retry: Any) -> None:
         """``hayata.node.retry``: a task waits ``delay`` s for its next attempt."""
