@@ -21,6 +21,7 @@ renewal stops that run (``ownership_lost``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -60,6 +61,10 @@ from hayata_py.messages import (
 )
 from hayata_py.store import InvocationRecord
 from supervisors import SupervisedActor
+
+ELSEWHERE_CHECK = 1.0
+"""Seconds between two looks at the store for waited-for invocations that this
+agent does not run (queued ones, ones another system took over)."""
 
 
 @dataclass
@@ -184,8 +189,10 @@ class AgentActor(SupervisedActor):
             if started is not None:
                 self._start_queued(started)
         elif isinstance(message, (GetResult, WaitResult)):
-            self.ledger.answer(message, sender, message.invocation_id in self.running
-                               or message.invocation_id in self.queued, self.auto_pending)
+            self.ledger.answer(message, sender, message.invocation_id in self.running,
+                               self.auto_pending)
+            if self.ledger.elsewhere:
+                self._arm_elsewhere()
 
     def _running(self, execution_id: str) -> Running | None:
         return self.running.get(invocation_of(execution_id))
@@ -441,6 +448,8 @@ class AgentActor(SupervisedActor):
         if started is not None:
             self._start_queued(started)
 
+    elsewhere_at = math.inf
+    """When the waits on invocations run elsewhere are checked next (monotonic)."""
     _next: InvocationRecord | None = None
     """The run the store started with the end being recorded (begun once it ended)."""
 
@@ -456,10 +465,20 @@ class AgentActor(SupervisedActor):
                 self._feed(run, m.DeadlinePassed(execution_id, key) if kind is Due.DEADLINE
                            else m.RetryDue(execution_id, key))
         self._sends(self.pool.retire_due(time.monotonic()))
+        if time.monotonic() >= self.elsewhere_at:
+            self.elsewhere_at = math.inf
+            self.ledger.check_elsewhere(self.running)
+            if self.ledger.elsewhere:
+                self._arm_elsewhere()
         if not self.running:
             self.deadlines.renew_at = float("inf")
         retire = self.pool.next_retire(time.monotonic())
         self.deadlines.rearm(retire if retire is not None else float("inf"))
+
+    def _arm_elsewhere(self) -> None:
+        if self.elsewhere_at == math.inf:
+            self.elsewhere_at = time.monotonic() + ELSEWHERE_CHECK
+            self.deadlines.arm(self.elsewhere_at)
 
     def _arm_retire(self) -> None:
         """A wakeup for the next idle edge to retire (edges go idle as tasks end)."""

@@ -90,6 +90,10 @@ class Ledger:
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[tuple[Any, int]]] = {}
+        # Waited-for invocations that this agent does not run (queued behind one
+        # of its runs, or running on another system that took one over): the
+        # store is asked now and then whether they have ended (check_elsewhere).
+        self.elsewhere: set[str] = set()
         # Unfinished invocations in the store that nothing here runs: this agent
         # (or system) died while running them, or their run was interrupted. Each
         # waits for recover(), resolve_task(), abandon() (or resume(), if paused).
@@ -365,8 +369,29 @@ class Ledger:
             elif reply.known:
                 self.waiters.setdefault(message.invocation_id, []).append(
                     (sender, message.ref))
+                if not running:
+                    self.elsewhere.add(message.invocation_id)
                 return
         self.send(sender, dataclasses.replace(reply, ref=message.ref))
+
+    def check_elsewhere(self, running: Mapping[str, Any]) -> None:
+        """Answer the waits on invocations this agent does not run that have ended
+        in the store (one read each; ``running``: what this agent runs now)."""
+        if self.store is None:
+            self.elsewhere.clear()
+            return
+        for invocation_id in list(self.elsewhere):
+            if invocation_id not in self.waiters or invocation_id in running:
+                self.elsewhere.discard(invocation_id)  # answered, or ours now
+                continue
+            try:
+                record = self.store.get_invocation(invocation_id)
+            except Exception as raw:  # noqa: BLE001 - the store is unreachable: later
+                self.log.warning("store_unavailable", code=as_store_error(raw).code)
+                return
+            if record is not None and record.status != "running":
+                self.elsewhere.discard(invocation_id)
+                self.publish(stored_result(record))
 
     def release(self, invocation_ids: list[str]) -> None:
         """Answer the waits held for these unfinished invocations: nothing runs them."""

@@ -324,7 +324,9 @@ class TaskStore(abc.ABC):
         """Record the task's ``result``; it must be ``started`` (``task_not_started``).
 
         A finished task is never overwritten (``task_finished``); repeating the
-        identical completion is a no-op. Fenced (:class:`StaleWriter`).
+        identical completion is a no-op. Fenced (:class:`StaleWriter`), and
+        refused (``invocation_finished``) once the invocation has ended: no task
+        record changes after its invocation's end (a late edge's write never lands).
         """
 
     @abc.abstractmethod
@@ -333,7 +335,8 @@ class TaskStore(abc.ABC):
 
         Allowed from ``scheduled`` or ``started``; a finished task is never
         overwritten (``task_finished``); repeating the identical failure is a
-        no-op. Fenced (:class:`StaleWriter`).
+        no-op. Fenced (:class:`StaleWriter`); ``invocation_finished`` once the
+        invocation has ended, as for :meth:`mark_completed`.
         """
 
     @abc.abstractmethod
