@@ -80,6 +80,25 @@ class Running:
     transaction (docs/design.md, "Fewer commits per step")."""
     map: MapLink | None = None
     """The reducer link of its map step, while one runs."""
+    next_started: InvocationRecord | None = None
+    """The run the store started with this one's end (its thread's next queued
+    run), begun once this one has ended."""
+
+
+@dataclass(frozen=True)
+class Creating:
+    """A run waiting for its invocation record (group commit)."""
+
+    invocation_id: str
+    run: Run
+    sender: Any
+    state: dict[str, Any]
+    thread_version: int | None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The agent to itself: carry out the creates and finishes gathered so far."""
 
 
 @dataclass(frozen=True)
@@ -111,11 +130,19 @@ class AgentActor(SupervisedActor):
         self.nodes_sup: procs.Identity | None = None  # the node supervisor process
         self.deadlines = Deadlines(self.wakeupAfter)
         self.auto_pending = spec.auto_recover and bool(self.ledger.unfinished)
+        # Group commit, for an agent serving many invocations: creates and finishes
+        # that arrive together share one transaction (one fsync). One invocation
+        # at a time keeps its single writes: nothing to share, no extra hop.
+        self.batching = not self.ledger.single and self.ledger.store is not None
+        self.creating: list[Creating] = []
+        self.finishing: list[tuple[Running, m.RecordResult]] = []
+        self.commit_pending = False
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
         """Running invocations end as ``agent_stopped``, unless the node supervisor
         died (the agent restarts with it, nothing failed): then they are kept."""
+        self._commit()  # the creates and finishes already under way first
         if not self.running:
             return
         lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
@@ -130,7 +157,9 @@ class AgentActor(SupervisedActor):
     def on_receive(self, message: Any, sender: Any) -> None:
         if drop_malformed(self.log, message):
             return
-        if isinstance(message, p.Outcome):
+        if isinstance(message, Commit):
+            self._commit()
+        elif isinstance(message, p.Outcome):
             self._sends(self.pool.done(message.task_id))
             run = self._running(message.execution_id)
             if run is not None:
@@ -240,7 +269,8 @@ class AgentActor(SupervisedActor):
     # -- starting a run ---------------------------------------------------------------
 
     def _on_run(self, run: Run, sender: Any) -> None:
-        rejected = self.ledger.refuse(run, list(self.running))
+        rejected = self.ledger.refuse(run, [*self.running, *(c.invocation_id
+                                                             for c in self.creating)])
         if rejected is not None:
             self.send(sender, rejected)
             return
@@ -248,23 +278,66 @@ class AgentActor(SupervisedActor):
         try:
             state, version = (dict(self.spec.state), None) if run.thread is None else \
                 self.ledger.thread_start(run.thread)
-            token = self.ledger.create(invocation_id, run.input, state, run.thread, version)
         except StoreError as exc:
-            if exc.code == "thread_busy" and run.multitask == "enqueue":
-                self._enqueue(invocation_id, run, sender)
-                return
-            if exc.code in ("thread_busy", "thread_changed"):
-                self.send(sender, RunRejected(
-                    f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
-                    f"{exc.details.get('invocation_id')}; wait for it, or run with "
-                    "multitask='enqueue'", code="thread_busy", thread=run.thread,
-                    invocation_id=exc.details.get("invocation_id")))
-                return
-            self.send(sender, RunRejected(f"could not record the invocation: {exc}",
-                                          code=exc.code))
+            self._created(Creating(invocation_id, run, sender, {}, None), exc)
             return
-        seed = m.Seed(invocation_id, run.input, state, run.stream, thread=run.thread)
-        self._begin(seed, token, run.subscriber, sender, m.Begin())
+        creating = Creating(invocation_id, run, sender, state, version)
+        if not self.batching:
+            try:
+                token = self.ledger.create(invocation_id, run.input, state, run.thread,
+                                           version)
+            except StoreError as exc:
+                self._created(creating, exc)
+                return
+            self._created(creating, token)
+            return
+        self.creating.append(creating)  # created with the others that came meanwhile
+        self._commit_soon()
+
+    def _commit_soon(self) -> None:
+        """Group commit: a message to itself, handled after those already waiting,
+        carries out every create and finish gathered by then in one transaction."""
+        if not self.commit_pending:
+            self.commit_pending = True
+            self.send(self.myAddress, Commit())
+
+    def _commit(self) -> None:
+        self.commit_pending = False
+        creating, self.creating = self.creating, []
+        if creating:
+            made = self.ledger.create_many(creating)
+            for pending, token in zip(creating, made, strict=True):
+                self._created(pending, token)
+        finishing, self.finishing = self.finishing, []
+        finishing = [(run, cmd) for run, cmd in finishing if run.inv.id in self.running]
+        if finishing:
+            ends = self.ledger.finish_many([(run.inv.id, run.token, cmd)
+                                            for run, cmd in finishing])
+            for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
+                run.next_started = started
+                self._feed(run, refused or m.ResultRecorded())
+
+    def _created(self, pending: Creating, token: int | StoreError) -> None:
+        """A create came back: begin the invocation, or answer why not."""
+        run, sender, invocation_id = pending.run, pending.sender, pending.invocation_id
+        if isinstance(token, int):
+            seed = m.Seed(invocation_id, run.input, pending.state, run.stream,
+                          thread=run.thread)
+            self._begin(seed, token, run.subscriber, sender, m.Begin())
+            return
+        exc = token
+        if exc.code == "thread_busy" and run.multitask == "enqueue":
+            self._enqueue(invocation_id, run, sender)
+            return
+        if exc.code in ("thread_busy", "thread_changed"):
+            self.send(sender, RunRejected(
+                f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
+                f"{exc.details.get('invocation_id')}; wait for it, or run with "
+                "multitask='enqueue'", code="thread_busy", thread=run.thread,
+                invocation_id=exc.details.get("invocation_id")))
+            return
+        self.send(sender, RunRejected(f"could not record the invocation: {exc}",
+                                      code=exc.code))
 
     def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
         assert run.thread is not None
@@ -401,8 +474,11 @@ class AgentActor(SupervisedActor):
                                                       cmd.checkpoint, self.unplaced)
             return saved
         elif isinstance(cmd, m.RecordResult):
-            refused, started = self.ledger.finish(inv.id, run.token, cmd)
-            self._next = started  # the next queued run of its thread: begun once this ends
+            if self.batching:  # recorded with the others that end meanwhile
+                self.finishing.append((run, cmd))
+                self._commit_soon()
+                return None
+            refused, run.next_started = self.ledger.finish(inv.id, run.token, cmd)
             return refused or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
             self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, cmd.key)
@@ -444,14 +520,11 @@ class AgentActor(SupervisedActor):
         self.ledger.publish(result)
         if end.kept:
             self.ledger.keep(inv.id, self.ledger.record_of(inv.id, inv.input, inv.checkpoint()))
-        started, self._next = self._next, None
-        if started is not None:
-            self._start_queued(started)
+        if run.next_started is not None:
+            self._start_queued(run.next_started)
 
     elsewhere_at = math.inf
     """When the waits on invocations run elsewhere are checked next (monotonic)."""
-    _next: InvocationRecord | None = None
-    """The run the store started with the end being recorded (begun once it ended)."""
 
     # -- timers: deadlines, retries, lease renewal ----------------------------------------
 

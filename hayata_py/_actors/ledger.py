@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hayata_py._actors import pauses
@@ -36,6 +36,7 @@ from hayata_py._errors import (
     ErrorInfo,
     RunRejected,
     StaleWriter,
+    StoreError,
 )
 from hayata_py._invocation import (
     Checkpoint,
@@ -120,6 +121,42 @@ class Ledger:
                 max_running=1 if self.single else None, thread_version=thread_version)
         except Exception as raw:
             raise as_store_error(raw) from raw
+
+    def create_many(self, pending: Sequence[Any]) -> list[int | StoreError]:
+        """:meth:`create` of several runs (``Creating``s) in one transaction where
+        they all land (group commit); per run its token or its own refusal."""
+        assert self.store is not None
+        records = [(InvocationRecord(c.invocation_id, self.spec.id, "running", 0, c.state,
+                                     c.run.input, thread_id=c.run.thread), c.thread_version)
+                   for c in pending]
+        try:
+            return self.store.create_invocations(
+                records, owner=self.owner, lease_seconds=self.spec.lease_seconds,
+                max_running=1 if self.single else None)
+        except Exception as raw:  # noqa: BLE001 - the store failed: each run hears why
+            return [as_store_error(raw)] * len(pending)
+
+    def finish_many(self, ends: Sequence[tuple[str, int, RecordResult]]
+                    ) -> list[tuple[WriteRefused | None, InvocationRecord | None]]:
+        """:meth:`finish` of several invocations in one transaction where they all
+        land (group commit); per invocation what :meth:`finish` returns."""
+        assert self.store is not None
+        items = [(iid, token, "completed" if cmd.ok else "failed", cmd.result,
+                  cmd.error.to_dict() if cmd.error else None, cmd.state)
+                 for iid, token, cmd in ends]
+        try:
+            done = self.store.finish_invocations(items, lease_seconds=self.spec.lease_seconds)
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            done = [as_store_error(raw)] * len(ends)
+        out: list[tuple[WriteRefused | None, InvocationRecord | None]] = []
+        for (iid, _token, _cmd), one in zip(ends, done, strict=True):
+            if isinstance(one, Exception):
+                self.log.error("finish_refused", invocation_id=iid,
+                               code=as_store_error(one).code)
+                out.append((_refused(one), None))
+            else:
+                out.append((None, one))
+        return out
 
     def thread_start(self, thread: str) -> tuple[dict[str, Any], int | None]:
         """The state a new invocation of ``thread`` starts from, and the thread's
