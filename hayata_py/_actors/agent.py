@@ -21,7 +21,9 @@ renewal stops that run (``ownership_lost``).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -42,7 +44,7 @@ from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines, Due, invocation_of
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
-from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
+from hayata_py._errors import HayataError, RecoveryRejected, RunRejected, StoreError
 from hayata_py.messages import (
     Abandon,
     AgentEvent,
@@ -80,6 +82,8 @@ class Running:
     transaction (docs/design.md, "Fewer commits per step")."""
     map: MapLink | None = None
     """The reducer link of its map step, while one runs."""
+    run_id: int = 0
+    """This run's identity: its events and result carry it (``RunAccepted.run``)."""
     next_started: InvocationRecord | None = None
     """The run the store started with this one's end (its thread's next queued
     run), begun once this one has ended."""
@@ -124,6 +128,8 @@ class AgentActor(SupervisedActor):
                              node_timeouts=spec.node_timeouts, retry=spec.retry,
                              pause_before=spec.pause_before, pause_after=spec.pause_after)
         self.running: dict[str, Running] = {}
+        # Run identities: unique across this agent's restarts too (a random start).
+        self.run_ids = itertools.count(random.randrange(1, 2**62))
         self.queued: dict[str, _Queued] = {}
         self.spans = InvocationSpans(spec.id)
         self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
@@ -211,10 +217,10 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, (Recover, ResumePaused)):
             self._on_recover(message, sender)
         elif isinstance(message, ResolveTask):
-            self.send(sender, recoveries.resolve(self.ledger, message))
+            self._reply(sender, message, recoveries.resolve(self.ledger, message))
         elif isinstance(message, Abandon):
             answer, started = recoveries.abandon(self.ledger, message)
-            self.send(sender, answer)
+            self._reply(sender, message, answer)
             if started is not None:
                 self._start_queued(started)
         elif isinstance(message, (GetResult, WaitResult)):
@@ -272,7 +278,7 @@ class AgentActor(SupervisedActor):
         rejected = self.ledger.refuse(run, [*self.running, *(c.invocation_id
                                                              for c in self.creating)])
         if rejected is not None:
-            self.send(sender, rejected)
+            self._reply(sender, run, rejected)
             return
         invocation_id = uuid.uuid4().hex
         try:
@@ -323,21 +329,21 @@ class AgentActor(SupervisedActor):
         if isinstance(token, int):
             seed = m.Seed(invocation_id, run.input, pending.state, run.stream,
                           thread=run.thread)
-            self._begin(seed, token, run.subscriber, sender, m.Begin())
+            self._begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
             return
         exc = token
         if exc.code == "thread_busy" and run.multitask == "enqueue":
             self._enqueue(invocation_id, run, sender)
             return
         if exc.code in ("thread_busy", "thread_changed"):
-            self.send(sender, RunRejected(
+            self._reply(sender, run, RunRejected(
                 f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
                 f"{exc.details.get('invocation_id')}; wait for it, or run with "
                 "multitask='enqueue'", code="thread_busy", thread=run.thread,
                 invocation_id=exc.details.get("invocation_id")))
             return
-        self.send(sender, RunRejected(f"could not record the invocation: {exc}",
-                                      code=exc.code))
+        self._reply(sender, run, RunRejected(f"could not record the invocation: {exc}",
+                                             code=exc.code))
 
     def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
         assert run.thread is not None
@@ -347,13 +353,14 @@ class AgentActor(SupervisedActor):
             if exc.code == "thread_free":  # it ended meanwhile (another system): start it
                 self._on_run(dataclasses.replace(run, multitask="reject"), sender)
                 return
-            self.send(sender, RunRejected(f"could not enqueue the run: {exc}", code=exc.code))
+            self._reply(sender, run, RunRejected(f"could not enqueue the run: {exc}",
+                                                 code=exc.code))
             return
         subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
         self.queued[invocation_id] = _Queued(subscriber, run.stream)
         self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
                       place=place)
-        self.send(sender, RunAccepted(invocation_id, queued=place))
+        self._reply(sender, run, RunAccepted(invocation_id, queued=place))
 
     def _start_queued(self, record: InvocationRecord) -> None:
         """The store started the next queued run of a thread (with the end of the
@@ -378,11 +385,11 @@ class AgentActor(SupervisedActor):
         else:
             answer = recoveries.resume(self.ledger, message)
         if not isinstance(answer, tuple):
-            self.send(sender, answer)
+            self._reply(sender, message, answer)
             return
         value = message.value if isinstance(message, ResumePaused) else None
         self._resume(answer, message.subscriber, message.stream, sender,
-                     isinstance(message, Recover), value)
+                     isinstance(message, Recover), value, request=message)
 
     def _busy(self) -> RunRejected | None:
         running = list(self.running)
@@ -396,8 +403,8 @@ class AgentActor(SupervisedActor):
                            max_invocations=self.spec.max_invocations)
 
     def _resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,
-                sender: Any, recover: bool, value: Any = None, automatic: bool = False
-                ) -> None:
+                sender: Any, recover: bool, value: Any = None, automatic: bool = False,
+                request: Any = None) -> None:
         record, token, resume = recovered
         seed = m.Seed(record.invocation_id, record.input, dict(record.state), stream,
                       record.step, record.last_result, record.parallel_results,
@@ -405,7 +412,7 @@ class AgentActor(SupervisedActor):
                       thread=record.thread_id)
         self.log.info("invocation_recovered" if recover else "invocation_resumed",
                       invocation_id=seed.invocation_id, step=seed.step, automatic=automatic)
-        self._begin(seed, token, subscriber, sender, resume, automatic)
+        self._begin(seed, token, subscriber, sender, resume, automatic, request)
 
     def _auto_recover(self) -> None:
         """``auto_recover``: go on with every unfinished invocation that recovery can
@@ -428,15 +435,17 @@ class AgentActor(SupervisedActor):
                           {"agent_id": self.spec.id, "recovered": recovered, "waiting": left})
 
     def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
-               first: m.Begin | m.Resume, automatic: bool = False) -> None:
+               first: m.Begin | m.Resume, automatic: bool = False, request: Any = None
+               ) -> None:
         run = Running(m.Invocation(seed, self.rules), token,
-                      sender if isinstance(subscriber, Caller) else subscriber)
+                      sender if isinstance(subscriber, Caller) else subscriber,
+                      run_id=next(self.run_ids))
         if self.ledger.store is not None and len(self.running) == 0:
             self.deadlines.renew_in(self.spec.lease_seconds / 3)
         self.running[seed.invocation_id] = run
         self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
         if sender is not None:
-            self.send(sender, RunAccepted(seed.invocation_id))
+            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id))
         self.log.info("invocation_started", invocation_id=seed.invocation_id)
         self._feed(run, first)
 
@@ -457,7 +466,8 @@ class AgentActor(SupervisedActor):
         inv = run.inv
         if isinstance(cmd, m.Emit):
             if run.subscriber is not None:
-                self.send(run.subscriber, AgentEvent(inv.id, cmd.type, cmd.sequence, cmd.data))
+                self.send(run.subscriber, AgentEvent(inv.id, cmd.type, cmd.sequence, cmd.data,
+                                                     run.run_id))
         elif isinstance(cmd, m.Dispatch):
             self.spans.task_started(inv.id, cmd.task_id, cmd.key.node_id, cmd.execution_id,
                                     cmd.key.item)
@@ -502,6 +512,16 @@ class AgentActor(SupervisedActor):
             self.spans.retrying(cmd)
         return None
 
+    def _reply(self, to: Any, request: Any, answer: Any) -> None:
+        """Send ``answer`` to ``to``, carrying the ``ref`` of the ``request`` it
+        answers (a caller drops an answer with another ref: a late one)."""
+        ref = getattr(request, "ref", 0)
+        if ref and isinstance(answer, HayataError):
+            answer.ref = ref
+        elif ref and hasattr(answer, "ref") and dataclasses.is_dataclass(answer):
+            answer = dataclasses.replace(answer, ref=ref)  # type: ignore[type-var]
+        self.send(to, answer)
+
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
             self.send(address, message)
@@ -514,7 +534,8 @@ class AgentActor(SupervisedActor):
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)
         result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
-                             if end.paused else "interrupted" if end.kept else "")
+                             if end.paused else "interrupted" if end.kept else "",
+                             run=run.run_id)
         if run.subscriber is not None:
             self.send(run.subscriber, result)
         self.ledger.publish(result)
