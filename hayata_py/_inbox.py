@@ -11,7 +11,8 @@ A stream belongs to the agent process that accepted its run (its *source*)
 and to that run (``RunAccepted.run``, carried by every event and the result):
 a recovered run starts a fresh stream, and whatever an earlier run still
 delivers afterwards (from a dead process, or from the same process before it
-was interrupted) is dropped, so it can never be mixed into the recovered one. Thread-safe; blocking readers wait on a condition, asyncio
+was interrupted) is dropped, so it can never be mixed into the recovered one.
+Thread-safe; blocking readers wait on a condition, asyncio
 readers register a wakeup callback.
 """
 
