@@ -209,7 +209,7 @@ class AgentActor(SupervisedActor):
             for run in list(self.running.values()):
                 self._feed(run, down)
         elif isinstance(message, GetStatus):
-            status = self.ledger.status(list(self.running))
+            status = self.ledger.status(self.running)
             self.send(sender, dataclasses.replace(status, ref=message.ref))
         elif isinstance(message, GetUnfinished):
             self.send(sender, UnfinishedList(
@@ -275,8 +275,9 @@ class AgentActor(SupervisedActor):
     # -- starting a run ---------------------------------------------------------------
 
     def _on_run(self, run: Run, sender: Any) -> None:
-        rejected = self.ledger.refuse(run, [*self.running, *(c.invocation_id
-                                                             for c in self.creating)])
+        first = next(iter(self.running), None) or next(
+            (c.invocation_id for c in self.creating), None)
+        rejected = self.ledger.refuse(run, len(self.running) + len(self.creating), first)
         if rejected is not None:
             self._reply(sender, run, rejected)
             return
@@ -392,14 +393,15 @@ class AgentActor(SupervisedActor):
                      isinstance(message, Recover), value, request=message)
 
     def _busy(self) -> RunRejected | None:
-        running = list(self.running)
-        if len(running) < self.spec.max_invocations:
+        running = len(self.running)
+        if running < self.spec.max_invocations:
             return None
+        first = next(iter(self.running))
         if self.ledger.single:
-            return RunRejected(f"agent {self.spec.id!r} is running invocation {running[0]}",
-                               code="agent_busy", invocation_id=running[0])
-        return RunRejected(f"agent {self.spec.id!r} runs {len(running)} invocations, its "
-                           "max_invocations", code="agent_busy", running=len(running),
+            return RunRejected(f"agent {self.spec.id!r} is running invocation {first}",
+                               code="agent_busy", invocation_id=first)
+        return RunRejected(f"agent {self.spec.id!r} runs {running} invocations, its "
+                           "max_invocations", code="agent_busy", running=running,
                            max_invocations=self.spec.max_invocations)
 
     def _resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,9 @@ class _Node:
     dropped: set[str] = field(default_factory=set)
     """Edges the pool has killed or retired: a table that still lists them (sent
     before the node acted) does not bring them back."""
-    queue: dict[str, RunTask] = field(default_factory=dict)  # task id -> task, FIFO
+    queue: OrderedDict[str, RunTask] = field(default_factory=OrderedDict)
+    """Task id -> task, first in first out (an OrderedDict: taking the oldest is
+    O(1); a dict's first key is found by skipping the slots of removed ones)."""
     target: int = 1
     """Edges the node keeps or is starting, as far as the pool knows."""
     asked: int = 0  # seq of the pool's last EnsureEdges to this node address
@@ -238,8 +241,7 @@ class EdgePool:
         if node.queue:
             for edge_id, edge in node.edges.items():
                 while node.queue and edge.free() > 0:
-                    task_id = next(iter(node.queue))
-                    run = node.queue.pop(task_id)
+                    task_id, run = node.queue.popitem(last=False)
                     edge.running[task_id] = None
                     edge.idle_since = None
                     self.tasks[task_id] = (edge_id, run)

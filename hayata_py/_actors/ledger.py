@@ -340,10 +340,10 @@ class Ledger:
                     return ResultReply(invocation_id, None, known=True)
         return ResultReply(invocation_id, result, known=result is not None or running)
 
-    def refuse(self, run: Run, running: list[str]) -> RunRejected | None:
+    def refuse(self, run: Run, running: int, first: str | None) -> RunRejected | None:
         """Why ``run`` cannot start now (bad; with ``max_invocations=1`` an
         unfinished invocation waits for recovery; ``max_invocations`` are
-        ``running`` already), or None."""
+        ``running`` already, ``first`` the oldest), or None."""
         rejected = validate_run(run)
         if rejected is None and run.thread is not None and self.store is None:
             rejected = RunRejected("threads are kept in the store: this agent has none "
@@ -360,22 +360,22 @@ class Ledger:
                     f"agent {self.spec.id!r} has an unfinished invocation {iid}; call "
                     "recover(), resolve_task() or abandon() first", code="recovery_required",
                     invocation_id=iid)
-        if rejected is None and len(running) >= self.spec.max_invocations:
+        if rejected is None and running >= self.spec.max_invocations:
             if self.single:
                 rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
-                                       f"{running[0]}", code="agent_busy",
-                                       invocation_id=running[0], running=len(running),
+                                       f"{first}", code="agent_busy",
+                                       invocation_id=first, running=running,
                                        max_invocations=self.spec.max_invocations)
             else:
                 rejected = RunRejected(
-                    f"agent {self.spec.id!r} runs {len(running)} invocations, its "
-                    f"max_invocations", code="agent_busy", running=len(running),
+                    f"agent {self.spec.id!r} runs {running} invocations, its "
+                    f"max_invocations", code="agent_busy", running=running,
                     max_invocations=self.spec.max_invocations)
         return rejected
 
-    def status(self, running: list[str]) -> AgentStatus:
-        """The agent's status; ``running``: the ids of the invocations it runs,
-        oldest first."""
+    def status(self, running: Mapping[str, Any]) -> AgentStatus:
+        """The agent's status; ``running``: the invocations it runs (by id, oldest
+        first)."""
         if self.single:
             self.refresh()
         idempotent = tuple(sorted(self.spec.idempotent_nodes))
@@ -388,7 +388,7 @@ class Ledger:
             return AgentStatus(self.spec.id, "paused" if held else "recovery_required",
                                first, idempotent_nodes=idempotent, **counts)
         return AgentStatus(self.spec.id, "running" if running else "idle",
-                           running[0] if running else None, idempotent_nodes=idempotent,
+                           next(iter(running), None), idempotent_nodes=idempotent,
                            **counts)
 
     def answer(self, message: GetResult | WaitResult, sender: Any, running: bool,

@@ -61,6 +61,12 @@ def open_store(url: str | URL, *, clock: Clock = time.time) -> TaskStore:
     return SqlTaskStore(url, clock=clock)
 
 
+_RENEW = sa.text(
+    "UPDATE hayata_invocations SET lease_expires_at = :e WHERE invocation_id = :i "
+    "AND token = :t AND owner = :o AND status = 'running'")
+"""One lease renewal, fenced (token, owner, running), for executemany."""
+
+
 class SqlTaskStore(TaskWrites, ThreadWrites, BatchWrites, TaskStore):
     """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
 
@@ -252,6 +258,11 @@ class SqlTaskStore(TaskWrites, ThreadWrites, BatchWrites, TaskStore):
 
         def write(conn: Connection) -> set[str]:
             expiry = self._expiry(lease_seconds)
+            if conn.dialect.supports_sane_multi_rowcount:
+                # One executemany: every row renewed (the common case) is one call.
+                rows = [{"e": expiry, "i": i, "t": t, "o": owner} for i, t in ordered]
+                if conn.execute(_RENEW, rows).rowcount == len(rows):
+                    return set()
             refused = set()
             for invocation_id, token in ordered:
                 changed = conn.execute(

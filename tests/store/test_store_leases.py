@@ -126,3 +126,30 @@ def test_concurrent_claims_after_expiry_exactly_one_wins(
         setup.close()
         for racer in racers:
             racer.close()
+
+
+def test_renewing_many_leases_extends_ours_and_names_each_refusal(
+    store: SqlTaskStore, clock: FakeClock
+) -> None:
+    """``renew_leases``: one transaction for an agent's running invocations; those
+    another owner took over, or that ended, come back refused and change nothing."""
+    for n in range(4):
+        store.create_invocation(invocation(f"inv-{n}"), owner="A", lease_seconds=2,
+                                max_running=None)
+    assert store.renew_leases({f"inv-{n}": 1 for n in range(4)}, owner="A",
+                              lease_seconds=2) == set()  # the one-call path
+    clock.advance(2.5)
+    taken = store.claim_invocation("inv-1", owner="B", lease_seconds=10)
+    store.finish_invocation("inv-2", token=1, status="completed")
+    refused = store.renew_leases({f"inv-{n}": 1 for n in range(4)}, owner="A",
+                                 lease_seconds=2)
+    assert refused == {"inv-1", "inv-2"}
+    clock.advance(1.5)  # within the renewed leases of inv-0 and inv-3
+    for iid in ("inv-0", "inv-3"):
+        with pytest.raises(InvocationBusy):
+            store.claim_invocation(iid, owner="B", lease_seconds=2)
+    record = store.get_invocation("inv-1")
+    assert record is not None and record.status == "running"
+    with pytest.raises(StaleWriter):  # still B's: A's refused renewal wrote nothing
+        store.renew_lease("inv-1", owner="A", token=taken, lease_seconds=2)
+    assert store.renew_leases({}, owner="A", lease_seconds=2) == set()
