@@ -50,6 +50,12 @@ def gated(ctx: hy.NodeContext) -> dict[str, Any]:
     return {"gated": ctx.input.get("tag")}
 
 
+def busy(ctx: hy.NodeContext) -> dict[str, Any]:
+    """Works ``input["seconds"]`` seconds (a plain function: one task per edge)."""
+    time.sleep(float(ctx.input["seconds"]))  # the work itself, not a wait for a condition
+    return {"busy": ctx.input.get("tag")}
+
+
 async def llm(ctx: hy.NodeContext) -> dict[str, Any]:
     """An LLM-like call: waits ``input["delay"]`` seconds on the event loop."""
     await asyncio.sleep(float(ctx.input.get("delay", 0.0)))
@@ -78,7 +84,7 @@ def policy(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
 
 
 NODES = {"echo": echo, "count": count, "gated": gated, "slow": gated, "llm": llm,
-         "agated": agated}
+         "agated": agated, "busy": busy}
 """``slow`` is ``gated`` under another id (made idempotent where a test needs one
 of each)."""
 

@@ -217,3 +217,15 @@ def test_sigkill_of_an_edge_running_20_invocations_tasks_ends_exactly_those(
     replaced = eventually(lambda: (p := _edge_pids(agents, "agated")) and pid not in p and p,
                           timeout=30, message="a replacement edge")
     assert len(replaced) == 1 and not alive(pid)
+
+
+def test_a_task_waiting_for_a_free_edge_is_not_timed_out_by_the_wait(
+        agents: hy.AgentSystem) -> None:
+    """Four invocations on a node with one edge, each task 0.4 s, a 1 s limit: the
+    last waits 1.2 s for the edge; only its own 0.4 s count against its limit."""
+    agent = agents.start_agent(config(max_invocations=4, node_concurrency={"busy": 1},
+                                      node_timeouts={"busy": 1.0}))
+    runs = [agent.run({"tag": n, "steps": ["busy"], "seconds": 0.4}) for n in range(4)]
+    for n, inv in enumerate(runs):
+        result = agent.wait(inv, timeout=60)
+        assert result.ok and result.result == {"busy": n}, result.error

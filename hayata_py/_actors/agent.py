@@ -61,7 +61,7 @@ from hayata_py.messages import (
     UnfinishedList,
     WaitResult,
 )
-from hayata_py.store import InvocationRecord
+from hayata_py.store import InvocationRecord, task_id_for
 from supervisors import SupervisedActor
 
 ELSEWHERE_CHECK = 1.0
@@ -131,6 +131,8 @@ class AgentActor(SupervisedActor):
         # Run identities: unique across this agent's restarts too (a random start).
         self.run_ids = itertools.count(random.randrange(1, 2**62))
         self.queued: dict[str, _Queued] = {}
+        # Deadlines of tasks that wait for a free edge: armed when they are sent.
+        self.deferred: dict[str, dict[str, m.ArmDeadline]] = {}
         self.spans = InvocationSpans(spec.id)
         self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
         self.nodes_sup: procs.Identity | None = None  # the node supervisor process
@@ -493,7 +495,7 @@ class AgentActor(SupervisedActor):
             refused, run.next_started = self.ledger.finish(inv.id, run.token, cmd)
             return refused or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
-            self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, cmd.key)
+            self._arm_deadline(run, cmd)
         elif isinstance(cmd, m.CancelTask):
             self.spans.task_ended(inv.id, cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
@@ -514,6 +516,18 @@ class AgentActor(SupervisedActor):
             self.spans.retrying(cmd)
         return None
 
+    def _arm_deadline(self, run: Running, cmd: m.ArmDeadline) -> None:
+        """A task's deadline runs from the moment an edge gets it: one that waits for
+        a free edge (behind other invocations' tasks) is armed when it is sent."""
+        key = cmd.key
+        if key is not None:
+            step = int(cmd.execution_id.rpartition(":")[2])
+            task_id = task_id_for(run.inv.id, step, key.node_id, key.item)
+            if self.pool.waiting(key.node_id, task_id):
+                self.deferred.setdefault(run.inv.id, {})[task_id] = cmd
+                return
+        self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, key)
+
     def _reply(self, to: Any, request: Any, answer: Any) -> None:
         """Send ``answer`` to ``to``, carrying the ``ref`` of the ``request`` it
         answers (a caller drops an answer with another ref: a late one)."""
@@ -526,12 +540,18 @@ class AgentActor(SupervisedActor):
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
+            if self.deferred and isinstance(message, p.RunTask):
+                waited = self.deferred.get(message.invocation_id, {}).pop(message.task_id, None)
+                if waited is not None:
+                    self.deadlines.arm_execution(waited.execution_id, waited.seconds,
+                                                 waited.key)
             self.send(address, message)
 
     def _end(self, run: Running, end: m.End) -> None:
         inv = run.inv
         del self.running[inv.id]
         self.deadlines.forget(inv.id)
+        self.deferred.pop(inv.id, None)
         self.spans.ended(inv.id, end.ok, end.error, end.paused)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)

@@ -185,6 +185,10 @@ class EdgePool:
         node.queue[run.task_id] = run
         return self._flush(run.node_id, node)
 
+    def waiting(self, node_id: str, task_id: str) -> bool:
+        """The task waits for a free slot of its node (not sent to an edge yet)."""
+        return task_id in self._node(node_id).queue
+
     def done(self, task_id: str) -> Sends:
         """The task's edge reported its outcome: its slot is free again."""
         where = self.tasks.pop(task_id, None)
