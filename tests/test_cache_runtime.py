@@ -1,0 +1,146 @@
+"""Node result caching on real processes: a cached node does not run again for
+the same key, across invocations, a whole-system kill -9 and the ttl; the
+task is recorded completed and cached; ``hayata cache clear`` makes it run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hayata_py as hy
+from hayata_py._cache import default_key
+from tests.cache_nodes import cached_agent, ran
+from tests.helpers import eventually
+from tests.test_cli import hayata, ok
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _run(agent: hy.AgentRef, input: Any) -> tuple[hy.AgentResult, list[hy.AgentEvent]]:
+    inv = agent.run(input, subscriber=hy.CALLER, stream=True)
+    messages = list(agent.messages(inv, timeout=30))
+    result = messages[-1]
+    assert isinstance(result, hy.AgentResult)
+    return result, [m for m in messages if isinstance(m, hy.AgentEvent)]
+
+
+def _completed(events: list[hy.AgentEvent]) -> list[dict[str, Any]]:
+    return [e.data for e in events if e.type == "node_completed"]
+
+
+def test_a_cached_node_runs_once_for_the_same_input(tmp_path: Path) -> None:
+    """The second invocation with the same input completes from the cache: the
+    node's side effect happened once, the task is completed and cached, its
+    node_completed says cached: True; another input runs the node."""
+    log = str(tmp_path / "embed.log")
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(cached_agent(max_invocations=4))
+        first, first_events = _run(agent, {"text": "hello", "log": log})
+        assert first.ok and first.result == {"vector": [5, 1.5], "text": "hello"}
+        assert [d.get("cached") for d in _completed(first_events)] == [None]
+        second, second_events = _run(agent, {"text": "hello", "log": log})
+        assert second.ok and second.result == first.result
+        assert [d["cached"] for d in _completed(second_events)] == [True]
+        assert len(ran(log)) == 1
+        ((task, klass),) = agent.tasks(second.invocation_id)
+        assert (task.status, task.cached, task.result, klass.value) == (
+            "completed", True, first.result, "completed")
+        ((earlier, _),) = agent.tasks(first.invocation_id)
+        assert not earlier.cached
+        other = agent.wait(agent.run({"text": "other", "log": log}), 30)
+        assert other.ok and len(ran(log)) == 2
+        # On a thread too: the cache is the agent's, shared by every thread.
+        on_thread = agent.wait(agent.run({"text": "hello", "log": log}, thread="t1"), 30)
+        assert on_thread.result == first.result and len(ran(log)) == 2
+
+
+def test_a_failure_is_not_cached(tmp_path: Path) -> None:
+    log = str(tmp_path / "embed.log")
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(cached_agent())
+        for _ in range(2):
+            failed = agent.wait(agent.run({"text": "x", "log": log, "fail": True}), 30)
+            assert failed.error is not None and failed.error.code == "node_failed"
+        assert len(ran(log)) == 2
+        assert agent.clear_cache() == 0
+
+
+def test_the_cache_survives_a_whole_system_kill(tmp_path: Path) -> None:
+    """kill -9 of every process, then a new system on the same data dir: the
+    node still does not run for the cached input."""
+    log = str(tmp_path / "embed.log")
+    system = hy.AgentSystem(tmp_path / "data")
+    try:
+        agent = system.start_agent(cached_agent())
+        assert agent.wait(agent.run({"text": "hello", "log": log}), 30).ok
+    finally:
+        system.kill()
+    assert len(ran(log)) == 1
+    with hy.AgentSystem(tmp_path / "data") as again:
+        agent = again.start_agent(cached_agent())
+        result = agent.wait(agent.run({"text": "hello", "log": log}), 30)
+        assert result.ok and result.result == {"vector": [5, 1.5], "text": "hello"}
+        assert len(ran(log)) == 1
+        ((task, _),) = agent.tasks(result.invocation_id)
+        assert task.cached
+
+
+def test_an_expired_entry_is_not_used(tmp_path: Path) -> None:
+    """After its ttl the entry is ignored: the node runs again and stores anew."""
+    log = str(tmp_path / "embed.log")
+    key = default_key("embed", {"text": "hello", "log": log})
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(cached_agent(ttl=0.5))
+        assert agent.wait(agent.run({"text": "hello", "log": log}), 30).ok
+        store = system.store
+        assert store is not None and store.cache_get("cached", "embed", key) is not None
+        eventually(lambda: store.cache_get("cached", "embed", key) is None, timeout=10,
+                   interval=0.05,
+                   message="the entry expired")
+        result = agent.wait(agent.run({"text": "hello", "log": log}), 30)
+        ((task, _),) = agent.tasks(result.invocation_id)
+        assert not task.cached and len(ran(log)) == 2
+        assert store.cache_get("cached", "embed", key) is not None  # stored anew
+
+
+def test_a_key_function_decides_what_counts(tmp_path: Path) -> None:
+    """With key=text_key the log path is not part of the key: a run with another
+    log file completes from the cache."""
+    first_log, second_log = str(tmp_path / "a.log"), str(tmp_path / "b.log")
+    config = cached_agent()
+    keyed = hy.AgentConfig(config.id, config.nodes, config.decision_policy,
+                           cache={"embed": hy.CachePolicy(3600, key="tests.cache_nodes:text_key")})
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(keyed)
+        assert agent.wait(agent.run({"text": "hi", "log": first_log}), 30).ok
+        result = agent.wait(agent.run({"text": "hi", "log": second_log}), 30)
+        assert result.ok and result.result["text"] == "hi"
+        assert (len(ran(first_log)), len(ran(second_log))) == (1, 0)
+
+
+@pytest.mark.timeout(180)
+def test_hayata_cache_clear_makes_the_node_run_again(tmp_path: Path) -> None:
+    """Through the CLI: run, run (cached), cache clear, run (runs again)."""
+    data_dir, log = tmp_path / "data", str(tmp_path / "embed.log")
+    try:
+        ok(data_dir, "system", "start")
+        ok(data_dir, "agent", "start", "tests.cache_nodes:config")
+        payload = json.dumps({"text": "hello", "log": log})
+        for _ in range(2):
+            assert json.loads(ok(data_dir, "run", "cached", "--input", payload, "--json"))["ok"]
+        assert len(ran(log)) == 1
+        cleared = json.loads(ok(data_dir, "cache", "clear", "cached", "--node", "embed",
+                                "--json"))
+        assert cleared == {"agent_id": "cached", "node_id": "embed", "cleared": 1}
+        assert "cleared 0 cache entries of agent cached" in ok(data_dir, "cache", "clear",
+                                                                "cached")
+        assert json.loads(ok(data_dir, "run", "cached", "--input", payload, "--json"))["ok"]
+        assert len(ran(log)) == 2
+        tasks = [json.loads(line) for line in ok(data_dir, "tasks", "cached", "--json")
+                 .splitlines()]
+        assert [t["cached"] for t in tasks] == [False]
+    finally:
+        hayata(data_dir, "system", "kill")
