@@ -45,3 +45,21 @@ def cached_agent(ttl: float = 3600.0, **changes: Any) -> hy.AgentConfig:
 
 config = cached_agent()
 """For ``hayata agent start tests.cache_nodes:config``."""
+
+
+def echo(ctx: hy.NodeContext) -> dict[str, Any]:
+    return {"echo": ctx.input["text"]}
+
+
+def parallel_then_finish(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    """Step 0: embed and echo in parallel; then finish with both results."""
+    return hy.Next(["embed", "echo"], ctx.input) if ctx.step == 0 \
+        else hy.Finish(ctx.parallel_results)
+
+
+def map_then_finish(ctx: hy.PolicyContext) -> hy.Map | hy.Finish:
+    """Step 0: embed each of ``input["texts"]`` (a map step); then finish with the results."""
+    if ctx.step == 0:
+        return hy.Map("embed", [{"text": t, "log": ctx.input["log"]}
+                                for t in ctx.input["texts"]])
+    return hy.Finish(ctx.parallel_results)

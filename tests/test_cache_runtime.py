@@ -144,3 +144,59 @@ def test_hayata_cache_clear_makes_the_node_run_again(tmp_path: Path) -> None:
         assert [t["cached"] for t in tasks] == [False]
     finally:
         hayata(data_dir, "system", "kill")
+
+
+def test_a_parallel_step_mixes_a_cached_and_a_running_node(tmp_path: Path) -> None:
+    """embed completes from the cache (committing the step's checkpoint), echo runs
+    on its edge; the step's results are both, in node order."""
+    log = str(tmp_path / "embed.log")
+    config = hy.AgentConfig("par", {"embed": "tests.cache_nodes:embed",
+                                    "echo": "tests.cache_nodes:echo"},
+                            "tests.cache_nodes:parallel_then_finish",
+                            cache={"embed": hy.CachePolicy(3600)})
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(config)
+        first = agent.wait(agent.run({"text": "hi", "log": log}), 30)
+        second, events = _run(agent, {"text": "hi", "log": log})
+        assert first.ok and second.ok and second.result == first.result
+        assert second.result == [{"vector": [2, 1.5], "text": "hi"}, {"echo": "hi"}]
+        assert len(ran(log)) == 1
+        assert sorted((d["node_id"], d.get("cached", False)) for d in _completed(events)) == [
+            ("echo", False), ("embed", True)]
+        cached = {t.node_id: t.cached for t, _ in agent.tasks(second.invocation_id)}
+        assert cached == {"embed": True, "echo": False}
+
+
+def test_the_items_of_a_map_step_are_cached_one_by_one(tmp_path: Path) -> None:
+    log = str(tmp_path / "embed.log")
+    config = hy.AgentConfig("mapped", {"embed": "tests.cache_nodes:embed"},
+                            "tests.cache_nodes:map_then_finish",
+                            cache={"embed": hy.CachePolicy(3600)})
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(config)
+        first = agent.wait(agent.run({"texts": ["a", "bb"], "log": log}), 30)
+        assert first.ok and len(ran(log)) == 2
+        second, events = _run(agent, {"texts": ["bb", "ccc"], "log": log})
+        assert second.ok and [r["text"] for r in second.result] == ["bb", "ccc"]
+        assert sorted(line.split()[1] for line in ran(log)) == ["a", "bb", "ccc"]
+        assert sorted((d["item"], d.get("cached", False)) for d in _completed(events)) == [
+            (0, True), (1, False)]
+
+
+def test_telemetry_counts_hits_and_misses(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    sink = tmp_path / "telemetry.jsonl"
+    monkeypatch.setenv("HAYATA_TEST_TELEMETRY", str(sink))
+    log = str(tmp_path / "embed.log")
+    handlers = {"sink": ("tests.telemetry_sink:record",
+                         [("hayata", "cache", "hit"), ("hayata", "cache", "miss")])}
+    with hy.AgentSystem(tmp_path / "data", telemetry_handlers=handlers) as system:
+        agent = system.start_agent(cached_agent())
+        runs = [agent.wait(agent.run({"text": t, "log": log}), 30) for t in ("x", "x", "y")]
+        assert all(r.ok for r in runs)
+    rows = [json.loads(line) for line in sink.read_text().splitlines()]
+    assert [(r["event"][2], r["metadata"]["invocation_id"]) for r in rows] == [
+        ("miss", runs[0].invocation_id), ("hit", runs[1].invocation_id),
+        ("miss", runs[2].invocation_id)]
+    assert all(r["measurements"] == {"count": 1} and r["metadata"]["node_id"] == "embed"
+               and r["metadata"]["agent_id"] == "cached" for r in rows)
