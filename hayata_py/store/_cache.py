@@ -57,6 +57,9 @@ class CacheWrites(TaskWrites):
                   "created_at": now, "expires_at": now + float(ttl)}
 
         def write(conn: Connection) -> None:
+            # Lazy expiry: the node's expired entries go with each put (its PK prefix).
+            conn.execute(ch.delete().where(ch.c.agent_id == agent_id, ch.c.node_id == node_id,
+                                           ch.c.expires_at <= now))
             dialect = sqlite if self._db.is_sqlite else postgresql
             stmt = dialect.insert(ch).values(**values)
             conn.execute(stmt.on_conflict_do_update(

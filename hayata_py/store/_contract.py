@@ -415,7 +415,8 @@ class TaskStore(abc.ABC):
                   ttl: float) -> None:
         """Store ``result`` under ``key`` for the agent's node, expiring ``ttl``
         seconds from now (a finite number > 0, else ``invalid_argument``),
-        replacing any entry of that key, live or expired. Not fenced: an entry
+        replacing any entry of that key, live or expired; the node's expired
+        entries are deleted in the same transaction. Not fenced: an entry
         belongs to the agent, not to an invocation."""
 
     @abc.abstractmethod

@@ -71,6 +71,19 @@ def test_clear_deletes_by_agent_node_and_expiry(store: SqlTaskStore, clock: Fake
     assert store.cache_get("agent-2", "embed", "k1") is not None
 
 
+def test_a_put_deletes_the_expired_entries_of_its_node(store: SqlTaskStore,
+                                                       clock: FakeClock) -> None:
+    """Lazy expiry: a put removes its node's expired entries, no other node's."""
+    store.cache_put("agent-1", "embed", "old", {"v": 1}, ttl=10)
+    store.cache_put("agent-1", "llm", "old", {"v": 1}, ttl=10)
+    store.cache_put("agent-1", "embed", "live", {"v": 1}, ttl=100)
+    clock.advance(20)
+    store.cache_put("agent-1", "embed", "new", {"v": 2}, ttl=10)
+    assert store.clear_cache("agent-1", node_id="embed", expired_only=True) == 0
+    assert store.clear_cache("agent-1", expired_only=True) == 1  # llm's
+    assert store.clear_cache("agent-1") == 2  # live, new
+
+
 @pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf"), True, "60"])
 def test_a_bad_ttl_is_refused(store: SqlTaskStore, ttl: Any) -> None:
     """A ttl that is not a finite number > 0 is invalid_argument; nothing is written."""
