@@ -55,6 +55,13 @@ def test_a_cached_node_runs_once_for_the_same_input(tmp_path: Path) -> None:
         # On a thread too: the cache is the agent's, shared by every thread.
         on_thread = agent.wait(agent.run({"text": "hello", "log": log}, thread="t1"), 30)
         assert on_thread.result == first.result and len(ran(log)) == 2
+        with pytest.raises(hy.ConfigError) as bad:
+            agent.clear_cache(node="")
+        assert bad.value.details["field"] == "node"
+        assert agent.clear_cache(node="nope") == 0
+        assert agent.clear_cache(node="embed") == 2  # hello, other
+        assert agent.wait(agent.run({"text": "hello", "log": log}), 30).ok
+        assert len(ran(log)) == 3
 
 
 def test_a_failure_is_not_cached(tmp_path: Path) -> None:
