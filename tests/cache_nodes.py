@@ -63,3 +63,21 @@ def map_then_finish(ctx: hy.PolicyContext) -> hy.Map | hy.Finish:
         return hy.Map("embed", [{"text": t, "log": ctx.input["log"]}
                                 for t in ctx.input["texts"]])
     return hy.Finish(ctx.parallel_results)
+
+
+def gated(ctx: hy.NodeContext) -> dict[str, Any]:
+    """Touch ``input["started"]``, then run until ``input["gate"]`` exists (at most 30 s)."""
+    import time
+    from pathlib import Path
+
+    Path(ctx.input["started"]).touch()
+    gate, deadline = Path(ctx.input["gate"]), time.monotonic() + 30.0
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {"gated": gate.exists()}
+
+
+def embed_beside_gated(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    """Step 0: embed and gated in parallel; then finish with both results."""
+    return hy.Next(["embed", "gated"], ctx.input) if ctx.step == 0 \
+        else hy.Finish(ctx.parallel_results)

@@ -207,3 +207,45 @@ def test_telemetry_counts_hits_and_misses(tmp_path: Path,
         ("miss", runs[2].invocation_id)]
     assert all(r["measurements"] == {"count": 1} and r["metadata"]["node_id"] == "embed"
                and r["metadata"]["agent_id"] == "cached" for r in rows)
+
+
+def _crashable() -> hy.AgentConfig:
+    return hy.AgentConfig("crashable", {"embed": "tests.cache_nodes:embed",
+                                        "gated": "tests.cache_nodes:gated"},
+                          "tests.cache_nodes:embed_beside_gated",
+                          idempotent_nodes=frozenset({"gated"}), execution_timeout=60.0,
+                          cache={"embed": hy.CachePolicy(3600, key="tests.cache_nodes:text_key")})
+
+
+def test_recovery_reuses_a_cached_task_after_a_whole_system_kill(tmp_path: Path) -> None:
+    """kill -9 of everything while a step runs whose other task came from the
+    cache: the store has the cached task completed (with the step's checkpoint),
+    recovery classifies it completed and reuses it; only the other task reruns."""
+    log = str(tmp_path / "embed.log")
+
+    def payload(name: str) -> dict[str, Any]:
+        return {"text": "hi", "log": log, "gate": str(tmp_path / f"{name}.gate"),
+                "started": str(tmp_path / f"{name}.started")}
+
+    (tmp_path / "first.gate").touch()
+    system = hy.AgentSystem(tmp_path / "data")
+    try:
+        agent = system.start_agent(_crashable())
+        assert agent.wait(agent.run(payload("first")), 30).ok
+        inv = agent.run(payload("second"))
+        eventually(lambda: (tmp_path / "second.started").exists(), timeout=30,
+                   message="gated started")
+    finally:
+        system.kill()
+    assert len(ran(log)) == 1
+    with hy.AgentSystem(tmp_path / "data") as again:
+        agent = again.start_agent(_crashable())
+        classes = {t.node_id: (t.status, t.cached, c.value) for t, c in agent.tasks(inv)}
+        assert classes == {"embed": ("completed", True, "completed"),
+                           "gated": ("started", False, "rerun")}
+        (tmp_path / "second.gate").touch()
+        assert agent.recover() == inv
+        result = agent.wait(inv, 60)
+        assert result.ok, result
+        assert result.result == [{"vector": [2, 1.5], "text": "hi"}, {"gated": True}]
+        assert len(ran(log)) == 1
