@@ -67,19 +67,15 @@ from types import TracebackType
 from typing import Any, Literal
 
 from hayata_py._errors import StoreError
-from hayata_py.store._records import (
-    CachedResult,
-    InvocationRecord,
-    QueuedRun,
-    TaskRecord,
-    ThreadRecord,
-)
+from hayata_py.store._cache_contract import CacheContract
+from hayata_py.store._records import InvocationRecord, QueuedRun, TaskRecord, ThreadRecord
 
 __all__ = ["TaskStore"]
 
 
-class TaskStore(abc.ABC):
-    """Durable invocation checkpoints and task records (see the module docs)."""
+class TaskStore(CacheContract):
+    """Durable invocation checkpoints and task records (see the module docs), and
+    the node result cache (:class:`CacheContract`)."""
 
     # -- invocations -------------------------------------------------------
 
@@ -402,48 +398,6 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     def get_task(self, task_id: str) -> TaskRecord | None:
         """Return one task record, or ``None`` if unknown."""
-
-    # -- node result cache -------------------------------------------------
-
-    @abc.abstractmethod
-    def cache_get(self, agent_id: str, node_id: str, key: str) -> CachedResult | None:
-        """Return the live cache entry of ``key`` for the agent's node, or ``None``
-        (none stored, or expired: ``expires_at`` <= the store's clock now)."""
-
-    @abc.abstractmethod
-    def cache_put(self, agent_id: str, node_id: str, key: str, result: Any, *,
-                  ttl: float) -> None:
-        """Store ``result`` under ``key`` for the agent's node, expiring ``ttl``
-        seconds from now (a finite number > 0, else ``invalid_argument``),
-        replacing any entry of that key, live or expired; the node's expired
-        entries are deleted in the same transaction. Not fenced: an entry
-        belongs to the agent, not to an invocation."""
-
-    @abc.abstractmethod
-    def clear_cache(self, agent_id: str, *, node_id: str | None = None,
-                    expired_only: bool = False) -> int:
-        """Delete the agent's cache entries (of ``node_id`` only, if given; only
-        the expired ones with ``expired_only``); return how many."""
-
-    @abc.abstractmethod
-    def complete_cached(
-        self,
-        task: TaskRecord,
-        *,
-        token: int,
-        result: Any,
-        attempt: int,
-        system_instance: str | None,
-        checkpoint: InvocationRecord | None = None,
-        retry: bool = False,
-    ) -> TaskRecord:
-        """Record ``task`` completed with ``result`` from the cache (its node did
-        not run): ``status`` completed, ``cached`` true, started and finished
-        now, ``attempt``. The same rules as :meth:`mark_started` for an
-        existing row (``task_finished``, ``attempt_not_increasing``; ``retry``
-        accepts a failed row of a lower attempt), the same fencing and the same
-        ``checkpoint`` option: the checkpoint and the completed record are
-        committed together or not at all."""
 
     # -- lifecycle ---------------------------------------------------------
 
