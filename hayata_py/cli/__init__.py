@@ -15,18 +15,7 @@ from typing import Any
 import click
 
 from hayata_py._errors import HayataError
-from hayata_py.cli import (
-    agents,
-    cache,
-    logs,
-    observe,
-    pauses,
-    ps,
-    recovery,
-    run,
-    system,
-    threads,
-)
+from hayata_py.cli import agents, cache, logs, observe, pauses, ps, recovery, run, system, threads
 from hayata_py.cli._common import EXIT_FAILED, CliError, from_hayata
 from supervisors import SupervisorError
 
