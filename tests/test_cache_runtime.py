@@ -14,7 +14,7 @@ import hayata_py as hy
 from hayata_py._cache import default_key
 from tests.cache_nodes import cached_agent, ran
 from tests.helpers import eventually
-from tests.test_cli import hayata, ok
+from tests.test_cli import assert_one_line_error, hayata, ok
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -249,3 +249,9 @@ def test_recovery_reuses_a_cached_task_after_a_whole_system_kill(tmp_path: Path)
         assert result.ok, result
         assert result.result == [{"vector": [2, 1.5], "text": "hi"}, {"gated": True}]
         assert len(ran(log)) == 1
+
+
+def test_hayata_cache_clear_without_a_system_is_one_line(tmp_path: Path) -> None:
+    done = hayata(tmp_path / "none", "cache", "clear", "cached")
+    assert_one_line_error(done, "no hayata system is running")
+    assert done.returncode == 3
