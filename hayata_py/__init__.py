@@ -7,6 +7,7 @@ invocations with :meth:`AgentRef.run`; from an event loop, the same with
 
 from hayata_py._api import AgentSystem
 from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
+from hayata_py._cache import CacheKeyContext, CachePolicy
 from hayata_py._config import AgentConfig, Liveness
 from hayata_py._errors import (
     AgentAlreadyStarted,
@@ -55,6 +56,8 @@ __all__ = [
     "AgentSystem",
     "AsyncAgentRef",
     "AsyncAgentSystem",
+    "CacheKeyContext",
+    "CachePolicy",
     "ConfigError",
     "CorruptRecord",
     "EncodingError",

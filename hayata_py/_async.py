@@ -177,6 +177,10 @@ class AsyncAgentRef:
         """The agent's threads, a page at a time (see :meth:`AgentRef.threads`)."""
         return await self.system.call(self.sync.threads, limit, after)
 
+    async def clear_cache(self, node: str | None = None) -> int:
+        """Delete the agent's cached node results (see :meth:`AgentRef.clear_cache`)."""
+        return await self.system.call(self.sync.clear_cache, node)
+
     async def resume(self, invocation_id: str, value: Any = None, *, subscriber: Any = None,
                      stream: bool = False) -> str:
         """Continue the paused invocation (see :meth:`AgentRef.resume`)."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from hayata_py._cache import CachePolicy, validate_cache
 from hayata_py._callables import callable_path, exception_path, resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
@@ -87,6 +88,9 @@ class AgentConfig:
       every unfinished invocation whose interrupted tasks are all completed,
       not started, due a retry or idempotent; one with an uncertain task
       waits for ``resolve_task``/``abandon``, listed by ``unfinished()``.
+    - ``cache``: node id -> :class:`CachePolicy`: that node's completed results
+      are kept in the store and reused for tasks with the same key
+      (docs/guide/caching.md). Needs a store (a data_dir or store_url).
     """
 
     id: str
@@ -110,6 +114,7 @@ class AgentConfig:
     edge_concurrency: Mapping[str, int] = field(default_factory=dict)
     edge_idle_timeout: float = 60.0
     auto_recover: bool = False
+    cache: Mapping[str, CachePolicy] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,8 @@ class AgentSpec:
     """Seconds an idle edge beyond a node's first is kept."""
     auto_recover: bool = False
     """Recover unfinished invocations without an uncertain task when the agent starts."""
+    cache: dict[str, CachePolicy] = field(default_factory=dict)
+    """Node id -> its cache policy (``key`` an import path or None)."""
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -247,7 +254,7 @@ def validate_config(config: Any) -> AgentSpec:
                      node_timeouts=node_timeouts, retry=_retries(config, nodes),
                      pause_before=_known(config.pause_before, "pause_before", nodes),
                      pause_after=_known(config.pause_after, "pause_after", nodes),
-                     **_service(config, nodes))
+                     cache=validate_cache(config.cache, nodes), **_service(config, nodes))
 
 
 def _positive_int(value: Any, field_name: str, high: int, what: str) -> int:

@@ -37,7 +37,8 @@ def task_row(task: TaskRecord, idempotent: bool = False) -> dict[str, Any]:
             "node_id": task.node_id, "branch": task.branch_index, "status": task.status,
             "attempt": task.attempt,
             "classification": classify_task(task, idempotent=idempotent).value,
-            "resolved": task.resolved, "result": task.result, "error": task.error}
+            "resolved": task.resolved, "cached": task.cached, "result": task.result,
+            "error": task.error}
 
 
 def task_rows(store: TaskStore, invocation: InvocationRecord,

@@ -370,6 +370,15 @@ class AgentRef:
         thread id of the previous page."""
         return thread_page(self._store(), self.id, limit, after)
 
+    def clear_cache(self, node: str | None = None) -> int:
+        """Delete the agent's cached node results (``AgentConfig.cache``), of
+        ``node`` only if given; return how many entries went. Reads and writes
+        the store directly: the agent need not be running."""
+        if node is not None:
+            check_id(node, "node")
+        count: int = self._store().clear_cache(self.id, node_id=node)
+        return count
+
     def _store(self) -> Any:
         store = self.system.store
         if store is None:

@@ -48,10 +48,17 @@ AUTO_RECOVERY: Event = ("hayata", "agent", "auto_recovery")
 invocations it recovered and those left waiting; ``metadata`` lists their ids
 (``recovered``, ``waiting``)."""
 
+CACHE: Event = ("hayata", "cache")
+"""A task of a node with a cache policy was looked up in its cache: ``("hayata",
+"cache", "hit")`` (it completes from the store, its node does not run) or
+``("hayata", "cache", "miss")``; ``measurements`` ``{"count": 1}``, ``metadata``
+``agent_id``, ``node_id``, ``invocation_id``, ``task_id``."""
+
 EVENTS: frozenset[Event] = frozenset(
     [(*prefix, suffix) for prefix in (AGENT_INVOCATION, NODE_EXECUTION, EDGE)
      for suffix in ("start", "stop", "exception")]
-    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY, AUTO_RECOVERY]
+    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY, AUTO_RECOVERY,
+       (*CACHE, "hit"), (*CACHE, "miss")]
 )
 """Every event the runtime emits."""
 

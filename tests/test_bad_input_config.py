@@ -33,6 +33,13 @@ def _local_error() -> type[Exception]:
 
 
 _LocalError = _local_error()
+
+
+def _local_key() -> Any:
+    def key(ctx: hy.CacheKeyContext) -> str:
+        return "k"
+    return key
+
 NODES = {"mock": mock_node, "other": "tests.graph_nodes:worker"}
 
 paths = st.one_of(
@@ -86,6 +93,12 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
         st.dictionaries(st.sampled_from(["mock", "other", "x"]),
                         st.one_of(st.floats(), st.integers(), anything), max_size=2),
         anything),
+    "cache": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.just(hy.CachePolicy(60)),
+                                  st.builds(hy.CachePolicy, st.just(5.0), functions),
+                                  anything), max_size=2),
+        anything),
 }
 
 
@@ -119,6 +132,9 @@ def _check_spec(spec: AgentSpec) -> None:
     assert set(spec.retry) <= set(spec.nodes)
     assert all(isinstance(p, str) for policy in spec.retry.values() for p in policy.retry_on)
     assert all(0 < t <= 365 * 24 * 3600 for t in spec.node_timeouts.values())
+    assert set(spec.cache) <= set(spec.nodes)
+    assert all(p.ttl > 0 and (p.key is None or isinstance(p.key, str))
+               for p in spec.cache.values())
     check_encodable(spec.state, "state")
     assert pickle.loads(pickle.dumps(spec)) == spec
 
@@ -181,6 +197,19 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
          "retry['mock'].retry_on", "cannot import"),
         ({"default_retry": hy.RetryPolicy(retry_on=("tests.graph_nodes:mock_node",))},
          "default_retry.retry_on", "not an exception class"),
+        ({"cache": {"nope": hy.CachePolicy(60)}}, "cache", "unknown node id 'nope'"),
+        ({"cache": {"mock": 60}}, "cache['mock']", "hy.CachePolicy"),
+        ({"cache": [("mock", hy.CachePolicy(60))]}, "cache", "mapping"),
+        ({"cache": {"mock": hy.CachePolicy(60, key=lambda ctx: "k")}}, "cache['mock'].key",
+         "lambda"),
+        ({"cache": {"mock": hy.CachePolicy(60, key=_local_key())}}, "cache['mock'].key",
+         "nested function or closure"),
+        ({"cache": {"mock": hy.CachePolicy(60, key="tests.nothing_here:k")}},
+         "cache['mock'].key", "cannot import"),
+        ({"cache": {"mock": hy.CachePolicy(60, key="tests.cache_nodes:nope")}},
+         "cache['mock'].key", "not found"),
+        ({"cache": {"mock": hy.CachePolicy(60, key="no_colon")}}, "cache['mock'].key",
+         "is not 'package.module:function'"),
     ],
 )
 def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: str) -> None:

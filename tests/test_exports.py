@@ -20,7 +20,7 @@ def test_hayata_exports() -> None:
     assert set(hayata_py.__all__) == {
         "CALLER", "AgentAlreadyStarted", "AgentConfig", "AgentEvent", "AgentNotFound",
         "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "AsyncAgentRef",
-        "AsyncAgentSystem", "ConfigError",
+        "AsyncAgentSystem", "CacheKeyContext", "CachePolicy", "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
         "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Map", "Next",
         "NodeContext", "Pause", "PolicyContext", "ReadOnlyStorage", "RecoveryRejected",

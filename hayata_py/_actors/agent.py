@@ -37,6 +37,7 @@ from hayata_py._actors import _protocol as p
 from hayata_py._actors import pauses, procs, recoveries
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.boundary import validate_run as validate_run
+from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.edges import EdgePool, edge_died, run_task
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
@@ -122,6 +123,7 @@ class AgentActor(SupervisedActor):
         self.log = self.log.bind(agent_id=spec.id)
         self.pool = EdgePool(spec)
         self.ledger = Ledger(spec, self.log, self.send)
+        self.cache = NodeCache(spec, self.ledger, self.log)
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
                              map_concurrency=spec.map_concurrency, reduce_check=import_problem,
@@ -169,6 +171,7 @@ class AgentActor(SupervisedActor):
             self._commit()
         elif isinstance(message, p.Outcome):
             self._sends(self.pool.done(message.task_id))
+            self.cache.completed(message)
             run = self._running(message.execution_id)
             if run is not None:
                 self.spans.task_ended(run.inv.id, message.task_id, message.error)
@@ -476,6 +479,10 @@ class AgentActor(SupervisedActor):
             self.spans.task_started(inv.id, cmd.task_id, cmd.key.node_id, cmd.execution_id,
                                     cmd.key.item)
             folded = self.ledger.folded_record(inv.id, run.folded, cmd)
+            cached = self.cache.lookup(inv.id, run.token, cmd, folded)
+            if cached is not None:  # recorded from the cache: no edge runs it
+                self.spans.task_ended(inv.id, cmd.task_id, cached.error)
+                return cached
             self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
                                                     run.token, folded)))
         elif isinstance(cmd, m.CallPolicy):
@@ -552,6 +559,7 @@ class AgentActor(SupervisedActor):
         del self.running[inv.id]
         self.deadlines.forget(inv.id)
         self.deferred.pop(inv.id, None)
+        self.cache.forget(inv.id)
         self.spans.ended(inv.id, end.ok, end.error, end.paused)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)

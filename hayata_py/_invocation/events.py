@@ -121,7 +121,9 @@ class ResultRecorded:
 @dataclass(frozen=True)
 class TaskOutcome:
     """An edge's result for one task, recorded by the edge before it was sent.
-    ``partials``: how many partial results the edge published before it."""
+    ``partials``: how many partial results the edge published before it.
+    ``cached``: the result came from the node's cache (recorded by the agent;
+    the node did not run); its ``node_completed`` says ``cached: True``."""
 
     execution_id: str
     key: TaskKey
@@ -129,6 +131,7 @@ class TaskOutcome:
     result: Any = None
     error: ErrorInfo | None = None
     partials: int = 0
+    cached: bool = False
 
 
 @dataclass(frozen=True)

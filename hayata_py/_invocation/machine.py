@@ -302,7 +302,8 @@ class Invocation:
             return mapping.item_done(self, ex, outcome)
         ex.results[outcome.key.node_id] = outcome.result
         out = self._emit("node_completed", {"node_id": outcome.key.node_id,
-                                            "execution_id": ex.id})
+                                            "execution_id": ex.id}
+                         | ({"cached": True} if outcome.cached else {}))
         if ex.pending:
             return out
         return out + self._step_done(ex)

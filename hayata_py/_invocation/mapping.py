@@ -83,7 +83,8 @@ def item_done(inv: Machine, ex: Execution, outcome: TaskOutcome) -> list[Command
     item = outcome.key.item
     run.results[item] = outcome.result
     out = inv._emit("node_completed", {"node_id": run.node_id, "execution_id": ex.id,
-                                       "item": item})
+                                       "item": item}
+                    | ({"cached": True} if outcome.cached else {}))
     out.append(Collect(ex.id, item, outcome.result))
     return out + _fill(inv, ex, run) + _maybe_consolidate(inv, ex, run)
 

@@ -89,11 +89,11 @@ def tasks(agent_id: str, invocation_id: str | None, as_json: bool, data_dir: Pat
     click.echo(f"invocation {invocation.invocation_id} of {agent_id}: {invocation.status} "
                f"({step})")
     table = Table("TASK", "STEP", "NODE", "BRANCH", "STATUS", "ATTEMPT", "CLASS", "RESOLVED",
-                  box=None, pad_edge=False)
+                  "CACHED", box=None, pad_edge=False)
     for row in rows:
         table.add_row(*(Text(str(row[key])) for key in (
             "task_id", "step", "node_id", "branch", "status", "attempt", "classification")),
-            Text("yes" if row["resolved"] else "-"))
+            Text("yes" if row["resolved"] else "-"), Text("yes" if row["cached"] else "-"))
     console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal:
         console.width = 1000  # never cut a task id that a script may copy

@@ -20,6 +20,7 @@ from hayata_py.store._classify import (
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._records import (
     ActiveExecution,
+    CachedResult,
     InvocationRecord,
     QueuedRun,
     TaskRecord,
@@ -45,6 +46,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActiveExecution",
+    "CachedResult",
     "ExecutionClassification",
     "InvocationRecord",
     "MapClassification",

@@ -67,13 +67,15 @@ from types import TracebackType
 from typing import Any, Literal
 
 from hayata_py._errors import StoreError
+from hayata_py.store._cache_contract import CacheContract
 from hayata_py.store._records import InvocationRecord, QueuedRun, TaskRecord, ThreadRecord
 
 __all__ = ["TaskStore"]
 
 
-class TaskStore(abc.ABC):
-    """Durable invocation checkpoints and task records (see the module docs)."""
+class TaskStore(CacheContract):
+    """Durable invocation checkpoints and task records (see the module docs), and
+    the node result cache (:class:`CacheContract`)."""
 
     # -- invocations -------------------------------------------------------
 

@@ -23,6 +23,7 @@ __all__ = [
     "TASK_STATUSES",
     "TERMINAL_INVOCATION_STATUSES",
     "ActiveExecution",
+    "CachedResult",
     "InvocationRecord",
     "InvocationStatus",
     "QueuedRun",
@@ -103,7 +104,8 @@ class TaskRecord:
     had its effects ("uncertain"). ``resolved`` is true when the result was
     established by the user via :meth:`TaskStore.resolve_task` rather than by
     running the node. ``attempt`` counts runs, starting at 1 when started
-    (0 while only scheduled).
+    (0 while only scheduled). ``cached`` is true when it completed from the
+    node's result cache (``AgentConfig.cache``): the node did not run.
     """
 
     task_id: str
@@ -121,6 +123,7 @@ class TaskRecord:
     finished_at: float | None = None
     system_instance: str | None = None
     resolved: bool = False
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,19 @@ class ThreadRecord:
     queued: tuple[str, ...]
     created_at: float
     updated_at: float
+
+
+@dataclass(frozen=True)
+class CachedResult:
+    """A node result kept in the cache (``AgentConfig.cache``): usable until
+    ``expires_at`` (unix seconds, the store's clock)."""
+
+    agent_id: str
+    node_id: str
+    key: str
+    result: Any
+    created_at: float
+    expires_at: float
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,7 @@ def task_from_row(row: Any) -> TaskRecord:
         finished_at=row.finished_at,
         system_instance=row.system_instance,
         resolved=bool(row.resolved),
+        cached=bool(getattr(row, "cached", False)),
     )
 
 

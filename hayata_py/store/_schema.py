@@ -12,10 +12,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 __all__ = [
-    "HEAD_REVISION", "invocations", "metadata", "tasks", "thread_queue", "threads",
+    "HEAD_REVISION", "cache", "invocations", "metadata", "tasks", "thread_queue", "threads",
 ]
 
-HEAD_REVISION = "0002_threads"
+HEAD_REVISION = "0003_cache"
 """The newest migration revision this code knows."""
 
 metadata = sa.MetaData()
@@ -66,6 +66,7 @@ tasks = sa.Table(
     sa.Column("finished_at", sa.Double(), nullable=True),
     sa.Column("system_instance", sa.String(), nullable=True),
     sa.Column("resolved", sa.Boolean(), nullable=False),
+    sa.Column("cached", sa.Boolean(), nullable=False, server_default=sa.false()),
 )
 
 threads = sa.Table(
@@ -97,3 +98,15 @@ thread_queue = sa.Table(
         ondelete="CASCADE",
     ),
 )
+
+cache = sa.Table(
+    "hayata_cache",
+    metadata,
+    sa.Column("agent_id", sa.String(), primary_key=True),
+    sa.Column("node_id", sa.String(), primary_key=True),
+    sa.Column("key", sa.String(), primary_key=True),
+    sa.Column("result", sa.LargeBinary(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("expires_at", sa.Double(), nullable=False),
+)
+"""Cached node results (``AgentConfig.cache``): one per agent, node and key."""

@@ -23,6 +23,7 @@ from hayata_py._codec import FORMAT_VERSION, decode, encode
 from hayata_py._errors import InvocationBusy, StaleWriter, StoreError
 from hayata_py.store import _fast
 from hayata_py.store._batch import BatchWrites
+from hayata_py.store._cache import CacheWrites
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import EngineHolder, migrate, normalize_url
 from hayata_py.store._records import (
@@ -67,7 +68,7 @@ _RENEW = sa.text(
 """One lease renewal, fenced (token, owner, running), for executemany."""
 
 
-class SqlTaskStore(TaskWrites, ThreadWrites, BatchWrites, TaskStore):
+class SqlTaskStore(CacheWrites, TaskWrites, ThreadWrites, BatchWrites, TaskStore):
     """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
 
     The constructor applies migrations (raising :class:`SchemaTooNew` for a

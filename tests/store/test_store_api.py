@@ -13,6 +13,7 @@ def test_exports_are_pinned() -> None:
     """hayata_py.store exports exactly this sorted list."""
     assert store_pkg.__all__ == [
         "ActiveExecution",
+        "CachedResult",
         "ExecutionClassification",
         "InvocationRecord",
         "MapClassification",

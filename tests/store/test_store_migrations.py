@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -95,3 +97,29 @@ def test_upgrade_replaces_the_unique_running_index(store_url: str) -> None:
     assert indexes["ix_hayata_invocations_agent_thread_created"] == [
         "agent_id", "thread_id", "created_at"]
     assert {"hayata_threads", "hayata_thread_queue"} <= tables
+
+
+def test_upgrade_from_0002_adds_the_cache(store_url: str) -> None:
+    """Opening a 0002 database upgrades it to 0003: its task rows read back as
+    not cached, cached tasks and cache entries can be written."""
+    _database_at_0001(store_url)
+    holder = EngineHolder(normalize_url(store_url))
+    try:
+        holder.run(lambda conn: command.upgrade(_config(conn), "0002_threads"), write=True)
+    finally:
+        holder.dispose()
+    assert raw_execute(store_url, "SELECT version_num FROM alembic_version") == [
+        ("0002_threads",)]
+    with open_store(store_url) as store:
+        assert raw_execute(store_url, "SELECT version_num FROM alembic_version") == [
+            ("0003_cache",)]
+        (task,) = store.get_tasks("inv-old")
+        assert (task.task_id, task.status, task.cached) == ("task-1", "started", False)
+        assert store.cache_get("agent-1", "a", "k") is None
+        store.cache_put("agent-1", "a", "k", {"r": 1}, ttl=60)
+        hit = store.cache_get("agent-1", "a", "k")
+        assert hit is not None and hit.result == {"r": 1}
+        new = dataclasses.replace(task, task_id="task-2", node_id="b", status="scheduled")
+        done = store.complete_cached(new, token=3, result={"r": 2}, attempt=1,
+                                     system_instance="s")
+        assert (done.status, done.cached) == ("completed", True)
