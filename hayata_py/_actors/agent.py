@@ -25,32 +25,30 @@ import itertools
 import math
 import random
 import time
-import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from thespian.actors import WakeupMessage
 
 from hayata_py import _invocation as m
-from hayata_py import _telemetry as telemetry
 from hayata_py._actors import _protocol as p
-from hayata_py._actors import pauses, procs, recoveries
+from hayata_py._actors import procs, recoveries
 from hayata_py._actors._wellformed import drop_malformed
+from hayata_py._actors.admission import Admission
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.edges import EdgePool, edge_died, run_task
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
+from hayata_py._actors.running import Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines, Due, invocation_of
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
-from hayata_py._errors import HayataError, RecoveryRejected, RunRejected, StoreError
+from hayata_py._errors import HayataError
 from hayata_py.messages import (
     Abandon,
     AgentEvent,
     AgentResult,
-    Caller,
     GetResult,
     GetStatus,
     GetUnfinished,
@@ -58,11 +56,10 @@ from hayata_py.messages import (
     ResolveTask,
     ResumePaused,
     Run,
-    RunAccepted,
     UnfinishedList,
     WaitResult,
 )
-from hayata_py.store import InvocationRecord, task_id_for
+from hayata_py.store import task_id_for
 from supervisors import SupervisedActor
 
 ELSEWHERE_CHECK = 1.0
@@ -70,52 +67,7 @@ ELSEWHERE_CHECK = 1.0
 agent does not run (queued ones, ones another system took over)."""
 
 
-@dataclass
-class Running:
-    """One invocation in flight: its machine and what the agent keeps for it."""
-
-    inv: m.Invocation
-    token: int
-    subscriber: Any
-    folded: m.Checkpoint | None = None
-    """The current step's checkpoint, not written here: it rides on every RunTask
-    of the step and each edge commits it with its ``started``, in the same
-    transaction (docs/design.md, "Fewer commits per step")."""
-    map: MapLink | None = None
-    """The reducer link of its map step, while one runs."""
-    run_id: int = 0
-    """This run's identity: its events and result carry it (``RunAccepted.run``)."""
-    next_started: InvocationRecord | None = None
-    """The run the store started with this one's end (its thread's next queued
-    run), begun once this one has ended."""
-
-
-@dataclass(frozen=True)
-class Creating:
-    """A run waiting for its invocation record (group commit)."""
-
-    invocation_id: str
-    run: Run
-    sender: Any
-    state: dict[str, Any]
-    thread_version: int | None
-
-
-@dataclass(frozen=True)
-class Commit:
-    """The agent to itself: carry out the creates and finishes gathered so far."""
-
-
-@dataclass(frozen=True)
-class _Queued:
-    """Who hears of an enqueued run once it starts (kept in memory only: after a
-    restart an enqueued run starts without a subscriber; ``wait()`` finds it)."""
-
-    subscriber: Any
-    stream: bool
-
-
-class AgentActor(SupervisedActor):
+class AgentActor(Admission, SupervisedActor):
     """Coordinates the invocations of one agent (child of its agent supervisor)."""
 
     def on_start(self, spec: AgentSpec, nodes_supervisor: Any) -> None:
@@ -132,7 +84,7 @@ class AgentActor(SupervisedActor):
         self.running: dict[str, Running] = {}
         # Run identities: unique across this agent's restarts too (a random start).
         self.run_ids = itertools.count(random.randrange(1, 2**62))
-        self.queued: dict[str, _Queued] = {}
+        self.queued: dict[str, Queued] = {}
         # Deadlines of tasks that wait for a free edge: armed when they are sent.
         self.deferred: dict[str, dict[str, m.ArmDeadline]] = {}
         self.spans = InvocationSpans(spec.id)
@@ -276,185 +228,6 @@ class AgentActor(SupervisedActor):
         for run, task in failed:  # spans first: the first failure cancels its siblings
             self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
                                           False, error=error))
-
-    # -- starting a run ---------------------------------------------------------------
-
-    def _on_run(self, run: Run, sender: Any) -> None:
-        first = next(iter(self.running), None) or next(
-            (c.invocation_id for c in self.creating), None)
-        rejected = self.ledger.refuse(run, len(self.running) + len(self.creating), first)
-        if rejected is not None:
-            self._reply(sender, run, rejected)
-            return
-        invocation_id = uuid.uuid4().hex
-        try:
-            state, version = (dict(self.spec.state), None) if run.thread is None else \
-                self.ledger.thread_start(run.thread)
-        except StoreError as exc:
-            self._created(Creating(invocation_id, run, sender, {}, None), exc)
-            return
-        creating = Creating(invocation_id, run, sender, state, version)
-        if not self.batching:
-            try:
-                token = self.ledger.create(invocation_id, run.input, state, run.thread,
-                                           version)
-            except StoreError as exc:
-                self._created(creating, exc)
-                return
-            self._created(creating, token)
-            return
-        self.creating.append(creating)  # created with the others that came meanwhile
-        self._commit_soon()
-
-    def _commit_soon(self) -> None:
-        """Group commit: a message to itself, handled after those already waiting,
-        carries out every create and finish gathered by then in one transaction."""
-        if not self.commit_pending:
-            self.commit_pending = True
-            self.send(self.myAddress, Commit())
-
-    def _commit(self) -> None:
-        self.commit_pending = False
-        creating, self.creating = self.creating, []
-        if creating:
-            made = self.ledger.create_many(creating)
-            for pending, token in zip(creating, made, strict=True):
-                self._created(pending, token)
-        finishing, self.finishing = self.finishing, []
-        finishing = [(run, cmd) for run, cmd in finishing if run.inv.id in self.running]
-        if finishing:
-            ends = self.ledger.finish_many([(run.inv.id, run.token, cmd)
-                                            for run, cmd in finishing])
-            for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
-                run.next_started = started
-                self._feed(run, refused or m.ResultRecorded())
-
-    def _created(self, pending: Creating, token: int | StoreError) -> None:
-        """A create came back: begin the invocation, or answer why not."""
-        run, sender, invocation_id = pending.run, pending.sender, pending.invocation_id
-        if isinstance(token, int):
-            seed = m.Seed(invocation_id, run.input, pending.state, run.stream,
-                          thread=run.thread)
-            self._begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
-            return
-        exc = token
-        if exc.code == "thread_busy" and run.multitask == "enqueue":
-            self._enqueue(invocation_id, run, sender)
-            return
-        if exc.code in ("thread_busy", "thread_changed"):
-            self._reply(sender, run, RunRejected(
-                f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
-                f"{exc.details.get('invocation_id')}; wait for it, or run with "
-                "multitask='enqueue'", code="thread_busy", thread=run.thread,
-                invocation_id=exc.details.get("invocation_id")))
-            return
-        self._reply(sender, run, RunRejected(f"could not record the invocation: {exc}",
-                                             code=exc.code))
-
-    def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
-        assert run.thread is not None
-        try:
-            place = self.ledger.enqueue(invocation_id, run.thread, run.input, run.stream)
-        except StoreError as exc:
-            if exc.code == "thread_free":  # it ended meanwhile (another system): start it
-                self._on_run(dataclasses.replace(run, multitask="reject"), sender)
-                return
-            self._reply(sender, run, RunRejected(f"could not enqueue the run: {exc}",
-                                                 code=exc.code))
-            return
-        subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
-        self.queued[invocation_id] = _Queued(subscriber, run.stream)
-        self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
-                      place=place)
-        self._reply(sender, run, RunAccepted(invocation_id, queued=place))
-
-    def _start_queued(self, record: InvocationRecord) -> None:
-        """The store started the next queued run of a thread (with the end of the
-        one before it): run it."""
-        who = self.queued.pop(record.invocation_id, _Queued(None, False))
-        seed = m.Seed(record.invocation_id, record.input, dict(record.state),
-                      who.stream and who.subscriber is not None, thread=record.thread_id)
-        self._begin(seed, 1, who.subscriber, None, m.Begin())
-
-    def _on_recover(self, message: Recover | ResumePaused, sender: Any) -> None:
-        """``recover()`` an interrupted invocation, or ``resume()`` a paused one."""
-        rejected = validate_run(Run(None, message.subscriber, message.stream))
-        busy = self._busy()
-        answer: Any
-        if rejected is not None:
-            answer = rejected
-        elif busy is not None:
-            answer = busy if self.ledger.unfinished or isinstance(message, ResumePaused) \
-                else recoveries.nothing(self.ledger)
-        elif isinstance(message, Recover):
-            answer = recoveries.recover(self.ledger, message.invocation_id, self.unplaced)
-        else:
-            answer = recoveries.resume(self.ledger, message)
-        if not isinstance(answer, tuple):
-            self._reply(sender, message, answer)
-            return
-        value = message.value if isinstance(message, ResumePaused) else None
-        self._resume(answer, message.subscriber, message.stream, sender,
-                     isinstance(message, Recover), value, request=message)
-
-    def _busy(self) -> RunRejected | None:
-        running = len(self.running)
-        if running < self.spec.max_invocations:
-            return None
-        first = next(iter(self.running))
-        if self.ledger.single:
-            return RunRejected(f"agent {self.spec.id!r} is running invocation {first}",
-                               code="agent_busy", invocation_id=first)
-        return RunRejected(f"agent {self.spec.id!r} runs {running} invocations, its "
-                           "max_invocations", code="agent_busy", running=running,
-                           max_invocations=self.spec.max_invocations)
-
-    def _resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,
-                sender: Any, recover: bool, value: Any = None, automatic: bool = False,
-                request: Any = None) -> None:
-        record, token, resume = recovered
-        seed = m.Seed(record.invocation_id, record.input, dict(record.state), stream,
-                      record.step, record.last_result, record.parallel_results,
-                      resume_value=pauses.resumed_value(record) if recover else value,
-                      thread=record.thread_id)
-        self.log.info("invocation_recovered" if recover else "invocation_resumed",
-                      invocation_id=seed.invocation_id, step=seed.step, automatic=automatic)
-        self._begin(seed, token, subscriber, sender, resume, automatic, request)
-
-    def _auto_recover(self) -> None:
-        """``auto_recover``: go on with every unfinished invocation that recovery can
-        carry on alone; the others (uncertain, paused, busy) wait, listed."""
-        recovered, left = [], []
-        for invocation_id in list(self.ledger.unfinished):
-            if len(self.running) >= self.spec.max_invocations:
-                left.append(invocation_id)
-                continue
-            answer = recoveries.recover(self.ledger, invocation_id, self.unplaced)
-            if isinstance(answer, RecoveryRejected):
-                left.append(invocation_id)
-                continue
-            recovered.append(invocation_id)
-            self._resume(answer, None, False, None, True, automatic=True)
-        self.ledger.release(left)
-        self.log.info("auto_recovered", recovered=recovered, waiting=left)
-        telemetry.execute(telemetry.AUTO_RECOVERY, {"recovered": len(recovered),
-                                                   "waiting": len(left)},
-                          {"agent_id": self.spec.id, "recovered": recovered, "waiting": left})
-
-    def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
-               first: m.Begin | m.Resume, automatic: bool = False, request: Any = None
-               ) -> None:
-        run = Running(m.Invocation(seed, self.rules), token,
-                      sender if isinstance(subscriber, Caller) else subscriber,
-                      run_id=next(self.run_ids))
-        if self.ledger.store is not None and len(self.running) == 0:
-            self.deadlines.renew_in(self.spec.lease_seconds / 3)
-        self.running[seed.invocation_id] = run
-        self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
-        if sender is not None:
-            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id))
-        self.log.info("invocation_started", invocation_id=seed.invocation_id)
-        self._feed(run, first)
 
     # -- commands ---------------------------------------------------------------------
 

@@ -1,0 +1,235 @@
+"""How an agent lets invocations in: new runs (on threads, enqueued, created in
+groups), recoveries and resumes, and ``auto_recover``; a mixin of
+:class:`~hayata_py._actors.agent.AgentActor`, which carries out the rest.
+
+Every run that is let in ends in :meth:`Admission._begin`: its machine joins the
+agent's table and gets its first event. With ``max_invocations > 1`` and a
+store, runs that arrive together are created in one transaction and
+invocations that end together are finished in one (group commit): they are
+gathered until a message the agent sends itself (:class:`Commit`) comes back,
+after the messages that were already waiting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from hayata_py import _invocation as m
+from hayata_py import _telemetry as telemetry
+from hayata_py._actors import pauses, recoveries
+from hayata_py._actors.boundary import validate_run
+from hayata_py._actors.ledger import Ledger
+from hayata_py._actors.running import Commit, Creating, Queued, Running
+from hayata_py._actors.spans import InvocationSpans
+from hayata_py._actors.timers import Deadlines
+from hayata_py._config import AgentSpec
+from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
+from hayata_py.messages import Caller, Recover, ResumePaused, Run, RunAccepted
+from hayata_py.store import InvocationRecord
+
+
+class Admission:
+    """Runs, recoveries and resumes into the agent's table of invocations."""
+
+    spec: AgentSpec
+    log: Any
+    ledger: Ledger
+    rules: m.Rules
+    spans: InvocationSpans
+    deadlines: Deadlines
+    running: dict[str, Running]
+    queued: dict[str, Queued]
+    creating: list[Creating]
+    finishing: list[tuple[Running, m.RecordResult]]
+    commit_pending: bool
+    batching: bool
+    unplaced: dict[str, str]
+    run_ids: itertools.count[int]
+    myAddress: Any
+    send: Callable[[Any, Any], None]
+    _feed: Callable[[Running, m.Event], None]
+    _reply: Callable[[Any, Any, Any], None]
+
+    # -- starting a run ---------------------------------------------------------------
+
+    def _on_run(self, run: Run, sender: Any) -> None:
+        first = next(iter(self.running), None) or next(
+            (c.invocation_id for c in self.creating), None)
+        rejected = self.ledger.refuse(run, len(self.running) + len(self.creating), first)
+        if rejected is not None:
+            self._reply(sender, run, rejected)
+            return
+        invocation_id = uuid.uuid4().hex
+        try:
+            state, version = (dict(self.spec.state), None) if run.thread is None else \
+                self.ledger.thread_start(run.thread)
+        except StoreError as exc:
+            self._created(Creating(invocation_id, run, sender, {}, None), exc)
+            return
+        creating = Creating(invocation_id, run, sender, state, version)
+        if not self.batching:
+            try:
+                token = self.ledger.create(invocation_id, run.input, state, run.thread,
+                                           version)
+            except StoreError as exc:
+                self._created(creating, exc)
+                return
+            self._created(creating, token)
+            return
+        self.creating.append(creating)  # created with the others that came meanwhile
+        self._commit_soon()
+
+    def _commit_soon(self) -> None:
+        """Group commit: a message to itself, handled after those already waiting,
+        carries out every create and finish gathered by then in one transaction."""
+        if not self.commit_pending:
+            self.commit_pending = True
+            self.send(self.myAddress, Commit())
+
+    def _commit(self) -> None:
+        self.commit_pending = False
+        creating, self.creating = self.creating, []
+        if creating:
+            made = self.ledger.create_many(creating)
+            for pending, token in zip(creating, made, strict=True):
+                self._created(pending, token)
+        finishing, self.finishing = self.finishing, []
+        finishing = [(run, cmd) for run, cmd in finishing if run.inv.id in self.running]
+        if finishing:
+            ends = self.ledger.finish_many([(run.inv.id, run.token, cmd)
+                                            for run, cmd in finishing])
+            for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
+                run.next_started = started
+                self._feed(run, refused or m.ResultRecorded())
+
+    def _created(self, pending: Creating, token: int | StoreError) -> None:
+        """A create came back: begin the invocation, or answer why not."""
+        run, sender, invocation_id = pending.run, pending.sender, pending.invocation_id
+        if isinstance(token, int):
+            seed = m.Seed(invocation_id, run.input, pending.state, run.stream,
+                          thread=run.thread)
+            self._begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
+            return
+        exc = token
+        if exc.code == "thread_busy" and run.multitask == "enqueue":
+            self._enqueue(invocation_id, run, sender)
+            return
+        if exc.code in ("thread_busy", "thread_changed"):
+            self._reply(sender, run, RunRejected(
+                f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
+                f"{exc.details.get('invocation_id')}; wait for it, or run with "
+                "multitask='enqueue'", code="thread_busy", thread=run.thread,
+                invocation_id=exc.details.get("invocation_id")))
+            return
+        self._reply(sender, run, RunRejected(f"could not record the invocation: {exc}",
+                                             code=exc.code))
+
+    def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
+        assert run.thread is not None
+        try:
+            place = self.ledger.enqueue(invocation_id, run.thread, run.input, run.stream)
+        except StoreError as exc:
+            if exc.code == "thread_free":  # it ended meanwhile (another system): start it
+                self._on_run(dataclasses.replace(run, multitask="reject"), sender)
+                return
+            self._reply(sender, run, RunRejected(f"could not enqueue the run: {exc}",
+                                                 code=exc.code))
+            return
+        subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
+        self.queued[invocation_id] = Queued(subscriber, run.stream)
+        self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
+                      place=place)
+        self._reply(sender, run, RunAccepted(invocation_id, queued=place))
+
+    def _start_queued(self, record: InvocationRecord) -> None:
+        """The store started the next queued run of a thread (with the end of the
+        one before it): run it."""
+        who = self.queued.pop(record.invocation_id, Queued(None, False))
+        seed = m.Seed(record.invocation_id, record.input, dict(record.state),
+                      who.stream and who.subscriber is not None, thread=record.thread_id)
+        self._begin(seed, 1, who.subscriber, None, m.Begin())
+
+    def _on_recover(self, message: Recover | ResumePaused, sender: Any) -> None:
+        """``recover()`` an interrupted invocation, or ``resume()`` a paused one."""
+        rejected = validate_run(Run(None, message.subscriber, message.stream))
+        busy = self._busy()
+        answer: Any
+        if rejected is not None:
+            answer = rejected
+        elif busy is not None:
+            answer = busy if self.ledger.unfinished or isinstance(message, ResumePaused) \
+                else recoveries.nothing(self.ledger)
+        elif isinstance(message, Recover):
+            answer = recoveries.recover(self.ledger, message.invocation_id, self.unplaced)
+        else:
+            answer = recoveries.resume(self.ledger, message)
+        if not isinstance(answer, tuple):
+            self._reply(sender, message, answer)
+            return
+        value = message.value if isinstance(message, ResumePaused) else None
+        self._resume(answer, message.subscriber, message.stream, sender,
+                     isinstance(message, Recover), value, request=message)
+
+    def _busy(self) -> RunRejected | None:
+        running = len(self.running)
+        if running < self.spec.max_invocations:
+            return None
+        first = next(iter(self.running))
+        if self.ledger.single:
+            return RunRejected(f"agent {self.spec.id!r} is running invocation {first}",
+                               code="agent_busy", invocation_id=first)
+        return RunRejected(f"agent {self.spec.id!r} runs {running} invocations, its "
+                           "max_invocations", code="agent_busy", running=running,
+                           max_invocations=self.spec.max_invocations)
+
+    def _resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,
+                sender: Any, recover: bool, value: Any = None, automatic: bool = False,
+                request: Any = None) -> None:
+        record, token, resume = recovered
+        seed = m.Seed(record.invocation_id, record.input, dict(record.state), stream,
+                      record.step, record.last_result, record.parallel_results,
+                      resume_value=pauses.resumed_value(record) if recover else value,
+                      thread=record.thread_id)
+        self.log.info("invocation_recovered" if recover else "invocation_resumed",
+                      invocation_id=seed.invocation_id, step=seed.step, automatic=automatic)
+        self._begin(seed, token, subscriber, sender, resume, automatic, request)
+
+    def _auto_recover(self) -> None:
+        """``auto_recover``: go on with every unfinished invocation that recovery can
+        carry on alone; the others (uncertain, paused, busy) wait, listed."""
+        recovered, left = [], []
+        for invocation_id in list(self.ledger.unfinished):
+            if len(self.running) >= self.spec.max_invocations:
+                left.append(invocation_id)
+                continue
+            answer = recoveries.recover(self.ledger, invocation_id, self.unplaced)
+            if isinstance(answer, RecoveryRejected):
+                left.append(invocation_id)
+                continue
+            recovered.append(invocation_id)
+            self._resume(answer, None, False, None, True, automatic=True)
+        self.ledger.release(left)
+        self.log.info("auto_recovered", recovered=recovered, waiting=left)
+        telemetry.execute(telemetry.AUTO_RECOVERY, {"recovered": len(recovered),
+                                                   "waiting": len(left)},
+                          {"agent_id": self.spec.id, "recovered": recovered, "waiting": left})
+
+    def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
+               first: m.Begin | m.Resume, automatic: bool = False, request: Any = None
+               ) -> None:
+        run = Running(m.Invocation(seed, self.rules), token,
+                      sender if isinstance(subscriber, Caller) else subscriber,
+                      run_id=next(self.run_ids))
+        if self.ledger.store is not None and len(self.running) == 0:
+            self.deadlines.renew_in(self.spec.lease_seconds / 3)
+        self.running[seed.invocation_id] = run
+        self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
+        if sender is not None:
+            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id))
+        self.log.info("invocation_started", invocation_id=seed.invocation_id)
+        self._feed(run, first)
+
