@@ -7,6 +7,7 @@ invocations with :meth:`AgentRef.run`; from an event loop, the same with
 
 from hayata_py._api import AgentSystem
 from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
+from hayata_py._circuit import CircuitBreaker
 from hayata_py._config import AgentConfig, Liveness
 from hayata_py._errors import (
     AgentAlreadyStarted,
@@ -55,6 +56,7 @@ __all__ = [
     "AgentSystem",
     "AsyncAgentRef",
     "AsyncAgentSystem",
+    "CircuitBreaker",
     "ConfigError",
     "CorruptRecord",
     "EncodingError",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from hayata_py._callables import callable_path, exception_path, resolve_callable
+from hayata_py._circuit import CircuitBreaker, checked
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
 from hayata_py._policy import RetryPolicy
@@ -87,6 +88,9 @@ class AgentConfig:
       every unfinished invocation whose interrupted tasks are all completed,
       not started, due a retry or idempotent; one with an uncertain task
       waits for ``resolve_task``/``abandon``, listed by ``unfinished()``.
+    - ``circuit``: node id -> :class:`CircuitBreaker`: after that many failures of
+      the node within its window its tasks fail at once (``circuit_open``)
+      until a probe after the cool-down succeeds (docs/guide/circuit-breakers.md).
     """
 
     id: str
@@ -110,6 +114,7 @@ class AgentConfig:
     edge_concurrency: Mapping[str, int] = field(default_factory=dict)
     edge_idle_timeout: float = 60.0
     auto_recover: bool = False
+    circuit: Mapping[str, CircuitBreaker] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,8 @@ class AgentSpec:
     """Seconds an idle edge beyond a node's first is kept."""
     auto_recover: bool = False
     """Recover unfinished invocations without an uncertain task when the agent starts."""
+    circuit: dict[str, CircuitBreaker] = field(default_factory=dict)
+    """Node id -> its circuit breaker (nodes without one are always let through)."""
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -247,6 +254,8 @@ def validate_config(config: Any) -> AgentSpec:
                      node_timeouts=node_timeouts, retry=_retries(config, nodes),
                      pause_before=_known(config.pause_before, "pause_before", nodes),
                      pause_after=_known(config.pause_after, "pause_after", nodes),
+                     circuit=_per_node(config.circuit, "circuit", "hy.CircuitBreaker", nodes,
+                                       checked),
                      **_service(config, nodes))
 
 

@@ -48,10 +48,17 @@ AUTO_RECOVERY: Event = ("hayata", "agent", "auto_recovery")
 invocations it recovered and those left waiting; ``metadata`` lists their ids
 (``recovered``, ``waiting``)."""
 
+CIRCUIT_OPENED: Event = ("hayata", "circuit", "opened")
+"""A node's circuit breaker opened (``measurements``: ``failures``, ``cool_down``;
+``metadata``: ``agent_id``, ``node_id``)."""
+CIRCUIT_CLOSED: Event = ("hayata", "circuit", "closed")
+"""A node's circuit breaker closed: its probe succeeded (the same keys)."""
+
 EVENTS: frozenset[Event] = frozenset(
     [(*prefix, suffix) for prefix in (AGENT_INVOCATION, NODE_EXECUTION, EDGE)
      for suffix in ("start", "stop", "exception")]
-    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY, AUTO_RECOVERY]
+    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY, AUTO_RECOVERY,
+       CIRCUIT_OPENED, CIRCUIT_CLOSED]
 )
 """Every event the runtime emits."""
 

@@ -47,6 +47,7 @@ def test_known_events_are_hayatas() -> None:
     expected |= {("hayata", "edge", s) for s in suffixes}
     expected |= {("hayata", "reducer", "start"), ("hayata", "reducer", "stop")}
     expected |= {("hayata", "node", "retry"), ("hayata", "agent", "auto_recovery")}
+    expected |= {("hayata", "circuit", "opened"), ("hayata", "circuit", "closed")}
     assert expected == telemetry.EVENTS
 
 

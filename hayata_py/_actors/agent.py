@@ -37,6 +37,7 @@ from hayata_py._actors import _protocol as p
 from hayata_py._actors import pauses, procs, recoveries
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.boundary import validate_run as validate_run
+from hayata_py._actors.circuit_gate import CircuitGate
 from hayata_py._actors.edges import EdgePool, edge_died, run_task
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
@@ -122,6 +123,7 @@ class AgentActor(SupervisedActor):
         self.log = self.log.bind(agent_id=spec.id)
         self.pool = EdgePool(spec)
         self.ledger = Ledger(spec, self.log, self.send)
+        self.gate = CircuitGate(spec, self.ledger, self.log)  # the circuit breakers
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
                              map_concurrency=spec.map_concurrency, reduce_check=import_problem,
@@ -169,6 +171,8 @@ class AgentActor(SupervisedActor):
             self._commit()
         elif isinstance(message, p.Outcome):
             self._sends(self.pool.done(message.task_id))
+            self._circuit(self.gate.outcome(message.node_id, message.task_id, message.ok,
+                                            message.error))
             run = self._running(message.execution_id)
             if run is not None:
                 self.spans.task_ended(run.inv.id, message.task_id, message.error)
@@ -212,7 +216,8 @@ class AgentActor(SupervisedActor):
                 self._feed(run, down)
         elif isinstance(message, GetStatus):
             status = self.ledger.status(self.running)
-            self.send(sender, dataclasses.replace(status, ref=message.ref))
+            self.send(sender, dataclasses.replace(status, ref=message.ref,
+                                                  circuits=self.gate.status()))
         elif isinstance(message, GetUnfinished):
             self.send(sender, UnfinishedList(
                 tuple(recoveries.describe(self.ledger, self.unplaced)), ref=message.ref))
@@ -245,6 +250,12 @@ class AgentActor(SupervisedActor):
             self.auto_pending = False
             self._auto_recover()
 
+    def _circuit(self, changes: list[m.CircuitChanged]) -> None:
+        """A breaker opened or closed: every running invocation hears of it."""
+        for change in changes:
+            for run in list(self.running.values()):
+                self._feed(run, change)
+
     def _node_up(self, node_id: str, address: Any) -> None:
         sends = self.pool.node_up(node_id, address)
         for run in self.running.values():
@@ -271,6 +282,7 @@ class AgentActor(SupervisedActor):
             self.spans.task_ended(run.inv.id, task.task_id, error)
             failed.append((run, task))
         for run, task in failed:  # spans first: the first failure cancels its siblings
+            self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
             self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
                                           False, error=error))
 
@@ -475,6 +487,10 @@ class AgentActor(SupervisedActor):
         elif isinstance(cmd, m.Dispatch):
             self.spans.task_started(inv.id, cmd.task_id, cmd.key.node_id, cmd.execution_id,
                                     cmd.key.item)
+            failed = self.gate.refuse(run, cmd)  # an open circuit: a recorded failure
+            if failed is not None:
+                self.spans.task_ended(inv.id, cmd.task_id, failed.error)
+                return failed
             folded = self.ledger.folded_record(inv.id, run.folded, cmd)
             self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
                                                     run.token, folded)))
@@ -500,6 +516,7 @@ class AgentActor(SupervisedActor):
             self.spans.task_ended(inv.id, cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
             reason = p.KillReason.TIMED_OUT if cmd.timed_out else p.KillReason.CANCELLED
+            self.gate.release(cmd.key.node_id, cmd.task_id)
             self._sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
         elif isinstance(cmd, COMMANDS):
             if isinstance(cmd, m.OpenMap):
