@@ -63,11 +63,15 @@ def after_recovery(policy: RetryPolicy | None, error: ErrorInfo, attempt: int,
                    task_id: str, failed_at: float | None, now: float) -> RetryPlan | None:
     """A failed attempt found by ``recover()``: the retry it was waiting for, with
     only what is left of its backoff (``failed_at``: when the failure was recorded).
-    A ``circuit_open`` failure is recorded with the attempt before the refused one."""
+    A ``circuit_open`` failure is recorded with the attempt before the refused one;
+    its retry is due at once: the circuit that refused it is asked again (a
+    restarted agent's starts closed)."""
     refused = error.code == CIRCUIT_OPEN
     found = plan(policy, error, attempt + 1 if refused else attempt, task_id)
     if found is None:
         return None
+    if refused:
+        return RetryPlan(found.attempt, 0.0, found.history, circuit=True)
     left = found.delay if failed_at is None else max(0.0, failed_at + found.delay - now)
     return RetryPlan(found.attempt, min(left, found.delay), found.history, found.circuit)
 
