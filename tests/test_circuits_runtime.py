@@ -4,6 +4,7 @@ what ran is counted in a side-effect file, what was recorded read from the store
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,7 @@ def test_a_retry_waits_for_the_cool_down_without_spending_attempts(
     assert circuit(agent) == ("open", 5)
     waiting = [agent.run(spec, subscriber=hy.CALLER, stream=True) for _ in range(2)]
     for inv in waiting:
-        eventually(lambda inv=inv: refused(agents.data_dir, inv), timeout=30,
+        eventually(partial(refused, agents.data_dir, inv), timeout=30,
                    message="the refusal recorded")
     assert len(effects(log)) == 5, "a node ran although the circuit was open"
     outage.unlink()
