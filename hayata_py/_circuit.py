@@ -80,3 +80,20 @@ class CircuitStatus:
     state: str
     failures: int
     retry_after: float = 0.0
+
+
+def summary(circuits: tuple[CircuitStatus, ...]) -> str:
+    """One line for a listing: ``llm open (5 failures, 12 s left), search closed``."""
+    parts = []
+    for c in circuits:
+        left = f", {c.retry_after:.0f} s left" if c.state == "open" else ""
+        parts.append(f"{c.node_id} {c.state.replace('_', '-')} ({c.failures} failures{left})")
+    return ", ".join(parts) or "-"
+
+
+def as_json(circuits: tuple[CircuitStatus, ...]) -> dict[str, Any]:
+    """The ``circuits`` entry of a JSON listing (nothing for an agent without breakers)."""
+    if not circuits:
+        return {}
+    return {"circuits": [{"node_id": c.node_id, "state": c.state, "failures": c.failures,
+                          "retry_after": round(c.retry_after, 3)} for c in circuits]}

@@ -301,3 +301,14 @@ def test_without_streaming_a_close_still_sends_the_waiting_task() -> None:
     m = running(stream=False)
     m.step(TaskOutcome(EX, A, False, error=refusal()))
     assert short(m.step(CLOSED)) == [("dispatch", "a", 1, True), ("deadline",)]
+
+
+def test_the_listing_of_circuits() -> None:
+    from hayata_py._circuit import as_json, summary
+
+    circuits = (CircuitStatus("llm", "open", 5, 12.4), CircuitStatus("web", "half_open", 1))
+    assert summary(circuits) == "llm open (5 failures, 12 s left), web half-open (1 failures)"
+    assert summary(()) == "-" and as_json(()) == {}
+    assert as_json(circuits) == {"circuits": [
+        {"node_id": "llm", "state": "open", "failures": 5, "retry_after": 12.4},
+        {"node_id": "web", "state": "half_open", "failures": 1, "retry_after": 0.0}]}
