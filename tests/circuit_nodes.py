@@ -27,3 +27,9 @@ def once(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     if ctx.step == 0:
         return hy.Next("llm", ctx.input)
     return hy.Finish(dict(ctx.state))
+
+
+breaker = hy.AgentConfig(
+    id="breaker", nodes={"llm": llm}, decision_policy=once,
+    circuit={"llm": hy.CircuitBreaker(failures=1, window=60, cool_down=600)})
+"""For ``hayata agent start tests.circuit_nodes:breaker``: one failure opens it."""

@@ -174,3 +174,31 @@ def test_a_whole_system_kill_while_a_task_waits_for_the_circuit(tmp_path: Path) 
         record = task_of(data, inv)
         assert record is not None and (record.status, record.attempt) == ("completed", 1)
         assert effects(log)[2:] == [("llm", 1)]
+
+
+@pytest.mark.timeout(120)
+def test_hayata_agent_list_shows_the_circuit(tmp_path: Path) -> None:
+    from tests.test_cli import hayata, ok
+
+    data, outage = tmp_path / "data", tmp_path / "outage"
+    outage.touch()
+    try:
+        ok(data, "system", "start")
+        ok(data, "agent", "start", "tests.circuit_nodes:breaker")
+        (listed,) = [json.loads(line) for line in
+                     ok(data, "agent", "list", "--json").splitlines()]
+        assert listed["circuits"] == [{"node_id": "llm", "state": "closed", "failures": 0,
+                                       "retry_after": 0.0}]
+        spec = json.dumps({"effects": str(tmp_path / "effects"), "outage": str(outage)})
+        failed = hayata(data, "run", "breaker", "--input", spec, "--json")
+        assert json.loads(failed.stdout)["error"]["code"] == "node_failed", failed
+        (listed,) = [json.loads(line) for line in
+                     ok(data, "agent", "list", "--json").splitlines()]
+        (state,) = listed["circuits"]
+        assert (state["state"], state["failures"]) == ("open", 1)
+        assert 0 < state["retry_after"] <= 600
+        refused = hayata(data, "run", "breaker", "--input", spec, "--json")
+        assert json.loads(refused.stdout)["error"]["code"] == "circuit_open", refused
+        assert "llm open (1 failures" in ok(data, "agent", "list")
+    finally:
+        hayata(data, "system", "kill")
