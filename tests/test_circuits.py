@@ -4,9 +4,12 @@ the machine's side (events in its sequence, tasks sent again on a close)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hayata_py as hy
 from hayata_py._actors.circuits import Circuits, Refusal, State
@@ -158,6 +161,56 @@ def drive(steps: list[tuple[Any, ...]]) -> list[Any]:
 ])
 def test_breaker_transitions(steps: list[tuple[Any, ...]], answers: list[Any]) -> None:
     assert drive(steps) == answers
+
+
+operations = st.lists(st.one_of(
+    st.tuples(st.just("at"), st.floats(0.0, 8.0)),
+    st.tuples(st.sampled_from(["admit", "admit", "ok", "fail", "fail", "other", "release"]),
+              st.sampled_from(["t1", "t2", "t3"]))), min_size=20, max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(operations)
+def test_any_interleaving_keeps_the_breaker_consistent(ops: list[tuple[Any, ...]]) -> None:
+    """A close always follows an open (a failed probe opens it again: two opens in
+    a row are fine, two closes never); a refusal never waits
+    longer than the cool-down; at most one task is out as the probe until it
+    reports or its node's timeout passes; while closed nothing is refused."""
+    clock = Clock()
+    c = circuits(clock)
+    changes: list[bool] = []
+    probes: dict[str, float] = {}  # admitted while not closed -> when
+    for kind, value in ops:
+        if kind == "at":
+            clock.now += value
+            continue
+        was = c.breakers["llm"].state
+        if kind == "admit":
+            refusal = c.admit("llm", value)
+            if was is State.CLOSED:
+                assert refusal is None
+            if refusal is not None:
+                assert 0 < refusal.retry_after <= BREAKER.cool_down
+                assert refusal.failures >= 1
+            elif was is not State.CLOSED:
+                live = {t for t, at in probes.items()
+                        if t != value and clock.now < at + PROBE_TIMEOUT}
+                assert not live, (value, live)
+                probes = {value: clock.now}
+        elif kind == "release":
+            c.release("llm", value)
+            probes.pop(value, None)
+        else:
+            code = {"ok": None, "fail": "node_failed", "other": "invalid_node_result"}[kind]
+            for change in c.outcome("llm", value, kind == "ok", code):
+                changes.append(change.opened)
+                probes.clear()
+            if value in probes and c.breakers["llm"].probe != value:
+                probes.pop(value)
+    assert not any(not a and not b for a, b in pairwise(changes))
+    assert not changes or changes[0] is True
+    (status,) = c.status()
+    assert status.state in ("closed", "open", "half_open") and status.retry_after >= 0
 
 
 def test_a_node_without_a_breaker_is_always_let_through() -> None:

@@ -15,7 +15,7 @@ from hayata_py.store import TaskRecord, open_store
 from tests.helpers import collect, eventually
 from tests.hitl_nodes import effects
 
-COOL = 3.0
+COOL = 4.0
 """Seconds a circuit stays open: long enough for a run started right after the
 circuit opened to meet it open, on a loaded machine too."""
 ON_TRANSIENT = ("tests.hitl_nodes:Transient",)
