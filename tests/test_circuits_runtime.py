@@ -198,7 +198,13 @@ def test_hayata_agent_list_shows_the_circuit(tmp_path: Path) -> None:
         assert (state["state"], state["failures"]) == ("open", 1)
         assert 0 < state["retry_after"] <= 600
         refused = hayata(data, "run", "breaker", "--input", spec, "--json")
-        assert json.loads(refused.stdout)["error"]["code"] == "circuit_open", refused
+        answer = json.loads(refused.stdout)
+        assert answer["error"]["code"] == "circuit_open", refused
         assert "llm open (1 failures" in ok(data, "agent", "list")
+        (task,) = [json.loads(line) for line in ok(
+            data, "tasks", "breaker", "--invocation", answer["invocation_id"],
+            "--json").splitlines()]
+        assert (task["status"], task["attempt"], task["error"]["code"]) == (
+            "failed", 0, "circuit_open")
     finally:
         hayata(data, "system", "kill")
