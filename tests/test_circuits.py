@@ -365,3 +365,37 @@ def test_the_listing_of_circuits() -> None:
     assert as_json(circuits) == {"circuits": [
         {"node_id": "llm", "state": "open", "failures": 5, "retry_after": 12.4},
         {"node_id": "web", "state": "half_open", "failures": 1, "retry_after": 0.0}]}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["refuse", "due", "open", "close"]), max_size=40))
+def test_refusals_in_any_order_never_spend_an_attempt(ops: list[str]) -> None:
+    """However refusals, retry timers and circuit changes interleave, the task is
+    sent again as attempt 1 and never fails; its success ends the step."""
+    m = running(retry={"a": hy.RetryPolicy(max_attempts=1)})  # not even one retry
+    log: list[Command] = []
+    out = True  # the task is on an edge (a refusal can only answer a send)
+    for op in ops:
+        if op == "refuse" and out:
+            cmds = m.step(TaskOutcome(EX, A, False, error=refusal()))
+        elif op == "due":
+            cmds = m.step(RetryDue(EX, A))
+        elif op in ("open", "close"):
+            cmds = m.step(OPENED if op == "open" else CLOSED)
+        else:
+            continue
+        log += cmds
+        if any(isinstance(c, ScheduleRetry) for c in cmds):
+            out = False
+        if any(isinstance(c, Dispatch) for c in cmds):
+            out = True
+    if not out:
+        log += m.step(RetryDue(EX, A))
+    log += m.step(TaskOutcome(EX, A, True, {"a": 1}))
+    assert all(c.attempt == 1 and c.retry for c in log if isinstance(c, Dispatch))
+    assert not any(isinstance(c, RecordResult) for c in log)
+    emits = [c for c in log if isinstance(c, Emit)]
+    assert [e.sequence for e in emits] == list(range(emits[0].sequence,
+                                                     emits[0].sequence + len(emits)))
+    assert emits[-1].type == "node_completed"
+    assert m.execution is None and m.step_no == 1
