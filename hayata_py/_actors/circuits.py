@@ -152,8 +152,9 @@ class Circuits:
                 continue
             left = breaker.opened_at + breaker.setting.cool_down - now
             open_now = breaker.state is State.OPEN and left > 0
+            left = min(max(0.0, left), breaker.setting.cool_down) if open_now else 0.0
             out.append(CircuitStatus(node_id, "open" if open_now else "half_open",
-                                     breaker.opened_by, max(0.0, left) if open_now else 0.0))
+                                     breaker.opened_by, left))
         return tuple(out)
 
     # -- helpers ----------------------------------------------------------------------
@@ -172,5 +173,6 @@ class Circuits:
 
     @staticmethod
     def _refusal(node_id: str, breaker: Breaker, left: float) -> Refusal:
-        return Refusal(node_id, left, breaker.opened_by, breaker.setting.cool_down,
+        cool_down = breaker.setting.cool_down  # (t + c) - t may exceed c by a rounding
+        return Refusal(node_id, min(left, cool_down), breaker.opened_by, cool_down,
                        breaker.state)
