@@ -29,6 +29,13 @@ def once(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     return hy.Finish(dict(ctx.state))
 
 
+def mapped(ctx: hy.PolicyContext) -> hy.Map | hy.Finish:
+    """Call ``llm`` once per item of ``input["items"]`` (a map step), then finish."""
+    if ctx.step == 0:
+        return hy.Map("llm", ctx.input["items"])
+    return hy.Finish({"results": ctx.parallel_results})
+
+
 breaker = hy.AgentConfig(
     id="breaker", nodes={"llm": llm}, decision_policy=once,
     circuit={"llm": hy.CircuitBreaker(failures=1, window=60, cool_down=600)})

@@ -142,6 +142,35 @@ def test_a_retry_waits_for_the_cool_down_without_spending_attempts(
     assert circuit(agent) == ("closed", 0)
 
 
+def test_a_map_steps_items_wait_for_the_circuit_and_run_once_each(
+        agents: hy.AgentSystem, tmp_path: Path) -> None:
+    log, outage = tmp_path / "effects", tmp_path / "outage"
+    outage.touch()
+    agent = agents.start_agent(config(
+        decision_policy="tests.circuit_nodes:mapped", map_concurrency=3,
+        retry={"llm": hy.RetryPolicy(max_attempts=1)},  # no retry of a real failure
+        circuit={"llm": hy.CircuitBreaker(failures=1, window=60, cool_down=COOL)}))
+    item = {"effects": str(log), "outage": str(outage)}
+    first = agent.wait(agent.run({"items": [item]}), 60)
+    assert first.error is not None and first.error.code == "node_failed"
+    assert circuit(agent) == ("open", 1)
+    outage.unlink()
+    inv = agent.run({"items": [item] * 3}, subscriber=hy.CALLER, stream=True)
+    events, result = collect(agent, inv)
+    assert result.ok, result.error
+    assert [r["answer"] for r in result.result["results"]] == ["ok-1"] * 3
+    assert gap_free(events)
+    retrying = [e.data for e in events if e.type == "node_retrying"]
+    assert all(d["error"]["code"] == "circuit_open" and d["attempt"] == 1 for d in retrying)
+    assert len({d["item"] for d in retrying}) >= 2  # at most one went as the probe at once
+    assert effects(log) == [("llm", 1)] * 4  # the first run's item, then each item once
+    with open_store(f"sqlite:///{agents.data_dir / 'hayata.db'}") as store:
+        tasks = store.get_tasks(inv)
+    assert sorted((t.branch_index, t.status, t.attempt) for t in tasks) == [
+        (i, "completed", 1) for i in range(3)]
+    assert circuit(agent) == ("closed", 0)
+
+
 def test_a_whole_system_kill_while_a_task_waits_for_the_circuit(tmp_path: Path) -> None:
     """The refusal is a recorded failure: recovery retries it (not an attempt) and
     the node runs once; the restarted agent's breaker starts closed."""
