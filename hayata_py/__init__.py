@@ -8,6 +8,7 @@ invocations with :meth:`AgentRef.run`; from an event loop, the same with
 from hayata_py._api import AgentSystem
 from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
 from hayata_py._cache import CacheKeyContext, CachePolicy
+from hayata_py._circuit import CircuitBreaker
 from hayata_py._config import AgentConfig, Liveness
 from hayata_py._errors import (
     AgentAlreadyStarted,
@@ -58,6 +59,7 @@ __all__ = [
     "AsyncAgentSystem",
     "CacheKeyContext",
     "CachePolicy",
+    "CircuitBreaker",
     "ConfigError",
     "CorruptRecord",
     "EncodingError",

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from hayata_py._cache import CachePolicy, validate_cache
 from hayata_py._callables import callable_path, exception_path, resolve_callable
+from hayata_py._circuit import CircuitBreaker, checked
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError
 from hayata_py._policy import RetryPolicy
@@ -91,6 +92,9 @@ class AgentConfig:
     - ``cache``: node id -> :class:`CachePolicy`: that node's completed results
       are kept in the store and reused for tasks with the same key
       (docs/guide/caching.md). Needs a store (a data_dir or store_url).
+    - ``circuit``: node id -> :class:`CircuitBreaker`: after that many failures of
+      the node within its window its tasks fail at once (``circuit_open``)
+      until a probe after the cool-down succeeds (docs/guide/circuit-breakers.md).
     """
 
     id: str
@@ -115,6 +119,7 @@ class AgentConfig:
     edge_idle_timeout: float = 60.0
     auto_recover: bool = False
     cache: Mapping[str, CachePolicy] = field(default_factory=dict)
+    circuit: Mapping[str, CircuitBreaker] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,8 @@ class AgentSpec:
     """Recover unfinished invocations without an uncertain task when the agent starts."""
     cache: dict[str, CachePolicy] = field(default_factory=dict)
     """Node id -> its cache policy (``key`` an import path or None)."""
+    circuit: dict[str, CircuitBreaker] = field(default_factory=dict)
+    """Node id -> its circuit breaker (nodes without one are always let through)."""
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -254,7 +261,10 @@ def validate_config(config: Any) -> AgentSpec:
                      node_timeouts=node_timeouts, retry=_retries(config, nodes),
                      pause_before=_known(config.pause_before, "pause_before", nodes),
                      pause_after=_known(config.pause_after, "pause_after", nodes),
-                     cache=validate_cache(config.cache, nodes), **_service(config, nodes))
+                     cache=validate_cache(config.cache, nodes),
+                     circuit=_per_node(config.circuit, "circuit", "hy.CircuitBreaker", nodes,
+                                       checked),
+                     **_service(config, nodes))
 
 
 def _positive_int(value: Any, field_name: str, high: int, what: str) -> int:

@@ -53,12 +53,18 @@ CACHE: Event = ("hayata", "cache")
 "cache", "hit")`` (it completes from the store, its node does not run) or
 ``("hayata", "cache", "miss")``; ``measurements`` ``{"count": 1}``, ``metadata``
 ``agent_id``, ``node_id``, ``invocation_id``, ``task_id``."""
+CIRCUIT_OPENED: Event = ("hayata", "circuit", "opened")
+"""A node's circuit breaker opened (``measurements``: ``failures``, ``cool_down``;
+``metadata``: ``agent_id``, ``node_id``)."""
+CIRCUIT_CLOSED: Event = ("hayata", "circuit", "closed")
+"""A node's circuit breaker closed: its probe succeeded (the same keys)."""
 
 EVENTS: frozenset[Event] = frozenset(
     [(*prefix, suffix) for prefix in (AGENT_INVOCATION, NODE_EXECUTION, EDGE)
      for suffix in ("start", "stop", "exception")]
     + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY, AUTO_RECOVERY,
-       (*CACHE, "hit"), (*CACHE, "miss")]
+       (*CACHE, "hit"), (*CACHE, "miss"),
+       CIRCUIT_OPENED, CIRCUIT_CLOSED]
 )
 """Every event the runtime emits."""
 

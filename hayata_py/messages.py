@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hayata_py._circuit import CircuitStatus
 from hayata_py._errors import ErrorInfo
 
 
@@ -173,7 +174,7 @@ class AgentStatus:
     ``max_invocations=1`` ``status`` and ``invocation_id`` are as they always
     were; with more, ``status`` is ``running`` or ``idle`` (unfinished
     invocations do not block new runs) and ``invocation_id`` the oldest
-    running one."""
+    running one. ``circuits``: each circuit breaker's state (node id order)."""
 
     agent_id: str
     status: str
@@ -184,6 +185,7 @@ class AgentStatus:
     paused: int = 0
     unfinished: int = 0
     max_invocations: int = 1
+    circuits: tuple[CircuitStatus, ...] = ()
 
 
 @dataclass(frozen=True)

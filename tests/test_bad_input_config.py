@@ -89,6 +89,10 @@ field_values: dict[str, st.SearchStrategy[Any]] = {
         anything),
     "edge_idle_timeout": st.one_of(st.floats(), st.integers(), anything),
     "auto_recover": st.one_of(st.booleans(), anything),
+    "circuit": st.one_of(
+        st.dictionaries(st.sampled_from(["mock", "other", "x"]),
+                        st.one_of(st.just(hy.CircuitBreaker()), anything), max_size=2),
+        anything),
     "node_timeouts": st.one_of(
         st.dictionaries(st.sampled_from(["mock", "other", "x"]),
                         st.one_of(st.floats(), st.integers(), anything), max_size=2),
@@ -130,6 +134,8 @@ def _check_spec(spec: AgentSpec) -> None:
     assert all(n == 1 for n in spec.edge_concurrency.values())  # NODES has no async node
     assert spec.edge_idle_timeout > 0 and isinstance(spec.auto_recover, bool)
     assert set(spec.retry) <= set(spec.nodes)
+    assert set(spec.circuit) <= set(spec.nodes)
+    assert all(isinstance(b, hy.CircuitBreaker) for b in spec.circuit.values())
     assert all(isinstance(p, str) for policy in spec.retry.values() for p in policy.retry_on)
     assert all(0 < t <= 365 * 24 * 3600 for t in spec.node_timeouts.values())
     assert set(spec.cache) <= set(spec.nodes)
@@ -151,6 +157,14 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
         assert field.split("[", 1)[0] in changed, (field, changed)
         return
     _check_spec(spec)
+
+
+def _forged(**fields: Any) -> hy.CircuitBreaker:
+    """A CircuitBreaker whose fields were changed after it was checked."""
+    breaker = hy.CircuitBreaker()
+    for name, value in fields.items():
+        object.__setattr__(breaker, name, value)
+    return breaker
 
 
 @pytest.mark.parametrize(
@@ -210,6 +224,13 @@ def test_any_config_is_accepted_or_refused_naming_a_field(
          "cache['mock'].key", "not found"),
         ({"cache": {"mock": hy.CachePolicy(60, key="no_colon")}}, "cache['mock'].key",
          "is not 'package.module:function'"),
+        ({"circuit": {"nope": hy.CircuitBreaker()}}, "circuit", "unknown node id 'nope'"),
+        ({"circuit": {"mock": {"failures": 5}}}, "circuit['mock']", "hy.CircuitBreaker"),
+        ({"circuit": [("mock", hy.CircuitBreaker())]}, "circuit", "mapping"),
+        ({"circuit": {"mock": _forged(failures=0)}}, "circuit['mock'].failures",
+         "positive int"),
+        ({"circuit": {"mock": _forged(cool_down=float("nan"))}},
+         "circuit['mock'].cool_down", "positive finite"),
     ],
 )
 def test_regressions_name_the_field(overrides: dict[str, Any], field: str, why: str) -> None:

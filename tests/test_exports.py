@@ -20,7 +20,8 @@ def test_hayata_exports() -> None:
     assert set(hayata_py.__all__) == {
         "CALLER", "AgentAlreadyStarted", "AgentConfig", "AgentEvent", "AgentNotFound",
         "AgentRef", "AgentResult", "AgentStatus", "AgentSystem", "AsyncAgentRef",
-        "AsyncAgentSystem", "CacheKeyContext", "CachePolicy", "ConfigError",
+        "AsyncAgentSystem", "CacheKeyContext", "CachePolicy", "CircuitBreaker",
+        "ConfigError",
         "CorruptRecord", "EncodingError", "ErrorInfo", "Finish", "GetResult", "GetStatus",
         "HayataError", "InvalidPartialResult", "InvocationBusy", "Liveness", "Map", "Next",
         "NodeContext", "Pause", "PolicyContext", "ReadOnlyStorage", "RecoveryRejected",
@@ -82,10 +83,11 @@ def test_the_invocation_core_is_pure() -> None:
 
     root = Path(hayata_py.__file__).parent
     leaves = {"hayata_py._errors", "hayata_py._policy", "hayata_py._codec",
-              "hayata_py.store._records"}
+              "hayata_py.store._records", "hayata_py._circuit"}
     files = sorted((root / "_invocation").glob("*.py"))
     files += [root / "_errors.py", root / "_policy.py", root / "_codec.py",
-              root / "store" / "_records.py"]
+              root / "store" / "_records.py", root / "_circuit.py",
+              root / "_actors" / "circuits.py"]
     def allowed(name: str) -> bool:
         top = name.split(".")[0]
         return (name.startswith("hayata_py._invocation") or name in leaves

@@ -18,6 +18,7 @@ from hayata_py._invocation import (
     CallPolicy,
     CancelTask,
     CheckpointSaved,
+    CircuitChanged,
     Command,
     DeadlinePassed,
     Dispatch,
@@ -365,7 +366,9 @@ def test_any_interleaving_ends_once_in_order(plan: list[list[str]], stream: bool
         noise = [NodeDown(data.draw(st.sampled_from(sorted(NODES))),
                           data.draw(st.sampled_from(list(DownCause)))),
                  DeadlinePassed(data.draw(st.sampled_from(["inv:0", "inv:1", "inv:9"]))),
-                 LeaseLost(), Stop(data.draw(st.sampled_from(list(StopKind))))]
+                 LeaseLost(), Stop(data.draw(st.sampled_from(list(StopKind)))),
+                 CircuitChanged(data.draw(st.sampled_from(sorted(NODES))),
+                                data.draw(st.booleans()), 5, 30.0)]
         if not outbox and m.ended:
             break
         if outbox and data.draw(st.integers(0, 9), label="deliver or noise") < 8:

@@ -48,6 +48,7 @@ def test_known_events_are_hayatas() -> None:
     expected |= {("hayata", "reducer", "start"), ("hayata", "reducer", "stop")}
     expected |= {("hayata", "node", "retry"), ("hayata", "agent", "auto_recovery")}
     expected |= {("hayata", "cache", "hit"), ("hayata", "cache", "miss")}
+    expected |= {("hayata", "circuit", "opened"), ("hayata", "circuit", "closed")}
     assert expected == telemetry.EVENTS
 
 

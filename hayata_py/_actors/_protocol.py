@@ -40,6 +40,8 @@ class RunTask:
     checkpoint: InvocationRecord | None = None
     history: tuple[str, ...] = ()
     """Error types of the attempts before this one (non-empty: a retry)."""
+    retry: bool = False
+    """This attempt follows the task's recorded failure (its failed row exists)."""
     retry_on: tuple[str, ...] = ()
     """Exception classes (``module:Class``) that make a failure retryable."""
     thread: str | None = None

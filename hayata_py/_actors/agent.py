@@ -36,6 +36,7 @@ from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.admission import Admission
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
+from hayata_py._actors.circuit_gate import CircuitGate
 from hayata_py._actors.edges import EdgePool, edge_died, run_task
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
@@ -76,6 +77,7 @@ class AgentActor(Admission, SupervisedActor):
         self.pool = EdgePool(spec)
         self.ledger = Ledger(spec, self.log, self.send)
         self.cache = NodeCache(spec, self.ledger, self.log)
+        self.gate = CircuitGate(spec, self.ledger, self.log)  # the circuit breakers
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
                              map_concurrency=spec.map_concurrency, reduce_check=import_problem,
@@ -124,6 +126,8 @@ class AgentActor(Admission, SupervisedActor):
         elif isinstance(message, p.Outcome):
             self._sends(self.pool.done(message.task_id))
             self.cache.completed(message)
+            self._circuit(self.gate.outcome(message.node_id, message.task_id, message.ok,
+                                            message.error))
             run = self._running(message.execution_id)
             if run is not None:
                 self.spans.task_ended(run.inv.id, message.task_id, message.error)
@@ -167,7 +171,8 @@ class AgentActor(Admission, SupervisedActor):
                 self._feed(run, down)
         elif isinstance(message, GetStatus):
             status = self.ledger.status(self.running)
-            self.send(sender, dataclasses.replace(status, ref=message.ref))
+            self.send(sender, dataclasses.replace(status, ref=message.ref,
+                                                  circuits=self.gate.status()))
         elif isinstance(message, GetUnfinished):
             self.send(sender, UnfinishedList(
                 tuple(recoveries.describe(self.ledger, self.unplaced)), ref=message.ref))
@@ -200,6 +205,12 @@ class AgentActor(Admission, SupervisedActor):
             self.auto_pending = False
             self._auto_recover()
 
+    def _circuit(self, changes: list[m.CircuitChanged]) -> None:
+        """A breaker opened or closed: every running invocation hears of it."""
+        for change in changes:
+            for run in list(self.running.values()):
+                self._feed(run, change)
+
     def _node_up(self, node_id: str, address: Any) -> None:
         sends = self.pool.node_up(node_id, address)
         for run in self.running.values():
@@ -226,6 +237,7 @@ class AgentActor(Admission, SupervisedActor):
             self.spans.task_ended(run.inv.id, task.task_id, error)
             failed.append((run, task))
         for run, task in failed:  # spans first: the first failure cancels its siblings
+            self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
             self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
                                           False, error=error))
 
@@ -252,10 +264,13 @@ class AgentActor(Admission, SupervisedActor):
             self.spans.task_started(inv.id, cmd.task_id, cmd.key.node_id, cmd.execution_id,
                                     cmd.key.item)
             folded = self.ledger.folded_record(inv.id, run.folded, cmd)
-            cached = self.cache.lookup(inv.id, run.token, cmd, folded)
-            if cached is not None:  # recorded from the cache: no edge runs it
-                self.spans.task_ended(inv.id, cmd.task_id, cached.error)
-                return cached
+            # A cached result first (the node is not called, so no circuit applies),
+            # then an open circuit (a recorded failure): neither reaches an edge.
+            done = self.cache.lookup(inv.id, run.token, cmd, folded) \
+                or self.gate.refuse(run, cmd)
+            if done is not None:
+                self.spans.task_ended(inv.id, cmd.task_id, done.error)
+                return done
             self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
                                                     run.token, folded)))
         elif isinstance(cmd, m.CallPolicy):
@@ -280,6 +295,7 @@ class AgentActor(Admission, SupervisedActor):
             self.spans.task_ended(inv.id, cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
             reason = p.KillReason.TIMED_OUT if cmd.timed_out else p.KillReason.CANCELLED
+            self.gate.release(cmd.key.node_id, cmd.task_id)
             self._sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
         elif isinstance(cmd, COMMANDS):
             if isinstance(cmd, m.OpenMap):

@@ -337,7 +337,7 @@ class EdgeActor(SupervisedActor):
             writer_for(execute.store_url).mark_started(
                 execute.task_id, token=execute.token, system_instance=execute.instance,
                 attempt=execute.attempt, task=task, checkpoint=execute.checkpoint,
-                retry=bool(execute.history))
+                retry=execute.retry or bool(execute.history))
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             exc = as_store_error(raw)
             self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)

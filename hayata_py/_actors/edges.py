@@ -319,7 +319,7 @@ def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
         agent, inv.stream, idempotency_key=cmd.task_id, step=cmd.step,
         branch_index=cmd.branch_index, item=cmd.key.item, token=token,
         attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
-        agent_id=spec.id, checkpoint=checkpoint, history=cmd.history,
+        agent_id=spec.id, checkpoint=checkpoint, history=cmd.history, retry=cmd.retry,
         retry_on=policy.retry_on if policy else (),  # type: ignore[arg-type]
         thread=inv.thread)
 

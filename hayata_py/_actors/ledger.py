@@ -380,9 +380,9 @@ class Ledger:
             self.refresh()
         idempotent = tuple(sorted(self.spec.idempotent_nodes))
         held = self.paused()
-        counts = {"running": len(running), "paused": len(held),
-                  "unfinished": len(self.unfinished),
-                  "max_invocations": self.spec.max_invocations}
+        counts: dict[str, Any] = {"running": len(running), "paused": len(held),
+                                  "unfinished": len(self.unfinished),
+                                  "max_invocations": self.spec.max_invocations}
         if self.single and self.unfinished:
             first = next(iter(self.unfinished))
             return AgentStatus(self.spec.id, "paused" if held else "recovery_required",

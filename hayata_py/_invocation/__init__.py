@@ -23,6 +23,7 @@ from hayata_py._invocation.commands import (
 from hayata_py._invocation.events import (
     Begin,
     CheckpointSaved,
+    CircuitChanged,
     DeadlinePassed,
     DownCause,
     Event,
@@ -54,6 +55,7 @@ __all__ = [
     "CancelTask",
     "Checkpoint",
     "CheckpointSaved",
+    "CircuitChanged",
     "CloseMap",
     "Collect",
     "Command",

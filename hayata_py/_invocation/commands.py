@@ -73,6 +73,9 @@ class Dispatch:
     attempt: int = 1
     history: tuple[str, ...] = ()
     """Error types of the attempts before this one (non-empty: a retry)."""
+    retry: bool = False
+    """This attempt follows the task's recorded failure (a retry, also of a task
+    that an open circuit refused before it ever ran: ``history`` empty)."""
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,20 @@ class RetryDue:
 
 
 @dataclass(frozen=True)
+class CircuitChanged:
+    """The agent's breaker of ``node_id`` opened (``failures`` recorded failures
+    opened it; it stays open ``cool_down`` seconds) or closed (its probe
+    succeeded). Fed to every running invocation: one with a task of the node
+    pending is affected (it emits ``circuit_opened``/``circuit_closed``, and on
+    a close sends at once the tasks that wait for the circuit)."""
+
+    node_id: str
+    opened: bool
+    failures: int
+    cool_down: float
+
+
+@dataclass(frozen=True)
 class LeaseLost:
     """Renewing the lease was refused: another system owns the invocation."""
 
@@ -210,4 +224,4 @@ class ReducerLost:
 
 Event = (Begin | Resume | PolicyAnswered | PolicyRaised | CheckpointSaved | WriteRefused
          | ResultRecorded | TaskOutcome | PartialResult | NodeDown | DeadlinePassed | LeaseLost
-         | Stop | Reduced | ReducerLost | RetryDue | PauseRecorded)
+         | Stop | Reduced | ReducerLost | RetryDue | PauseRecorded | CircuitChanged)

@@ -39,7 +39,7 @@ class Machine(Protocol):
         ...
 
     def _send(self, ex: Execution, runs: Iterable[tuple[str, int]],
-              history: tuple[str, ...] = ()) -> list[Command]:
+              history: tuple[str, ...] = (), retry: bool = False) -> list[Command]:
         """Dispatch ``runs`` (node, attempt) of a step that is not a map."""
         ...
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation import mapping, pause, retry
 from hayata_py._invocation.commands import Command, End, RecordPause, ScheduleRetry
-from hayata_py._invocation.events import RetryDue, TaskKey
+from hayata_py._invocation.events import CircuitChanged, RetryDue, TaskKey
 from hayata_py._invocation.glue import Machine
 from hayata_py._invocation.state import Execution, Phase, Task
 from hayata_py.store._records import task_id_for
@@ -71,8 +71,26 @@ def on_retry_due(inv: Machine, due: RetryDue) -> list[Command]:
     if found is None or plan is None:
         return []
     if found[0].map is not None:
-        return mapping.resend(inv, found[0], due.key, plan.attempt, plan.history)
-    return inv._send(found[0], [(due.key.node_id, plan.attempt)], plan.history)
+        return mapping.resend(inv, found[0], due.key, plan.attempt, plan.history, retry=True)
+    return inv._send(found[0], [(due.key.node_id, plan.attempt)], plan.history, retry=True)
+
+
+def on_circuit(inv: Machine, change: CircuitChanged) -> list[Command]:
+    """The agent's breaker of a node opened or closed. An invocation with a task of
+    that node pending is affected: it says so (``circuit_opened``/``circuit_closed``)
+    and, on a close, sends at once its tasks that wait for the circuit."""
+    ex = inv.execution
+    keys = [] if ex is None else [k for k in ex.pending if k.node_id == change.node_id]
+    if ex is None or not keys:
+        return []
+    out = inv._emit("circuit_opened" if change.opened else "circuit_closed",
+                    {"node_id": change.node_id, "failures": change.failures,
+                     "cool_down": change.cool_down})
+    for key in keys if not change.opened else ():
+        plan = ex.pending[key].retry
+        if plan is not None and plan.circuit:
+            out += on_retry_due(inv, RetryDue(ex.id, key))
+    return out
 
 
 def start_pause(inv: Machine, held: pause.Hold) -> list[Command]:

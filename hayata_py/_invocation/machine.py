@@ -51,6 +51,7 @@ from hayata_py._invocation.commands import (
 from hayata_py._invocation.events import (
     Begin,
     CheckpointSaved,
+    CircuitChanged,
     DeadlinePassed,
     DownCause,
     Event,
@@ -138,6 +139,8 @@ class Invocation:
             return self._on_deadline(event)
         if isinstance(event, RetryDue) and phase is Phase.RUNNING:
             return holding.on_retry_due(self, event)
+        if isinstance(event, CircuitChanged) and phase is Phase.RUNNING:
+            return holding.on_circuit(self, event)
         if isinstance(event, (Reduced, ReducerLost)) and phase is Phase.RUNNING:
             done = mapping.on_reduced(self, event)
             return [] if done is None else done or self._step_done(self.execution)
@@ -245,17 +248,17 @@ class Invocation:
         return self._send(ex, [(n, 1) for n in ex.nodes])
 
     def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]],
-              history: tuple[str, ...] = ()) -> list[Command]:
+              history: tuple[str, ...] = (), retry: bool = False) -> list[Command]:
         out: list[Command] = []
         for node_id, attempt in runs:
             key = TaskKey(node_id)
             task = _Task(key, task_id_for(self.id, self.step_no, node_id), attempt=attempt)
             ex.pending[key] = task
             out += self._emit("node_started", {"node_id": node_id, "execution_id": ex.id}
-                              | ({"attempt": attempt} if history else {}))
+                              | ({"attempt": attempt} if retry else {}))
             out.append(Dispatch(ex.id, key, task.task_id, self.step_no,
                                 ex.nodes.index(node_id), ex.input, dict(self.state), attempt,
-                                history))
+                                history, retry))
             out.append(ArmDeadline(ex.id, self.rules.timeout_for(node_id), key))
         return out
 

@@ -62,16 +62,17 @@ def _fill(inv: Machine, ex: Execution, run: MapRun) -> list[Command]:
 
 
 def resend(inv: Machine, ex: Execution, key: TaskKey, attempt: int,
-           history: tuple[str, ...] = ()) -> list[Command]:
-    """Send item ``key.item`` (attempt ``attempt``; ``history``: a retry's earlier errors)."""
+           history: tuple[str, ...] = (), retry: bool = False) -> list[Command]:
+    """Send item ``key.item`` (attempt ``attempt``; ``history``: a retry's earlier errors;
+    ``retry``: it follows the item's recorded failure)."""
     run = ex.map
     assert run is not None and key.item is not None
     ex.pending[key] = Task(key, run.task_ids[key.item], attempt=attempt)
     out = inv._emit("node_started", {"node_id": run.node_id, "execution_id": ex.id,
-                                     "item": key.item} | ({"attempt": attempt} if history
+                                     "item": key.item} | ({"attempt": attempt} if retry
                                                           else {}))
     out.append(Dispatch(ex.id, key, run.task_ids[key.item], inv.step_no, key.item,
-                        run.items[key.item], dict(inv.state), attempt, history))
+                        run.items[key.item], dict(inv.state), attempt, history, retry))
     return out
 
 

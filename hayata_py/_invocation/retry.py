@@ -7,12 +7,19 @@ in ``details["retryable"]``) and the edge recorded the failure. Anything else
 write) is final. The backoff's due time is the recorded failure time plus
 :meth:`RetryPolicy.delay`, which depends only on the policy, the task id and
 the attempt: a recovery finds the same due time without any extra record.
+
+A task refused by an open circuit (``circuit_open``, recorded as failed
+before it ever ran) is not an attempt: a node with a retry policy waits for
+the circuit's cool-down (``details["retry_after"]``) and then sends the same
+attempt, however many attempts its policy allows.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from hayata_py._circuit import CIRCUIT_OPEN
 from hayata_py._errors import ErrorInfo
 from hayata_py._policy import RetryPolicy
 
@@ -25,6 +32,8 @@ class RetryPlan:
     attempt: int
     delay: float
     history: tuple[str, ...]
+    circuit: bool = False
+    """It waits for an open circuit (not for a backoff): a close sends it at once."""
 
 
 def retryable(error: ErrorInfo) -> bool:
@@ -43,6 +52,8 @@ def history_of(error: ErrorInfo) -> tuple[str, ...]:
 def plan(policy: RetryPolicy | None, error: ErrorInfo, attempt: int, task_id: str
          ) -> RetryPlan | None:
     """What follows failed attempt ``attempt`` of ``task_id``: a retry, or None (final)."""
+    if policy is not None and error.code == CIRCUIT_OPEN:
+        return RetryPlan(attempt, circuit_wait(error), history_of(error), circuit=True)
     if policy is None or not retryable(error) or attempt >= policy.max_attempts:
         return None
     return RetryPlan(attempt + 1, policy.delay(attempt, task_id), history_of(error))
@@ -51,10 +62,24 @@ def plan(policy: RetryPolicy | None, error: ErrorInfo, attempt: int, task_id: st
 def after_recovery(policy: RetryPolicy | None, error: ErrorInfo, attempt: int,
                    task_id: str, failed_at: float | None, now: float) -> RetryPlan | None:
     """A failed attempt found by ``recover()``: the retry it was waiting for, with
-    only what is left of its backoff (``failed_at``: when the failure was recorded)."""
-    found = plan(policy, error, attempt, task_id)
+    only what is left of its backoff (``failed_at``: when the failure was recorded).
+    A ``circuit_open`` failure is recorded with the attempt before the refused one;
+    its retry is due at once: the circuit that refused it is asked again (a
+    restarted agent's starts closed)."""
+    refused = error.code == CIRCUIT_OPEN
+    found = plan(policy, error, attempt + 1 if refused else attempt, task_id)
     if found is None:
         return None
+    if refused:
+        return RetryPlan(found.attempt, 0.0, found.history, circuit=True)
     left = found.delay if failed_at is None else max(0.0, failed_at + found.delay - now)
-    return RetryPlan(found.attempt, min(left, found.delay), found.history)
+    return RetryPlan(found.attempt, min(left, found.delay), found.history, found.circuit)
+
+
+def circuit_wait(error: ErrorInfo) -> float:
+    """Seconds a ``circuit_open`` failure says to wait (its circuit's cool-down left)."""
+    wait = error.details.get("retry_after")
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not math.isfinite(wait):
+        return 0.0
+    return max(0.0, float(wait))
 

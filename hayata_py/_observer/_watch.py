@@ -26,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from hayata_py._circuit import summary
 from hayata_py._errors import HayataError
 from hayata_py._observer import _model
 from hayata_py._observer._hub import Hub, Message
@@ -94,17 +95,20 @@ class Source:
 
     def _agent(self, agent_id: str) -> dict[str, Any]:
         counts: dict[str, int] = {}
+        circuits = "-"
         try:
             status = self.ref(agent_id).status_info()
             state, current = status.status, status.invocation_id
             counts = {"running": status.running, "paused": status.paused,
                       "unfinished": status.unfinished,
                       "max_invocations": status.max_invocations}
+            circuits = summary(status.circuits)
         except HayataError as exc:
             state, current = f"unreachable ({exc.code})", None
         records = self.system.store.list_invocations(agent_id, limit=INVOCATIONS_SHOWN)
         unfinished = next((r.invocation_id for r in records if r.status == "running"), None)
         return {"id": agent_id, "status": state, "invocation_id": current, "counts": counts,
+                "circuits": circuits,
                 "invocations": [_model.invocation_row(r) for r in records],
                 "cli": _model.agent_commands(agent_id, current or unfinished, self.hint)}
 

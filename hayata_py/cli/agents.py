@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from hayata_py import _circuit
 from hayata_py._config import AgentConfig
 from hayata_py._errors import ConfigError, HayataError
 from hayata_py._present import dumps
@@ -98,13 +99,13 @@ def stop(agent_id: str, data_dir: Path) -> None:
 def list_agents(data_dir: Path, as_json: bool) -> None:
     """List agents: id, status, current invocation, a paused invocation's payload,
     and the counts of invocations running, paused and unfinished (of at most
-    MAX running at once)."""
+    MAX running at once), and each circuit breaker's state."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     system, record = connect(data_dir)
-    rows: list[tuple[str, str, str | None, Any, dict[str, int]]] = []
+    rows: list[tuple[str, str, str | None, Any, dict[str, int], Any]] = []
     for agent_id in system.agents():
         try:
             status = system.agent(agent_id).status_info()
@@ -113,24 +114,26 @@ def list_agents(data_dir: Path, as_json: bool) -> None:
                       "max_invocations": status.max_invocations}
             rows.append((agent_id, status.status, status.invocation_id,
                          _payload(record.store_url, status.invocation_id)
-                         if status.status == "paused" else None, counts))
+                         if status.status == "paused" else None, counts, status.circuits))
         except HayataError as exc:
-            rows.append((agent_id, f"unreachable ({exc.code})", None, None, {}))
+            rows.append((agent_id, f"unreachable ({exc.code})", None, None, {}, ()))
     if as_json:
-        for agent_id, state, invocation, paused, counts in rows:
+        for agent_id, state, invocation, paused, counts, circuits in rows:
             click.echo(json.dumps({"id": agent_id, "status": state, "invocation": invocation,
                                    "invocations": counts}
-                                  | ({"paused": paused} if paused is not None else {})))
+                                  | ({"paused": paused} if paused is not None else {})
+                                  | _circuit.as_json(circuits)))
         return
     table = Table("AGENT", "STATUS", "INVOCATION", "RUNNING", "PAUSED", "UNFINISHED",
-                  "PAUSE", box=None, pad_edge=False)
-    for agent_id, state, invocation, paused, counts in rows:
+                  "PAUSE", "CIRCUITS", box=None, pad_edge=False)
+    for agent_id, state, invocation, paused, counts, circuits in rows:
         table.add_row(Text(agent_id), Text(state), Text(invocation or "-"),
                       Text(f"{counts['running']}/{counts['max_invocations']}"
                            if counts else "-"),
                       Text(str(counts.get("paused", "-"))),
                       Text(str(counts.get("unfinished", "-"))),
-                      Text(dumps(paused) if paused is not None else "-"))
+                      Text(dumps(paused) if paused is not None else "-"),
+                      Text(_circuit.summary(circuits)))
     console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal:
         console.width = 1000  # never cut an invocation id a script may copy

@@ -174,6 +174,7 @@ function renderAgents(agents) {
     el("td", {class: "counts"}, agent.counts && agent.counts.max_invocations
       ? `${agent.counts.running}/${agent.counts.max_invocations} · ${agent.counts.paused} · `
         + `${agent.counts.unfinished}` : "–"),
+    el("td", {class: "mono"}, agent.circuits && agent.circuits !== "-" ? agent.circuits : "–"),
     el("td", {class: "actions"}, ...agentButtons(agent)))));
   const agent = agents.find((a) => a.id === view.agent);
   $("inv-agent").textContent = agent ? `of ${agent.id}` : "";
