@@ -255,11 +255,11 @@ def lg_side(conversations: int, delay: float, timeout: float, period: float
 
 def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
             client_threads: int, edge_concurrency: int,
-            node_concurrency: dict[str, int], session_file: str | None) -> dict[str, Any]:
+            node_concurrency: dict[str, int]) -> dict[str, Any]:
     import hayata_py as hy
     from benchmarks import graphs as G
 
-    deadline = time.monotonic() + timeout
+    deadline = math.inf  # set when the burst starts: the timeout is the burst's
     out: dict[str, Any] = {"edge_concurrency": {"llm": edge_concurrency},
                            "node_concurrency": node_concurrency,
                            "client_threads": client_threads}
@@ -267,8 +267,6 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
         t = time.perf_counter()
         with hy.AgentSystem(Path(tmp) / "hy") as system:
             out["system_start_s"] = time.perf_counter() - t
-            if session_file:
-                Path(session_file).write_text(str(system.session_id))
             t = time.perf_counter()
             agent = system.start_agent(G.hy_service_config(
                 max_invocations=conversations, node_concurrency=node_concurrency,
@@ -348,6 +346,7 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
                 th.start()
             out["loadavg_before"] = _load()
             sampler.start()
+            deadline = time.monotonic() + timeout
             barrier.wait()
             for th in pool:
                 th.join()
@@ -394,41 +393,57 @@ def _default_timeout(conversations: int) -> float:
     return 120.0 + 0.1 * conversations
 
 
-def _kill_session(session_file: Path) -> None:
-    """SIGKILL the process group of the hayata system that side started (if any)."""
-    with contextlib.suppress(OSError, ValueError):
-        sid = int(session_file.read_text().strip())
-        if sid > 1:
-            os.killpg(sid, signal.SIGKILL)
+def _kill_left_in(directory: Path) -> list[int]:
+    """SIGKILL every live process whose working directory is ``directory``: what a
+    killed side left behind (a side runs in a fresh directory of its own, which
+    the processes it starts, the hayata system's too, inherit; their
+    environment cannot mark them: setproctitle overwrites it)."""
+    killed: list[int] = []
+    target = str(directory.resolve())
+    for proc in psutil.process_iter():
+        try:
+            if proc.cwd() == target:
+                proc.kill()
+                killed.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return killed
 
 
 def run_side(side: str, conversations: int, delay: float, args: argparse.Namespace
              ) -> dict[str, Any]:
     timeout = args.timeout or _default_timeout(conversations)
     with tempfile.TemporaryDirectory(prefix="svc-side-") as tmp:
-        session_file = Path(tmp) / "session"
         stderr_path = Path(tmp) / "stderr"
         cmd = [sys.executable, "-m", "benchmarks.bench_service", "--child", side,
                "--conversations", str(conversations), "--delay", str(delay),
                "--timeout", str(timeout), "--sample-period", str(args.sample_period),
                "--client-threads", str(args.client_threads),
                "--edge-concurrency", str(_edge_k(args, conversations)),
-               "--node-concurrency", _node_arg(args), "--session-file", str(session_file)]
+               "--node-concurrency", _node_arg(args)]
+        cwd = Path(tmp) / "side"
+        cwd.mkdir()
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": path}
+        stdout_path = Path(tmp) / "stdout"
         t0 = time.perf_counter()
-        with stderr_path.open("w") as err:
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err,
-                                    text=True, start_new_session=True)
+        # Files, not pipes: the system's actor processes inherit them, and a pipe
+        # would stay open (no EOF) while one of them lives.
+        with stdout_path.open("w") as out, stderr_path.open("w") as err:
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True,
+                                    env=env, start_new_session=True)
             try:
-                stdout, _ = proc.communicate(timeout=timeout + GRACE_S)
+                proc.wait(timeout=timeout + GRACE_S)
                 failure = None
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(OSError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                stdout, _ = proc.communicate()
+                proc.wait()
                 failure = f"no end within {timeout + GRACE_S:.0f} s: killed"
-            if side == "hayata":
-                _kill_session(session_file)  # a dead child leaves its system behind
+            # a killed (or crashed) side leaves its hayata system behind
+            left = _kill_left_in(cwd)
         elapsed = time.perf_counter() - t0
+        stdout = stdout_path.read_text(errors="replace")
         tail = stderr_path.read_text(errors="replace")[-3000:]
     data: dict[str, Any] | None = None
     for line in reversed(stdout.strip().splitlines()):
@@ -440,6 +455,8 @@ def run_side(side: str, conversations: int, delay: float, args: argparse.Namespa
                 "stderr_tail": tail}
     elif failure:
         data["error"] = failure
+    if left:
+        data["killed_leftover_processes"] = len(left)
     if "error" in data and "stderr_tail" not in data:
         data["stderr_tail"] = tail
     data["process_s"] = elapsed
@@ -517,6 +534,10 @@ def _side_cells(side: dict[str, Any] | None, conversations: int) -> list[str]:
             str(side.get("peak_processes", "-"))]
 
 
+def _x(ratio: float) -> str:
+    return "-" if math.isnan(ratio) else f"{ratio:.2f}x"
+
+
 def markdown(data: dict[str, Any]) -> str:
     lines = [f"# Agents as services: {data['date']}", "",
              f"{data['environment']['platform']}; {data['environment']['cpus']} CPUs; Python "
@@ -536,9 +557,9 @@ def markdown(data: dict[str, Any]) -> str:
             lines.append(f"| {c:,} | {d * 1000:.0f} ms | {side} | " + " | ".join(cells) + " |")
         r = row.get("ratios")
         if r:
+            cells = [_x(r[k]) for k in ("wall", "conversations_per_s", "p50", "p99", "peak_pss")]
             lines.append(f"| {c:,} | {d * 1000:.0f} ms | **hayata / LangGraph** | | "
-                         f"{fmt(r['wall'])}x | {fmt(r['conversations_per_s'])}x | "
-                         f"{fmt(r['p50'])}x | {fmt(r['p99'])}x | {fmt(r['peak_pss'])}x | |")
+                         + " | ".join(cells) + " | |")
     lines += ["", "## Targets (issue 21)", ""]
     lines += [f"- {t['target']}: {t['measured']} -> **{t['verdict']}**" for t in data["targets"]]
     lines += ["", "wall: first submit -> last result; conv/s: ok results / wall; p50/p99: "
@@ -560,7 +581,7 @@ def targets(data: dict[str, Any]) -> list[dict[str, str]]:
         ratio = r.get("ratios", {}).get("wall", math.nan)
         done = _complete(r.get("hayata"), 1000) and _complete(r.get("langgraph"), 1000)
         out.append({"target": "C = 1,000, 200 ms: wall <= 1.0x LangGraph's",
-                    "measured": f"{fmt(ratio)}x", "verdict": verdict(
+                    "measured": _x(ratio), "verdict": verdict(
                         None if math.isnan(ratio) else done and ratio <= 1.0)})
     r = rows.get((10000, DELAY_S))
     if r:
@@ -575,7 +596,7 @@ def targets(data: dict[str, Any]) -> list[dict[str, str]]:
         ratio = r.get("ratios", {}).get("conversations_per_s", math.nan)
         done = _complete(r.get("hayata"), 1000) and _complete(r.get("langgraph"), 1000)
         out.append({"target": "C = 1,000, 0 ms: throughput >= 0.8x LangGraph's",
-                    "measured": f"{fmt(ratio)}x", "verdict": verdict(
+                    "measured": _x(ratio), "verdict": verdict(
                         None if math.isnan(ratio) else done and ratio >= 0.8)})
     peaks = [(r["conversations"], r["hayata"]) for r in data["rows"]
              if r.get("hayata") and r["hayata"].get("peak_processes")]
@@ -638,7 +659,7 @@ def parent(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {
         "benchmark": "service", "issue": 21, "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "commit": _commit(), "environment": _env(), "quick": args.quick, "sides": sides,
-        "args": {k: v for k, v in vars(args).items() if k not in ("child", "session_file")},
+        "args": {k: v for k, v in vars(args).items() if k != "child"},
         "loadavg_before": _load(), "rows": []}
     for index, (c, delay) in enumerate(plan):
         row: dict[str, Any] = {"conversations": c, "delay_s": delay}
@@ -679,8 +700,7 @@ def child(args: argparse.Namespace) -> int:
             data = hy_side(c, args.delay, args.timeout, args.sample_period,
                            client_threads=args.client_threads,
                            edge_concurrency=_edge_k(args, c),
-                           node_concurrency=_parse_nodes(_node_arg(args)),
-                           session_file=args.session_file)
+                           node_concurrency=_parse_nodes(_node_arg(args)))
         else:
             raise ValueError(f"unknown side {args.child!r}")
     except Exception as exc:  # noqa: BLE001 - the parent reports it in the row
@@ -717,7 +737,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds between PSS samples")
     parser.add_argument("--out", default="", help="results file name (without .json)")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
-    parser.add_argument("--session-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args)
