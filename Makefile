@@ -1,12 +1,13 @@
-# Two entry points for a fresh machine (only Python 3.11 and make needed):
-#   make demo   -> creates .venv, installs, runs the hello example
-#   make test   -> creates .venv, installs, runs ruff, mypy and the test suite
+# Two entry points for a fresh machine:
+#   make demo   -> creates .venv, installs, runs the hello example (Python 3.11+ and make)
+#   make test   -> creates .venv, installs, gets the observer test's browser (make browser),
+#                  runs ruff, mypy and the test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-service chaos soak docs clean
+.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-service chaos soak docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +24,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# The observer's browser test drives Chromium through chromedriver: found on
+# PATH, else (as root with apt-get) Debian's chromium and chromium-driver are
+# installed, else Selenium Manager downloads them; otherwise this stops, before
+# the suite, with one line saying what to install (tests/browser.py).
+browser: $(STAMP)
+	@$(PY) -m tests.browser
+
 # Two workers (pytest-xdist): the suite's tests mostly wait on actor processes.
 # PYTEST_WORKERS=0 runs it in this one process.
 PYTEST_WORKERS ?= 2
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
-test: lint typecheck pytest
+# The browser first: a machine that cannot have one stops at once.
+test: browser lint typecheck pytest
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -28,7 +28,7 @@ import psutil
 
 import hayata_py as hy
 from benchmarks._util import RESULTS_DIR
-from hayata_py.cli import _state
+from hayata_py import _datadir
 
 OUT = RESULTS_DIR / "chaos" / "soak.json"
 
@@ -61,7 +61,7 @@ def record_for_cli(system: hy.AgentSystem, data: Path) -> None:
     """Write the record ``hayata system start`` writes, so the CLI attaches."""
     admin = psutil.Process(system.admin_pid)
     now = time.time()
-    _state.save(data, _state.SystemRecord(
+    _datadir.save(data, _datadir.SystemRecord(
         str(data), system.admin_port, system.admin_pid, admin.create_time(),
         system.session_id, system.store_url, str(data / "hayata.log.jsonl"),
         str(data / "out.log"), os.getcwd(), now, instance=system.instance, name=system.name))

@@ -28,6 +28,7 @@ from hayata_py._errors import (
 )
 from hayata_py._policy import Finish, Map, Next, NodeContext, Pause, PolicyContext, RetryPolicy
 from hayata_py._ref import AgentRef
+from hayata_py._threads import ThreadInfo
 from hayata_py.messages import (
     CALLER,
     AgentEvent,
@@ -38,6 +39,7 @@ from hayata_py.messages import (
     ResultReply,
     Run,
     RunAccepted,
+    Unfinished,
     WaitResult,
 )
 
@@ -80,5 +82,7 @@ __all__ = [
     "StaleExecution",
     "StaleWriter",
     "StoreError",
+    "ThreadInfo",
+    "Unfinished",
     "WaitResult",
 ]

@@ -44,7 +44,7 @@ from hayata_py.store import TaskStore
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
 if TYPE_CHECKING:
-    from hayata_py._observer import Observer
+    from hayata_py._observer._server import Observer
 
 TOP_NAME = "hayata"
 
@@ -335,9 +335,9 @@ class AgentSystem:
         serves) from a thread; the returned ``Observer`` has the ``url`` with
         its per-start token, and ``close()``. Raises ``ConfigError`` naming
         ``port`` (invalid or in use) or ``bind``. ``port=0`` picks a free port."""
-        from hayata_py._observer import observe
+        from hayata_py._observer._server import serve
 
-        return observe(self, port=port, bind=bind)
+        return serve(self, port=port, bind=bind)
 
     def tree(self) -> dict[str, Any]:
         """The live actor tree: role, id, pid, restarts, status, remote (runs on another

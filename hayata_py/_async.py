@@ -43,7 +43,15 @@ from hayata_py._ref import (
     system_died,
     waited_result,
 )
-from hayata_py.messages import AgentEvent, AgentResult, AgentStatus, ResultReply, WaitResult
+from hayata_py._threads import ThreadInfo
+from hayata_py.messages import (
+    AgentEvent,
+    AgentResult,
+    AgentStatus,
+    ResultReply,
+    Unfinished,
+    WaitResult,
+)
 from hayata_py.store import TaskClass, TaskRecord
 
 POOL_THREADS = 8
@@ -142,16 +150,32 @@ class AsyncAgentRef:
         self.id = ref.id
 
     async def run(self, input: Any = None, *, subscriber: Any = None,
-                  stream: bool = False) -> str:
-        """Start an invocation; its id once the agent accepted it (``RunRejected``)."""
-        checked_run(input, subscriber, stream)
+                  stream: bool = False, thread: str | None = None,
+                  multitask: str = "reject") -> str:
+        """Start an invocation; its id once the agent accepted it (``RunRejected``;
+        ``thread``/``multitask`` as for :meth:`AgentRef.run`)."""
+        checked_run(input, subscriber, stream, thread, multitask)
         return await self.system.call(self.sync.run, input, subscriber=subscriber,
-                                      stream=stream)
+                                      stream=stream, thread=thread, multitask=multitask)
 
-    async def recover(self, *, subscriber: Any = None, stream: bool = False) -> str:
-        """Continue the unfinished invocation (see :meth:`AgentRef.recover`)."""
+    async def recover(self, invocation_id: str | None = None, *, subscriber: Any = None,
+                      stream: bool = False) -> str:
+        """Continue an unfinished invocation (see :meth:`AgentRef.recover`)."""
         checked_run(None, subscriber, stream)
-        return await self.system.call(self.sync.recover, subscriber=subscriber, stream=stream)
+        return await self.system.call(self.sync.recover, invocation_id,
+                                      subscriber=subscriber, stream=stream)
+
+    async def unfinished(self) -> list[Unfinished]:
+        """The invocations that wait for recovery (see :meth:`AgentRef.unfinished`)."""
+        return await self.system.call(self.sync.unfinished)
+
+    async def thread(self, thread_id: str) -> ThreadInfo:
+        """A conversation thread (see :meth:`AgentRef.thread`)."""
+        return await self.system.call(self.sync.thread, thread_id)
+
+    async def threads(self, limit: int = 50, after: str | None = None) -> list[ThreadInfo]:
+        """The agent's threads, a page at a time (see :meth:`AgentRef.threads`)."""
+        return await self.system.call(self.sync.threads, limit, after)
 
     async def resume(self, invocation_id: str, value: Any = None, *, subscriber: Any = None,
                      stream: bool = False) -> str:

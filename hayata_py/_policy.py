@@ -141,6 +141,8 @@ class PolicyContext:
     - ``invocation_id``.
     - ``resume_value``: the value given to ``resume()`` for the first decision
       after a pause (a ``hy.Pause`` or a breakpoint); None otherwise.
+    - ``thread``: the conversation thread the invocation runs on
+      (``run(input, thread=...)``), or None.
     """
 
     step: int
@@ -150,6 +152,7 @@ class PolicyContext:
     parallel_results: list[Any] | None
     invocation_id: str
     resume_value: Any = None
+    thread: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ class NodeContext:
       ``ctx.streamer({...})`` publishes a ``node_partial_result`` event.
     - ``item``: in a map step (:class:`Map`), the index of ``input`` in the
       step's items; None outside maps.
+    - ``thread``: the invocation's conversation thread, or None.
     - ``attempt``: 1 for the first run of the task, +1 for each retry (and for
       each re-run of an idempotent task on recovery).
     """
@@ -179,6 +183,7 @@ class NodeContext:
     streamer: Callable[[dict[str, Any]], None] | None = None
     item: int | None = None
     attempt: int = 1
+    thread: str | None = None
 
 
 @dataclass(frozen=True)

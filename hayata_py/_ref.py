@@ -8,7 +8,7 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 from thespian.actors import PoisonMessage
@@ -16,6 +16,8 @@ from thespian.actors import PoisonMessage
 from hayata_py._actors.agent import validate_run
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
+from hayata_py._ref_system import RefSystem
+from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -25,18 +27,18 @@ from hayata_py.messages import (
     Caller,
     GetResult,
     GetStatus,
+    GetUnfinished,
     Recover,
     ResolveTask,
     ResultReply,
     ResumePaused,
     Run,
     RunAccepted,
+    Unfinished,
+    UnfinishedList,
     WaitResult,
 )
 from hayata_py.store import TaskClass, TaskRecord, classify_task
-
-if TYPE_CHECKING:
-    from hayata_py._api import AgentSystem
 
 _REFS = itertools.count(random.randrange(1, 2**31))
 ASK_TIMEOUT = 30.0
@@ -74,7 +76,7 @@ def waited_result(reply: ResultReply, invocation_id: str) -> AgentResult:
     return reply.result
 
 
-def system_died(system: AgentSystem, invocation_id: str) -> HayataError:
+def system_died(system: RefSystem, invocation_id: str) -> HayataError:
     return HayataError(
         f"the actor system (admin pid {system.admin_pid}) died while waiting for "
         f"invocation {invocation_id}; restart it and recover()", code="no_system",
@@ -112,10 +114,11 @@ def check_result(result: Any) -> dict[str, Any]:
     return result
 
 
-def checked_run(input: Any, subscriber: Any, stream: bool) -> Run:
+def checked_run(input: Any, subscriber: Any, stream: bool, thread: str | None = None,
+                multitask: str = "reject") -> Run:
     """The Run for these options, or the RunRejected (``invalid_option``,
     ``invalid_input``) that the agent would answer, raised here."""
-    run = Run(input, subscriber, stream)
+    run = Run(input, subscriber, stream, thread, multitask)
     rejected = validate_run(run)
     if rejected is not None:
         raise rejected
@@ -129,7 +132,7 @@ class AgentRef:
     the agent restarts) and cached until a call finds it stale.
     """
 
-    def __init__(self, system: AgentSystem, agent_id: str) -> None:
+    def __init__(self, system: RefSystem, agent_id: str) -> None:
         self.system = system
         self.id = agent_id
         self._address: Any = None
@@ -189,15 +192,24 @@ class AgentRef:
             inbox.expect(reply.invocation_id, address, stream)
         return reply.invocation_id
 
-    def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False) -> str:
+    def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False,
+            thread: str | None = None, multitask: str = "reject") -> str:
         """Start an invocation; return its id once the agent accepted it.
 
         ``subscriber``: an actor address, ``hy.CALLER`` (read with
         :meth:`messages`), or None. ``stream=True`` sends events too (needs a
-        subscriber). Raises :class:`RunRejected` (``agent_busy``,
-        ``recovery_required``, ``invalid_option``, ``invalid_input``).
+        subscriber). ``thread``: a conversation id: the invocation starts from
+        the state the thread's last completed invocation ended with, and its
+        final state becomes the thread's (``ctx.thread`` names it). A run on a
+        thread that is running one follows ``multitask``: ``"reject"``
+        (``RunRejected("thread_busy")``) or ``"enqueue"`` (kept durably, started
+        when the running one ends; its id is returned at once and
+        :meth:`wait` waits for it). Raises :class:`RunRejected`
+        (``agent_busy``: ``max_invocations`` are running, ``recovery_required``,
+        ``thread_busy``, ``invalid_option``, ``invalid_input``).
         """
-        return self._start(checked_run(input, subscriber, stream), subscriber, stream)
+        return self._start(checked_run(input, subscriber, stream, thread, multitask),
+                           subscriber, stream)
 
     def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
                  ) -> Iterator[AgentEvent | AgentResult]:
@@ -317,8 +329,13 @@ class AgentRef:
         assert isinstance(reply, AgentStatus)
         return reply
 
-    def recover(self, *, subscriber: Any = None, stream: bool = False) -> str:
-        """Continue the unfinished invocation found at start; return its id.
+    def recover(self, invocation_id: str | None = None, *, subscriber: Any = None,
+                stream: bool = False) -> str:
+        """Continue an unfinished invocation; return its id.
+
+        ``invocation_id``: the one to recover (:meth:`unfinished` lists them);
+        None: the only one (``RecoveryRejected("invocation_required")`` if there
+        are several).
 
         Completed tasks of the interrupted step are reused, not-started ones
         run, idempotent uncertain ones re-run. Raises :class:`RecoveryRejected`:
@@ -327,8 +344,36 @@ class AgentRef:
         With ``subscriber=hy.CALLER`` the recovered run's stream starts afresh
         at sequence 1: nothing of the interrupted run is mixed into it.
         """
+        if invocation_id is not None:
+            check_id(invocation_id, "invocation_id")
         checked_run(None, subscriber, stream)
-        return self._start(Recover(subscriber, stream), subscriber, stream)
+        return self._start(Recover(subscriber, stream, invocation_id), subscriber, stream)
+
+    def unfinished(self) -> list[Unfinished]:
+        """The invocations that wait for recovery (oldest first), each with what
+        :meth:`recover` would do: ``recoverable``, ``uncertain`` (``task_ids``;
+        :meth:`resolve_task` or :meth:`abandon`), ``paused``,
+        ``waiting_for_placement`` or ``busy``."""
+        reply = self._ask(GetUnfinished(), accept=_is(UnfinishedList))
+        assert isinstance(reply, UnfinishedList)
+        return list(reply.invocations)
+
+    def thread(self, thread_id: str) -> ThreadInfo:
+        """A conversation thread: its state, whether it runs an invocation, its
+        queued runs and its invocations, newest first.
+        ``HayataError(code="not_found")`` for a thread with no invocation yet."""
+        return thread_info(self._store(), self.id, check_thread(thread_id))
+
+    def threads(self, limit: int = 50, after: str | None = None) -> list[ThreadInfo]:
+        """The agent's threads in id order, ``limit`` at a time; ``after``: the last
+        thread id of the previous page."""
+        return thread_page(self._store(), self.id, limit, after)
+
+    def _store(self) -> Any:
+        store = self.system.store
+        if store is None:
+            raise HayataError("no store is known to this handle", code="no_store")
+        return store
 
     def resume(self, invocation_id: str, value: Any = None, *, subscriber: Any = None,
                stream: bool = False) -> str:
@@ -337,7 +382,8 @@ class AgentRef:
         Its next decision sees ``value`` (msgpack-encodable) as
         ``ctx.resume_value``; a ``pause_before`` breakpoint runs its held step
         first. Raises :class:`RecoveryRejected`: ``not_paused`` (it is not
-        paused, or another ``resume()`` won), ``invocation_busy``; and
+        paused, or another ``resume()`` won), ``not_found`` (the store has no
+        invocation of that id of this agent), ``invocation_busy``; and
         ``ConfigError("value")`` for a value that cannot be stored (nothing is
         sent). ``subscriber``/``stream`` as for :meth:`run`.
         """

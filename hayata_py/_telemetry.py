@@ -43,11 +43,15 @@ EDGE: Event = ("hayata", "edge")
 REDUCER: Event = ("hayata", "reducer")
 NODE_RETRY: Event = ("hayata", "node", "retry")
 """A node's attempt failed and it will be tried again (``measurements["delay"]``)."""
+AUTO_RECOVERY: Event = ("hayata", "agent", "auto_recovery")
+"""An agent with ``auto_recover`` started: ``measurements`` count the unfinished
+invocations it recovered and those left waiting; ``metadata`` lists their ids
+(``recovered``, ``waiting``)."""
 
 EVENTS: frozenset[Event] = frozenset(
     [(*prefix, suffix) for prefix in (AGENT_INVOCATION, NODE_EXECUTION, EDGE)
      for suffix in ("start", "stop", "exception")]
-    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY]
+    + [(*REDUCER, "start"), (*REDUCER, "stop"), NODE_RETRY, AUTO_RECOVERY]
 )
 """Every event the runtime emits."""
 

@@ -30,18 +30,38 @@ class Run:
     ``subscriber``: an actor address, :data:`CALLER` (the sender), or None (no
     notifications; fetch the result with :class:`GetResult`). ``stream``:
     send :class:`AgentEvent` messages too (needs a subscriber).
+
+    ``thread``: a conversation thread id (a non-empty string of at most 256
+    characters): the invocation starts from the state the thread's last
+    completed invocation ended with, and its final state becomes the thread's.
+    One invocation at a time per thread; ``multitask`` says what a run on a
+    busy thread does: ``"reject"`` (``RunRejected("thread_busy")``) or
+    ``"enqueue"`` (kept durably and started when the running one ends).
     """
 
     input: Any = None
     subscriber: Any = None
     stream: bool = False
+    thread: str | None = None
+    multitask: str = "reject"
+
+
+MULTITASK = ("reject", "enqueue")
+"""What a run on a busy thread may do (``Run.multitask``)."""
+MAX_THREAD_ID = 256
+"""The longest thread id accepted (characters)."""
 
 
 @dataclass(frozen=True)
 class RunAccepted:
-    """The agent accepted a :class:`Run`; the invocation runs asynchronously."""
+    """The agent accepted a :class:`Run`; the invocation runs asynchronously.
+
+    ``queued``: 0 when it started; else its place (1: next) in its thread's
+    queue (``multitask="enqueue"`` on a busy thread): it starts when the
+    invocations before it have ended."""
 
     invocation_id: str
+    queued: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,13 +151,25 @@ class GetStatus:
 class AgentStatus:
     """``status``: ``idle``, ``running``, ``paused`` (``invocation_id`` waits for
     ``resume()``) or ``recovery_required``; ``idempotent_nodes``: the agent's
-    (sorted), whose uncertain tasks recovery re-runs."""
+    (sorted), whose uncertain tasks recovery re-runs.
+
+    Counts: ``running`` invocations in flight, ``paused`` ones waiting for
+    ``resume()``, ``unfinished`` ones waiting for recovery (paused ones
+    included), of at most ``max_invocations`` at once. With
+    ``max_invocations=1`` ``status`` and ``invocation_id`` are as they always
+    were; with more, ``status`` is ``running`` or ``idle`` (unfinished
+    invocations do not block new runs) and ``invocation_id`` the oldest
+    running one."""
 
     agent_id: str
     status: str
     invocation_id: str | None
     ref: int = 0
     idempotent_nodes: tuple[str, ...] = ()
+    running: int = 0
+    paused: int = 0
+    unfinished: int = 0
+    max_invocations: int = 1
 
 
 @dataclass(frozen=True)
@@ -147,11 +179,13 @@ class Recover:
     Answered with :class:`RunAccepted` (the invocation id) or a
     :class:`~hayata_py.RecoveryRejected` (``nothing_to_recover``,
     ``task_execution_uncertain`` naming the task and node ids,
-    ``invocation_busy``). ``subscriber``/``stream`` as for :class:`Run`.
+    ``invocation_busy``, ``invocation_required`` when several are unfinished
+    and ``invocation_id`` is None). ``subscriber``/``stream`` as for :class:`Run`.
     """
 
     subscriber: Any = None
     stream: bool = False
+    invocation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +214,40 @@ class Abandon:
     """End the unfinished invocation as failed (``abandoned``) and free the agent."""
 
     invocation_id: str
+
+
+@dataclass(frozen=True)
+class GetUnfinished:
+    """Ask for the agent's unfinished invocations: answered with :class:`UnfinishedList`."""
+
+    ref: int = 0
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """An invocation that waits for recovery, and what ``recover()`` would do.
+
+    ``recovery``: ``recoverable`` (every interrupted task is completed, not
+    started, due a retry or idempotent: ``recover()`` goes on, as
+    ``auto_recover`` does), ``uncertain`` (a task started and recorded no
+    result: ``resolve_task``/``abandon``; ``task_ids`` names them),
+    ``paused`` (waits for ``resume()``), ``waiting_for_placement`` or
+    ``busy`` (another system holds its lease); ``code``/``message`` the
+    refusal ``recover()`` would raise, if any."""
+
+    invocation_id: str
+    recovery: str
+    thread: str | None = None
+    step: int = 0
+    task_ids: tuple[str, ...] = ()
+    code: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class UnfinishedList:
+    invocations: tuple[Unfinished, ...]
+    ref: int = 0
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from thespian.actors import Actor, ActorExitRequest
+from thespian.actors import Actor, ActorExitRequest, ThespianWatch
 
 from supervisors import _log
 from supervisors._os import die_with_parent, host_id
@@ -118,13 +118,18 @@ class SupervisedActor(Actor):  # type: ignore[misc]
 
     # -- Thespian entry point -------------------------------------------------
 
-    def receiveMessage(self, message: Any, sender: Any) -> None:
-        if self._sa_link(message, sender):
-            return
-        try:
-            self._sa_dispatch(message, sender)
-        except BaseException as exc:  # noqa: BLE001
-            self._sa_fail(describe_exception(exc))
+    watch_fds: tuple[int, ...] = ()
+    """File descriptors Thespian watches besides the mailbox (``multiprocTCPBase``):
+    when one is readable, :meth:`on_receive` gets a ``WatchMessage`` naming it."""
+
+    def receiveMessage(self, message: Any, sender: Any) -> ThespianWatch | None:
+        if not self._sa_link(message, sender):
+            try:
+                self._sa_dispatch(message, sender)
+            except BaseException as exc:  # noqa: BLE001
+                self._sa_fail(describe_exception(exc))
+        # Thespian keeps watching only what the last handler returned.
+        return ThespianWatch(list(self.watch_fds)) if self.watch_fds else None
 
     def _sa_link(self, message: Any, sender: Any) -> bool:
         """The remote link (heartbeat, kill, watchdog), handled whatever the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import traceback
 from collections.abc import MutableMapping
 from typing import Any, TextIO
 
@@ -63,3 +64,29 @@ def get_logger(**bound: Any) -> Any:
     """A structlog logger bound with ``bound`` (configured for this process)."""
     configure_from_env()
     return structlog.get_logger("supervisors").bind(**bound)
+
+
+class ThespianHandler(logging.Handler):
+    """Thespian's own log records (``logDefs``, see ``_thespian.log_defs``) as
+    ``thespian_log`` lines of this system's log, not raw text on the terminal
+    of whoever started the system.
+
+    It runs in the system's Thespian logger process, which gets the records of
+    every actor process (and, on a convention leader, the warnings of its
+    members). A line carries the logging ``level``, Thespian's ``logger`` name,
+    the ``message``, the ``pid`` of the process that logged it, and the
+    ``traceback`` if the record has one.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields: dict[str, Any] = {"logger": record.name, "message": record.getMessage()}
+            if record.process is not None:
+                fields["pid"] = record.process
+            if record.exc_info:
+                fields["traceback"] = "".join(traceback.format_exception(*record.exc_info))
+            elif record.exc_text:
+                fields["traceback"] = record.exc_text
+            get_logger().log(record.levelno, "thespian_log", **fields)
+        except Exception:  # noqa: BLE001 - logging must not fail the logger process
+            self.handleError(record)

@@ -405,11 +405,13 @@ def free_port(host: str = DEFAULT_BIND) -> int:
 
 
 def log_defs() -> dict[str, Any]:
-    """Thespian's own logging: warnings and errors to stderr."""
+    """Thespian's own logging: warnings and errors as ``thespian_log`` lines of
+    the system's structlog log (``SUPERVISORS_LOG_FILE``; without one, stderr),
+    never Thespian's raw text on the caller's terminal."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "handlers": {"main": {"class": "logging.StreamHandler", "level": "WARNING"}},
+        "handlers": {"main": {"class": "supervisors._log.ThespianHandler", "level": "WARNING"}},
         "root": {"handlers": ["main"], "level": "WARNING"},
     }
 

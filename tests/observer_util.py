@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import urllib.error
 import urllib.request
@@ -18,13 +17,9 @@ import pytest
 
 import hayata_py as hy
 from hayata_py.store import TaskClass
+from tests import browser
 from tests.cli_fixtures import slow
 from tests.helpers import eventually, find, pids, walk
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-INSTALL = ("apt-get update && apt-get install -y chromium chromium-driver "
-           "(.ci/run does this on CI)")
 
 
 class Client:
@@ -133,18 +128,20 @@ def click(driver: Any, selector: str) -> None:
 
 
 def chrome(window: str = "1400,900") -> Any:
-    """Headless Debian Chromium driven by Selenium; fails (never skips) if missing."""
+    """Headless Chromium driven by Selenium, as :func:`tests.browser.find` finds
+    it (``make test`` gets one first: ``make browser``); fails, never skips, if
+    there is none."""
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
     except ImportError:
         pytest.fail("selenium is missing: pip install -e '.[dev]'")
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not shutil.which(p)]
-    if missing:
-        pytest.fail(f"the observer's browser test needs {' and '.join(missing)}: {INSTALL}")
+    found = browser.find()
+    if found is None:
+        pytest.fail(browser.MISSING)
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = found.browser
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                 "--disable-gpu", f"--window-size={window}"):
         options.add_argument(arg)
-    return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    return webdriver.Chrome(options=options, service=Service(found.driver))

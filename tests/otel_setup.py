@@ -86,7 +86,7 @@ def read(path: Path) -> list[dict[str, Any]]:
 
 
 def otlp() -> TracerProvider:
-    """The README's setup: batches spans to the OTLP/HTTP collector that the
+    """The telemetry guide's setup: batches spans to the OTLP/HTTP collector that the
     standard ``OTEL_EXPORTER_OTLP_*`` variables name."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ CLOCK_ENV = "SUPERVISORS_TEST_CLOCK"
 
 class Echo(SupervisedActor):
     """Answers ``("pid",)`` with its pid, ``("raise", text)`` by raising,
-    ``("block", seconds)`` by blocking its loop, anything else by echoing."""
+    ``("block", seconds)`` by blocking its loop, ``("log", text)`` by logging
+    ``text`` as an error through Python's logging (which Thespian forwards to its
+    logger process), anything else by echoing."""
 
     def on_start(self, *args: Any, **kwargs: Any) -> None:
         self.args = args
@@ -31,6 +34,9 @@ class Echo(SupervisedActor):
             raise RuntimeError(message[1])
         elif isinstance(message, tuple) and message[:1] == ("args",):
             self.send(sender, self.args)
+        elif isinstance(message, tuple) and message[:1] == ("log",):
+            logging.getLogger("tests.sup_actors").error(message[1])
+            self.send(sender, "logged")
         else:
             self.send(sender, message)
 

@@ -228,9 +228,9 @@ def test_system_json_regression_wrong_types(tmp_path: Path) -> None:
         (tmp_path / "system.json").write_text(json.dumps(base | change))
         result = invoke("system", "status", data_dir=tmp_path)
         assert result.exit_code == EXIT_NO_SYSTEM, result.output
-    from hayata_py.cli import _state
+    from hayata_py import _datadir
 
-    assert _state.load(tmp_path) is None  # our own session is never a system's
+    assert _datadir.load(tmp_path) is None  # our own session is never a system's
 
 
 def test_deep_json_is_a_usage_error_not_a_crash() -> None:

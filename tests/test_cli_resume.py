@@ -35,6 +35,8 @@ def test_resume_a_paused_invocation_from_the_shell(data_dir: Path, tmp_path: Pat
     inv = result["invocation_id"]
     (listed,) = [json.loads(line) for line in ok(data_dir, "agent", "list", "--json").splitlines()]
     assert listed == {"id": "hitl-drill", "status": "paused", "invocation": inv,
+                      "invocations": {"running": 0, "paused": 1, "unfinished": 1,
+                                      "max_invocations": 1},
                       "paused": {"kind": "before", "payload": {"pause_before": ["charge"]},
                                  "nodes": ["charge"]}}
     assert "paused" in ok(data_dir, "agent", "list")
@@ -51,7 +53,12 @@ def test_resume_a_paused_invocation_from_the_shell(data_dir: Path, tmp_path: Pat
     lines = [json.loads(line) for line in done.splitlines()]
     assert lines[-1]["status"] == "completed" and lines[-1]["ok"]
     assert lines[0]["type"] == "invocation_started"
-    assert_one_line_error(hayata(data_dir, "resume", "hitl-drill", inv), "not_paused")
+    ended = hayata(data_dir, "resume", "hitl-drill", inv)
+    assert ended.returncode == 1
+    assert_one_line_error(ended, "not_paused")
+    unknown = hayata(data_dir, "resume", "hitl-drill", "no-such-invocation")
+    assert unknown.returncode == 4  # like every other not-found
+    assert_one_line_error(unknown, "no-such-invocation", "not_found")
     starts = [line.split()[1] for line in effects.read_text().splitlines()
               if line.startswith("start")]
     assert starts == ["fetch", "charge", "report"]

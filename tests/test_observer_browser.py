@@ -1,7 +1,11 @@
 """The observer page in a real headless browser (Debian's chromium, via Selenium),
 against a system and an observer started with the ``hayata`` command, as a user would.
 
-Never skipped: without chromium it fails saying how to install it.
+Never skipped: without a browser it fails saying what to install (``make test``
+gets one first: ``make browser``, tests/browser.py).
+
+With ``HAYATA_WRITE_SCREENSHOT=1`` it also writes the README's screenshots of
+the page it tested, ``docs/observer.png`` and ``docs/observer-resolve.png``.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ import pytest
 
 import hayata_py as hy
 from tests.helpers import alive, eventually
-from tests.observer_util import chrome, click
-from tests.test_cli import hayata, ok, popen, record
+from tests.observer_util import chrome, click, uncertain_slow
+from tests.test_cli import ROOT, hayata, ok, popen, record
 
 pytestmark = pytest.mark.timeout(180)
 
 NODE = "agent:hello/nodes/node:echo"
 AGENT = "agent:hello/agent"
-SCREENSHOT_ENV = "HAYATA_OBSERVER_SCREENSHOT"
+SCREENSHOT_ENV = "HAYATA_WRITE_SCREENSHOT"
+SCREENSHOTS = ROOT / "docs"
 
 
 def tree_pids(tree: dict[str, Any]) -> dict[str, int]:
@@ -40,6 +45,26 @@ def tree_pids(tree: dict[str, Any]) -> dict[str, int]:
 
     visit(tree, [])
     return found
+
+
+def text(driver: Any, selector: str) -> str:
+    """The text of the element ``selector`` names ("" if none), read in one step
+    of the page's script (the page re-renders on live updates)."""
+    found: str = driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : '';",
+        selector)
+    return found
+
+
+def screenshot(driver: Any, name: str) -> None:
+    """With ``HAYATA_WRITE_SCREENSHOT=1``: the page as ``docs/<name>``, once no
+    row still flashes (a replaced pid's highlight fades in 1.2 s)."""
+    if os.environ.get(SCREENSHOT_ENV) != "1":
+        return
+    eventually(lambda: driver.execute_script(
+        "return document.getAnimations().every(a => a.playState !== 'running');"),
+        message="the page's animations ended")
+    driver.save_screenshot(str(SCREENSHOTS / name))
 
 
 def page_pids(driver: Any) -> dict[str, int]:
@@ -78,7 +103,7 @@ def observed(tmp_path: Path) -> Iterator[tuple[Path, hy.AgentSystem, str]]:
 
 
 def test_page_shows_the_live_tree_kills_through_the_page_and_streams_events(
-        observed: tuple[Path, hy.AgentSystem, str]) -> None:
+        observed: tuple[Path, hy.AgentSystem, str], tmp_path: Path) -> None:
     data_dir, system, url = observed
     from selenium.webdriver.common.by import By
 
@@ -138,7 +163,20 @@ def test_page_shows_the_live_tree_kills_through_the_page_and_streams_events(
         eventually(lambda: [r.text for r in driver.find_elements(
             By.CSS_SELECTOR, "#tasks tbody tr")] and "completed" in driver.find_element(
             By.CSS_SELECTOR, "#tasks tbody tr .class").text, message="the task table")
-        if os.environ.get(SCREENSHOT_ENV):
-            driver.save_screenshot(os.environ[SCREENSHOT_ENV])
+
+        # An unfinished invocation whose task is uncertain: resolved from the page
+        # with the same command as from a shell.
+        _ref, _invocation, task = uncertain_slow(system, tmp_path)
+        eventually(lambda: "recovery_required" in text(driver, 'tr[data-agent="slow"]'),
+                   timeout=30, message="the page shows slow as recovery_required")
+        screenshot(driver, "observer.png")
+        click(driver, 'tr[data-agent="slow"]')
+        eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "button.resolve"),
+                   message="the uncertain task's resolve button")
+        click(driver, "button.resolve")
+        assert driver.find_element(By.ID, "confirm-cli").text == (
+            f"hayata resolve slow {task} --result '{{}}' --data-dir {data_dir}")
+        screenshot(driver, "observer-resolve.png")
+        click(driver, "#confirm-cancel")
     finally:
         driver.quit()

@@ -1,6 +1,7 @@
-"""The README's recipe end to end: every actor process batches its spans to an
-OTLP/HTTP collector named by the standard ``OTEL_EXPORTER_OTLP_*`` variables
-(here a small collector in the test process that decodes what it receives)."""
+"""The telemetry guide's recipe (docs/guide/telemetry.md) end to end: every
+actor process batches its spans to an OTLP/HTTP collector named by the
+standard ``OTEL_EXPORTER_OTLP_*`` variables (here a small collector in the
+test process that decodes what it receives)."""
 
 from __future__ import annotations
 

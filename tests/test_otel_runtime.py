@@ -177,6 +177,7 @@ def test_a_failed_node_is_an_error_span_and_no_secret_leaks(tmp_path: Path,
         span = by[name]
         assert span["status"] == "ERROR", name
         assert span["attributes"]["error.type"] == "RuntimeError"
+        assert span["attributes"]["hayata.error_code"] == "node_failed", name
         assert span["attributes"]["hayata.status"] == "failed"
         assert span["events"] == [{"name": "exception",
                                    "attributes": {"exception.type": "RuntimeError"}}]

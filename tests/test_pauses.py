@@ -215,7 +215,7 @@ def test_bad_pause_input_is_refused_naming_the_field(agents: hy.AgentSystem,
     assert agent.status() == "paused"
     with pytest.raises(hy.RecoveryRejected) as wrong:
         agent.resume("not-this-one", 1)
-    assert wrong.value.code == "not_paused"
+    assert wrong.value.code == "not_found"  # no such invocation: not "not paused"
     agent.abandon(inv)
     assert agent.status() == "idle"
 

@@ -206,6 +206,27 @@ def test_decisions_are_logged_with_ids_pids_and_reasons(system: System, log_file
     assert all("pid" in r for r in rows)
 
 
+def test_thespian_log_records_go_to_the_system_log_not_the_terminal(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """What Thespian logs (its own errors, an actor's ``logging``) is a
+    ``thespian_log`` line of the system's log; nothing of it reaches the stderr
+    the system inherited (started here, so it inherits capfd's)."""
+    log_file = tmp_path / "system.jsonl"
+    with System(log_file=log_file) as system:
+        sup = system.start_supervisor("top", SupervisorFlags(), [ChildSpec("a", Echo)])
+        info = sup.child("a")
+        assert system.ask(info.address, ("log", "an actor's own error line")) == "logged"
+
+        def logged() -> dict[str, object] | None:
+            rows = [json.loads(line) for line in _lines(log_file)]
+            return next((r for r in rows if r["event"] == "thespian_log"), None)
+
+        row = eventually(logged, message="thespian_log line")
+    assert row["message"] == "an actor's own error line" and row["level"] == "error"
+    assert row["logger"] == "tests.sup_actors" and row["pid"] == info.pid
+    assert "an actor's own error line" not in capfd.readouterr().err
+
+
 def test_child_dying_while_its_siblings_are_stopped_does_not_wedge_shutdown(
     system: System, tmp_path: Path
 ) -> None:

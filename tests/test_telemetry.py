@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 import hayata_py as hy
@@ -185,17 +187,39 @@ def test_env_value_rejects_bad_handlers_naming_them(entry: Any, words: str) -> N
     assert words in str(err.value)
 
 
-def test_log_event_logs_name_measurements_and_metadata() -> None:
-    with capture_logs() as logs:
-        telemetry.log_event(NODE_STOP, {"duration": 7},
-                            {"node_id": "n", "status": "completed", "event": "x"}, None)
-    assert logs == [{"event": "hayata.node.execution.stop", "duration": 7, "node_id": "n",
-                     "status": "completed", "event_": "x", "log_level": "info"}]
+@pytest.fixture
+def info_logs() -> Iterator[list[MutableMapping[str, Any]]]:
+    """The lines structlog logs meanwhile, info level included, whatever an
+    earlier test in this process left configured.
+
+    ``capture_logs`` swaps only the processors: a filtering wrapper left at
+    ``warning`` (what ``supervisors._log`` configures for a system started
+    without a log file) drops info lines before they reach it, so these tests
+    failed whenever such a test had run before them in the same pytest worker.
+    The fixture starts from that state (so a test that forgot the level fails
+    every time, not by test order), sets ``info``, and restores the level.
+    """
+    saved = structlog.get_config()["wrapper_class"]
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    try:
+        with capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(wrapper_class=saved)
 
 
-def test_log_event_is_attachable_by_path() -> None:
+def test_log_event_logs_name_measurements_and_metadata(
+        info_logs: list[MutableMapping[str, Any]]) -> None:
+    telemetry.log_event(NODE_STOP, {"duration": 7},
+                        {"node_id": "n", "status": "completed", "event": "x"}, None)
+    assert info_logs == [{"event": "hayata.node.execution.stop", "duration": 7,
+                          "node_id": "n", "status": "completed", "event_": "x",
+                          "log_level": "info"}]
+
+
+def test_log_event_is_attachable_by_path(info_logs: list[MutableMapping[str, Any]]) -> None:
     telemetry.attach("log", [NODE_STOP], "hayata_py._telemetry:log_event")
-    with capture_logs() as logs:
-        telemetry.execute(NODE_STOP, {"duration": 1}, {"agent_id": "a"})
-    assert logs[0]["event"] == "hayata.node.execution.stop"
-    assert logs[0]["agent_id"] == "a"
+    telemetry.execute(NODE_STOP, {"duration": 1}, {"agent_id": "a"})
+    assert [(e["event"], e["agent_id"]) for e in info_logs] == [
+        ("hayata.node.execution.stop", "a")]

@@ -97,6 +97,7 @@ def test_failing_node_emits_exceptions_with_the_class_only(tmp_path: Path, sink:
     by = {".".join(r["event"][1:]): r for r in rows}
     for name in ("edge.exception", "node.execution.exception", "agent.invocation.exception"):
         assert by[name]["metadata"]["class"] == "RuntimeError"
+        assert by[name]["metadata"]["error_code"] == "node_failed", name
         assert by[name]["metadata"]["status"] == "failed"
         assert "secret detail" not in json.dumps(by[name])
 

@@ -1,10 +1,12 @@
 """Calling a node function on an edge: a plain function, or an ``async def`` one.
 
-An ``async def`` node runs on the edge's own event loop (one per edge
-process, kept between calls, so a client the node caches on the loop stays
-usable). The call blocks the edge exactly like a plain function: the edge
-runs one task at a time, ``ctx.streamer`` is called from the loop's thread,
-and cancelling or timing out the task still kills the edge process.
+On an edge that runs one task at a time (``edge_concurrency`` 1, every plain
+function), an ``async def`` node runs on the edge's own event loop (one per
+edge process, kept between calls, so a client the node caches on the loop
+stays usable). The call blocks the edge exactly like a plain function,
+``ctx.streamer`` is called from the loop's thread, and cancelling or timing
+out the task still kills the edge process. With ``edge_concurrency`` > 1 the
+edge runs its tasks on a loop thread instead (``edge_loop.py``).
 """
 
 from __future__ import annotations

@@ -42,6 +42,8 @@ class RunTask:
     """Error types of the attempts before this one (non-empty: a retry)."""
     retry_on: tuple[str, ...] = ()
     """Exception classes (``module:Class``) that make a failure retryable."""
+    thread: str | None = None
+    """The invocation's conversation thread (``ctx.thread``)."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,12 @@ class Partial:
 
 @dataclass(frozen=True)
 class EdgeRef:
-    """An edge the agent may send tasks to."""
+    """An edge the agent may send tasks to, and how many it runs at once."""
 
     edge_id: str
     address: Any
+    capacity: int = 1
+    """Tasks the edge runs at once: ``edge_concurrency`` of an ``async def`` node, else 1."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,10 @@ class EdgeTable:
     node_id: str
     version: int
     edges: tuple[EdgeRef, ...]
+    wanted: int = 0
+    """Edges the node keeps: those above and the ones still starting."""
+    ensured: int = 0
+    """``seq`` of the last :class:`EnsureEdges` the node handled before this table."""
 
 
 class EdgeExit(enum.Enum):
@@ -96,12 +104,14 @@ class EdgeExit(enum.Enum):
     """Its process died on its own (os._exit, a signal, OOM): its task failed."""
     KILLED = "killed"
     """Its node killed it on request (a cancelled or timed-out task)."""
+    RETIRED = "retired"
+    """Its node stopped it, idle, on :class:`RetireEdge`: it ran no task."""
 
 
 @dataclass(frozen=True)
 class EdgeLost:
-    """Node -> agent: edge ``edge_id`` is gone (a task it ran fails with ``node_failed``
-    if it died on its own)."""
+    """Node -> agent: edge ``edge_id`` is gone (every task it ran fails with
+    ``node_failed`` if it died on its own)."""
 
     node_id: str
     edge_id: str
@@ -118,11 +128,32 @@ class KillReason(enum.Enum):
 
 @dataclass(frozen=True)
 class KillEdge:
-    """Agent -> node: the task on ``edge_id`` is over; kill the edge (the only way
-    to stop arbitrary Python code) and start a replacement."""
+    """Agent -> node: the task on ``edge_id`` (an edge that runs one at a time) is
+    over; kill the edge (the only way to stop arbitrary Python code) and start a
+    replacement."""
 
     edge_id: str
     reason: KillReason = KillReason.CANCELLED
+
+
+@dataclass(frozen=True)
+class CancelRun:
+    """Agent -> edge that runs several tasks at once: task ``task_id`` is over;
+    cancel its coroutine and send nothing for it. The edge's other tasks go on;
+    if the coroutine does not end within a grace period (it blocks the loop, or
+    ignores the cancellation), the edge exits, which ends all of them as an
+    edge's death does."""
+
+    task_id: str
+    reason: KillReason = KillReason.CANCELLED
+
+
+@dataclass(frozen=True)
+class RetireEdge:
+    """Agent -> node: edge ``edge_id`` has been idle for ``edge_idle_timeout``;
+    the agent sends it nothing more. Stop it and keep one edge fewer (never none)."""
+
+    edge_id: str
 
 
 @dataclass(frozen=True)
@@ -134,9 +165,14 @@ class UseAgent:
 
 @dataclass(frozen=True)
 class EnsureEdges:
-    """Ask a node to keep at least ``count`` edges (map steps run items in parallel)."""
+    """Agent -> node: be able to run ``count`` tasks at once (a map step's window,
+    or the tasks waiting in the agent's pool): keep at least ``ceil(count /
+    capacity)`` edges. The node honours the largest count asked; only
+    :class:`RetireEdge` makes it keep fewer."""
 
     count: int
+    seq: int = 0
+    """The pool's number for this ask (0: a map step's), echoed as ``EdgeTable.ensured``."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +183,8 @@ class EdgeInit:
     edge_id: str
     function: str
     watcher: Any
+    capacity: int = 1
+    """Tasks at once (> 1: an ``async def`` node's tasks share the edge's event loop)."""
 
 
 @dataclass(frozen=True)

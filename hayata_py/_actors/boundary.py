@@ -9,7 +9,7 @@ from thespian.actors import ActorAddress
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, RunRejected
-from hayata_py.messages import Caller, Run
+from hayata_py.messages import MAX_THREAD_ID, MULTITASK, Caller, Run
 
 
 def validate_run(run: Any) -> RunRejected | None:
@@ -28,6 +28,19 @@ def validate_run(run: Any) -> RunRejected | None:
     if run.stream and run.subscriber is None:
         return RunRejected("stream=True needs a subscriber (an actor address or hy.CALLER)",
                            code="invalid_option", field="subscriber")
+    thread: Any = run.thread
+    if thread is not None and (not isinstance(thread, str) or not thread.strip()
+                               or len(thread) > MAX_THREAD_ID or "\x00" in thread):
+        return RunRejected(f"thread must be a non-empty string of at most {MAX_THREAD_ID} "
+                           f"characters (a conversation id), got {thread!r:.80}",
+                           code="invalid_option", field="thread")
+    if run.multitask not in MULTITASK:
+        return RunRejected(f"multitask must be one of {list(MULTITASK)} (what a run on a busy "
+                           f"thread does), got {run.multitask!r:.80}", code="invalid_option",
+                           field="multitask")
+    if run.multitask != "reject" and thread is None:
+        return RunRejected("multitask applies to a run on a thread: pass thread=...",
+                           code="invalid_option", field="multitask")
     try:
         check_encodable(run.input, "input")
     except EncodingError as exc:

@@ -1,4 +1,4 @@
-"""The edge: runs one node function call (an edge task) at a time, in its own process.
+"""The edge: runs node function calls (edge tasks) of one node, in its own process.
 
 User code runs only here. The agent sends :class:`RunTask` straight to an
 edge its node published (a step is two hops: agent -> edge -> agent). The
@@ -10,17 +10,38 @@ SQLAlchemy engine. Nothing the
 function raises reaches Thespian (which would run it a second time). An edge
 is reused for the next task of its node; cancelling a task means its node
 killing the edge process (the only way to stop arbitrary Python code).
+
+An edge of an ``async def`` node with ``capacity`` > 1 (``edge_concurrency``)
+runs up to that many tasks at once on an event loop in a thread of its own
+(:mod:`~hayata_py._actors.edge_loop`). The main thread still does every
+durable write and every send: ``started`` before it hands the task to the
+loop, ``completed``/``failed`` when the loop reports its end, then the
+:class:`Outcome`. Each task keeps its own records and Outcome. Cancelling
+one task (:class:`CancelRun`) cancels its coroutine only; its record stays
+``started`` (uncertain, as a killed edge leaves it) and no Outcome is sent. A
+coroutine that has not ended ``CANCEL_GRACE`` seconds after its cancel (it
+blocks the loop, or ignores the cancellation) makes the edge exit at once,
+which ends all its tasks as an edge's death does.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
+
+from thespian.actors import WakeupMessage, WatchMessage
 
 from hayata_py import _telemetry as telemetry
 from hayata_py._actors._calls import call_node, matches
 from hayata_py._actors._protocol import (
+    CancelRun,
     EdgeInit,
     EdgeReady,
     EdgeStarted,
@@ -30,6 +51,7 @@ from hayata_py._actors._protocol import (
 )
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.durable import as_store_error, writer_for
+from hayata_py._actors.edge_loop import Ended, LoopTasks, PartialOut
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
@@ -42,18 +64,25 @@ from hayata_py._policy import NodeContext
 from hayata_py.store import TaskRecord
 from supervisors import SupervisedActor, host_id
 
+CANCEL_GRACE = 2.0
+"""Seconds a cancelled coroutine of a shared edge has to end before the edge exits."""
+CANCEL_EXIT = 75
+"""Exit status of an edge whose cancelled coroutine did not end in time."""
+
 
 class _Streamer:
-    """``ctx.streamer``: publishes a partial result while its task is the edge's current one."""
+    """``ctx.streamer``: publishes a partial result while its task is still the
+    edge's (``current()``); ``publish`` sends it (or hands it to the main thread)."""
 
-    def __init__(self, edge: EdgeActor, run: RunTask) -> None:
-        self._edge = edge
-        self._run = run
+    def __init__(self, edge_id: str, run: RunTask, current: Callable[[], bool],
+                 publish: Callable[[Partial], None]) -> None:
+        self._edge_id, self._run = edge_id, run
+        self._current, self._publish = current, publish
         self.count = 0
 
     def __call__(self, partial: dict[str, Any]) -> None:
         execute = self._run
-        if self._edge.current is not self._run:
+        if not self._current():
             raise StaleExecution(
                 f"execution {execute.execution_id} of node {execute.node_id!r} has ended; "
                 "its streamer can no longer publish",
@@ -63,9 +92,50 @@ class _Streamer:
                 f"streamer takes a dict, got {type(partial).__name__}")
         check_encodable(partial, "partial")
         self.count += 1
-        self._edge.send(execute.agent, Partial(execute.execution_id, execute.node_id,
-                                               self._edge.edge_id, self.count, dict(partial),
-                                               execute.item))
+        self._publish(Partial(execute.execution_id, execute.node_id, self._edge_id,
+                              self.count, dict(partial), execute.item))
+
+
+@dataclass(frozen=True)
+class _Active:
+    """A task running on the loop: what its end is reported with."""
+
+    execute: RunTask
+    span: telemetry.Span
+    streamer: _Streamer | None
+
+
+def _context(execute: RunTask, streamer: _Streamer | None) -> NodeContext:
+    return NodeContext(
+        input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
+        invocation_id=execute.invocation_id, execution_id=execute.execution_id,
+        task_id=execute.task_id, idempotency_key=execute.idempotency_key,
+        streamer=streamer, item=execute.item, attempt=execute.attempt,
+        thread=execute.thread)
+
+
+def _failure(exc: BaseException, execute: RunTask) -> ErrorInfo:
+    """A node function that raised: ``node_failed``, retryable if its policy says so."""
+    name = type(exc).__name__
+    return ErrorInfo("node_failed", f"{name}: {exc}", {
+        "node_id": execute.node_id, "type": name, "attempt": execute.attempt,
+        "attempts": [*execute.history, name], "retryable": matches(exc, execute.retry_on)})
+
+
+def _checked(node_id: str, result: Any) -> tuple[Any, ErrorInfo | None]:
+    """A node's return value, or why it is no result (not a dict, not storable)."""
+    if not isinstance(result, dict):
+        return None, ErrorInfo(
+            "invalid_node_result",
+            f"node {node_id!r} returned {type(result).__name__}; a node must return a dict",
+            {"node_id": node_id, "returned": type(result).__name__})
+    try:
+        check_encodable(result, "result")
+    except EncodingError as exc:
+        return None, ErrorInfo("invalid_node_result",
+                               f"node {node_id!r} returned a value that cannot be "
+                               f"stored: {exc}", {"node_id": node_id, **exc.details})
+    return result, None
 
 
 class EdgeActor(SupervisedActor):
@@ -73,32 +143,41 @@ class EdgeActor(SupervisedActor):
 
     current: RunTask | None = None
     edge_id = ""
+    loop: LoopTasks | None = None
+    """The event loop thread of an edge that runs several tasks at once."""
 
     def on_receive(self, message: Any, sender: Any) -> None:
         if drop_malformed(self.log, message):
             return
         if isinstance(message, RunTask):
-            self._run(message)
+            if self.loop is None:
+                self._run(message)
+            else:
+                self._start(message, self.loop)
+        elif isinstance(message, WatchMessage):
+            self._drain()
+        elif isinstance(message, CancelRun):
+            self._cancel(message)
+        elif isinstance(message, WakeupMessage):
+            self._on_timer()
         elif isinstance(message, EdgeInit):
             self.node_id, self.edge_id, self.function = (
                 message.node_id, message.edge_id, message.function)
+            if message.capacity > 1 and self.loop is None:
+                self._open_loop()
             self.send(sender, EdgeReady(message.edge_id, os.getpid()))
             if message.watcher is not None:
                 self.send(message.watcher,
                           EdgeStarted(message.node_id, message.edge_id, os.getpid(),
                                       host_id()))
 
+    # -- one task at a time: the call blocks the edge ------------------------------
+
     def _run(self, execute: RunTask) -> None:
-        streamer = _Streamer(self, execute) if execute.stream else None
-        ctx = NodeContext(
-            input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
-            invocation_id=execute.invocation_id, execution_id=execute.execution_id,
-            task_id=execute.task_id, idempotency_key=execute.idempotency_key,
-            streamer=streamer, item=execute.item, attempt=execute.attempt)
-        span = telemetry.span_start(telemetry.EDGE, {
-            "agent_id": execute.agent_id, "node_id": execute.node_id,
-            "execution_id": execute.execution_id, "edge_id": self.edge_id,
-            **({} if execute.item is None else {"item": execute.item})})
+        streamer = _Streamer(self.edge_id, execute, lambda: self.current is execute,
+                             lambda p: self.send(execute.agent, p)) if execute.stream else None
+        ctx = _context(execute, streamer)
+        span = self._span(execute)
         result: Any = None
         error: ErrorInfo | None = self._record_start(execute)
         if error is None:
@@ -108,17 +187,118 @@ class EdgeActor(SupervisedActor):
             finally:
                 self.current = None
             error = self._record_end(execute, result, error) or error
+        self._report(execute, span, result, error, streamer)
+
+    def _span(self, execute: RunTask) -> telemetry.Span:
+        return telemetry.span_start(telemetry.EDGE, {
+            "agent_id": execute.agent_id, "node_id": execute.node_id,
+            "execution_id": execute.execution_id, "edge_id": self.edge_id,
+            **({} if execute.item is None else {"item": execute.item})})
+
+    def _report(self, execute: RunTask, span: telemetry.Span, result: Any,
+                error: ErrorInfo | None, streamer: _Streamer | None) -> None:
+        """Close the task's span and send its Outcome (recorded before, by the caller)."""
         if error is None:
             telemetry.span_stop(span, "completed")
         elif error.code == "node_failed" and "type" in error.details:
-            telemetry.span_exception(span, str(error.details["type"]))
+            telemetry.span_exception(span, str(error.details["type"]),
+                                     metadata={"error_code": error.code})
         else:
             telemetry.span_stop(span, "failed", metadata={"error_code": error.code})
         partials = streamer.count if streamer else 0
-        # Recorded above, before anyone hears of it.
         self.send(execute.agent, Outcome(execute.execution_id, execute.task_id,
                                          execute.node_id, self.edge_id, error is None, result,
                                          error, partials, execute.item))
+
+    # -- several tasks at once, on the loop thread ---------------------------------
+
+    def _open_loop(self) -> None:
+        self.loop = LoopTasks()
+        self.watch_fds = (self.loop.wake_fd,)
+        self.runs = itertools.count(1)  # each start's own number, even for the same task
+        self.running: dict[str, int] = {}  # task id -> its run
+        self.active: dict[int, _Active] = {}  # run -> what it reports to
+        self.cancelling: dict[int, float] = {}  # run -> monotonic time it must end by
+        self.timer_at: float | None = None
+
+    def _start(self, execute: RunTask, loop: LoopTasks) -> None:
+        """Record ``started``, then hand the call to the loop (it runs beside the others)."""
+        if execute.task_id in self.running:
+            return  # a duplicate of a task that runs here
+        span = self._span(execute)
+        error = self._record_start(execute)
+        if error is not None:
+            self._report(execute, span, None, error, None)
+            return
+        run = next(self.runs)
+        streamer = _Streamer(
+            self.edge_id, execute, lambda: self.running.get(execute.task_id) == run,
+            lambda p: loop.post(PartialOut(run, p))) if execute.stream else None
+        self.running[execute.task_id] = run
+        self.active[run] = _Active(execute, span, streamer)
+        loop.start(run, resolve_callable(self.function), _context(execute, streamer))
+
+    def _drain(self) -> None:
+        """What the loop reported: send partials; record each ended task, then its Outcome."""
+        if self.loop is None:
+            return
+        for event in self.loop.drain():
+            found = self.active.get(event.run)
+            if isinstance(event, PartialOut):
+                if found is not None:
+                    self.send(found.execute.agent, event.partial)
+                continue
+            if self.cancelling.pop(event.run, None) is not None or found is None:
+                continue  # cancelled: its record stays "started", no Outcome
+            del self.active[event.run]
+            execute = found.execute
+            self.running.pop(execute.task_id, None)
+            result, error = self._ended(execute, event)
+            error = self._record_end(execute, result, error) or error
+            self._report(execute, found.span, result, error, found.streamer)
+
+    @staticmethod
+    def _ended(execute: RunTask, event: Ended) -> tuple[Any, ErrorInfo | None]:
+        if event.ok:
+            return _checked(execute.node_id, event.value)
+        # No exception and not cancelled by us: the coroutine cancelled itself.
+        return None, _failure(event.error or asyncio.CancelledError(), execute)
+
+    def _cancel(self, cancel: CancelRun) -> None:
+        """Cancel one task's coroutine; the edge exits if it has not ended in time."""
+        if self.loop is None:
+            return
+        run = self.running.pop(cancel.task_id, None)
+        found = self.active.pop(run, None) if run is not None else None
+        if run is None or found is None:
+            return  # ended already (its Outcome is on its way), or unknown here
+        telemetry.span_stop(found.span, "failed", metadata={"error_code": cancel.reason.value})
+        self.log.info("task_cancelled", task_id=cancel.task_id, reason=cancel.reason.value)
+        self.cancelling[run] = time.monotonic() + CANCEL_GRACE
+        self.loop.cancel(run)
+        self._arm(CANCEL_GRACE)
+
+    def _arm(self, seconds: float) -> None:
+        at = time.monotonic() + seconds
+        if self.timer_at is None or at < self.timer_at:
+            self.timer_at = at
+            self.wakeupAfter(timedelta(seconds=seconds))
+
+    def _on_timer(self) -> None:
+        if self.loop is None:
+            return
+        self.timer_at = None
+        self._drain()  # an end the loop reported meanwhile counts
+        if not self.cancelling:
+            return
+        now = time.monotonic()
+        late = [run for run, by in self.cancelling.items() if by <= now]
+        if late:
+            self.log.error("cancel_not_honoured", runs=len(late), running=len(self.active))
+            os._exit(CANCEL_EXIT)  # ends every task here, as an edge's death does
+        self._arm(max(0.01, min(self.cancelling.values()) - now))
+
+    # -- durable records -----------------------------------------------------------
 
     def _record_start(self, execute: RunTask) -> ErrorInfo | None:
         """Record ``started`` durably before the node function runs (with the
@@ -166,21 +346,5 @@ class EdgeActor(SupervisedActor):
         try:
             result = call_node(resolve_callable(self.function), ctx)
         except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
-            name = type(exc).__name__
-            return None, ErrorInfo("node_failed", f"{name}: {exc}", {
-                "node_id": ctx.node_id, "type": name, "attempt": execute.attempt,
-                "attempts": [*execute.history, name],
-                "retryable": matches(exc, execute.retry_on)})
-        if not isinstance(result, dict):
-            return None, ErrorInfo(
-                "invalid_node_result",
-                f"node {ctx.node_id!r} returned {type(result).__name__}; "
-                "a node must return a dict",
-                {"node_id": ctx.node_id, "returned": type(result).__name__})
-        try:
-            check_encodable(result, "result")
-        except EncodingError as exc:
-            return None, ErrorInfo("invalid_node_result",
-                                   f"node {ctx.node_id!r} returned a value that cannot be "
-                                   f"stored: {exc}", {"node_id": ctx.node_id, **exc.details})
-        return result, None
+            return None, _failure(exc, execute)
+        return _checked(ctx.node_id, result)

@@ -1,29 +1,50 @@
 """The agent's view of its nodes' edges: which edge runs which task.
 
 Nodes publish their edges (:class:`EdgeTable`); the agent sends each task
-straight to an idle edge of its node and frees the edge when the edge's
-:class:`Outcome` arrives. A task for a node without an idle edge (its node
-is restarting, or replacing a killed edge) waits here until one is
-published. Cancelling a running task asks its node to kill the edge; the
-edge is never used again. No Thespian here: methods return the messages to
-send, as ``(address, message)`` pairs.
+straight to an edge of its node with a free slot (an edge runs ``capacity``
+tasks at once: ``edge_concurrency`` of an ``async def`` node, else one) and
+frees the slot when the task's :class:`Outcome` arrives. Tasks wait here per
+node in one first-in first-out queue, across invocations.
+
+Edges on demand: when a node's waiting tasks exceed its free slots (counting
+the edges asked for and not yet published), the pool asks the node for more
+(:class:`EnsureEdges`, up to ``node_concurrency`` edges), once per need. An
+edge beyond a node's first that has been idle for ``edge_idle_timeout`` is
+retired (:meth:`EdgePool.retire_due`, driven by the agent's timer through
+:meth:`EdgePool.next_retire`): nothing is sent to it again and its node
+stops it (:class:`RetireEdge`).
+
+Cancelling a running task of a one-task edge asks its node to kill the edge
+(never used again); on an edge that runs several tasks it asks the edge to
+cancel that task's coroutine (:class:`CancelRun`), the others go on. An edge
+that died ends every task it was running (:meth:`EdgePool.on_lost`).
+
+No Thespian here: methods return the messages to send, as ``(address,
+message)`` pairs. Time comes from ``clock`` (monotonic seconds), so tests
+pass their own.
 """
 
 from __future__ import annotations
 
+import itertools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hayata_py import _invocation as m
 from hayata_py._actors._protocol import (
+    CancelRun,
     EdgeExit,
     EdgeLost,
     EdgeTable,
+    EnsureEdges,
     KillEdge,
     KillReason,
+    RetireEdge,
     RunTask,
 )
-from hayata_py._config import AgentSpec
+from hayata_py._config import AgentSpec, default_node_concurrency
 from hayata_py._errors import ErrorInfo
 
 Sends = list[tuple[Any, Any]]
@@ -31,28 +52,62 @@ _EARLY_TABLES = 4
 
 
 @dataclass
+class _Edge:
+    address: Any
+    capacity: int
+    running: dict[str, None] = field(default_factory=dict)  # task ids, in start order
+    idle_since: float | None = None  # None while it runs a task
+
+    def free(self) -> int:
+        return self.capacity - len(self.running)
+
+
+@dataclass
 class _Node:
     address: Any = None
     version: int = 0
-    edges: dict[str, Any] = field(default_factory=dict)  # edge id -> address
-    busy: dict[str, str] = field(default_factory=dict)  # edge id -> task id
-    queue: list[RunTask] = field(default_factory=list)
+    edges: dict[str, _Edge] = field(default_factory=dict)
+    """Edges the pool may send to: published, not retiring, in table order."""
+    lost: dict[str, _Edge] = field(default_factory=dict)
+    """Edges a newer table no longer lists while they ran tasks: their
+    :class:`EdgeLost` (which fails those tasks) may still be on its way."""
+    dropped: set[str] = field(default_factory=set)
+    """Edges the pool has killed or retired: a table that still lists them (sent
+    before the node acted) does not bring them back."""
+    queue: dict[str, RunTask] = field(default_factory=dict)  # task id -> task, FIFO
+    target: int = 1
+    """Edges the node keeps or is starting, as far as the pool knows."""
+    asked: int = 0  # seq of the pool's last EnsureEdges to this node address
     early: list[tuple[Any, EdgeTable]] = field(default_factory=list)
     """Tables from an address that is not (yet) the node's current one."""
 
 
 class EdgePool:
-    """Edges per node, their tasks, and the tasks waiting for an edge."""
+    """Edges per node, their tasks, and the tasks waiting for a slot."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: AgentSpec | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = dict(spec.node_concurrency) if spec is not None else {}
+        self.capacities = dict(spec.edge_concurrency) if spec is not None else {}
+        self.idle_timeout = spec.edge_idle_timeout if spec is not None else 60.0
+        self.clock = clock
         self.nodes: dict[str, _Node] = {}
         self.tasks: dict[str, tuple[str, RunTask]] = {}  # task id -> (edge id, task)
+        self._seq = itertools.count(1)
 
     def _node(self, node_id: str) -> _Node:
         return self.nodes.setdefault(node_id, _Node())
 
     def address(self, node_id: str) -> Any:
         return self._node(node_id).address
+
+    def capacity(self, node_id: str) -> int:
+        """Tasks one edge of ``node_id`` runs at once."""
+        return self.capacities.get(node_id, 1)
+
+    def limit(self, node_id: str) -> int:
+        """The most edges the pool asks ``node_id`` for."""
+        return self.limits.get(node_id, default_node_concurrency())
 
     # -- what the nodes and the watcher say -------------------------------------------
 
@@ -61,23 +116,26 @@ class EdgePool:
         node = self._node(node_id)
         if node.address == address:
             return []
-        self._forget_edges(node_id, node)
-        node.address, node.version = address, 0
+        self._forget_edges(node)
+        node.address, node.version, node.target, node.asked = address, 0, 1, 0
         early, node.early = node.early, []
         sends: Sends = []
         for sender, table in early:
             sends += self.on_table(sender, table)
-        return sends
+        return sends + self._grow(node_id, node)
 
     def node_down(self, node_id: str) -> None:
         node = self._node(node_id)
-        self._forget_edges(node_id, node)
+        self._forget_edges(node)
         node.address, node.version = None, 0
 
-    def _forget_edges(self, node_id: str, node: _Node) -> None:
-        for task_id in node.busy.values():
-            self.tasks.pop(task_id, None)
-        node.edges, node.busy = {}, {}
+    def _forget_edges(self, node: _Node) -> None:
+        """The node is gone with its edges: their tasks are the machine's to end
+        (``NodeDown``); nothing here reports them."""
+        for edge in [*node.edges.values(), *node.lost.values()]:
+            for task_id in edge.running:
+                self.tasks.pop(task_id, None)
+        node.edges, node.lost, node.dropped = {}, {}, set()
 
     def on_table(self, sender: Any, table: EdgeTable) -> Sends:
         node = self._node(table.node_id)
@@ -87,59 +145,161 @@ class EdgePool:
         if table.version <= node.version:
             return []  # an older table overtaken by a newer one
         node.version = table.version
-        node.edges = {e.edge_id: e.address for e in table.edges}
-        for edge_id in [e for e in node.busy if e not in node.edges]:
-            self.tasks.pop(node.busy.pop(edge_id), None)
-        return self._flush(table.node_id)
+        listed = {e.edge_id for e in table.edges}
+        node.dropped &= listed  # one the table no longer lists is gone for good
+        old, now = node.edges, self.clock()
+        node.edges = {}
+        for ref in table.edges:
+            if ref.edge_id in node.dropped or ref.edge_id in node.lost:
+                continue
+            edge = old.pop(ref.edge_id, None) or _Edge(ref.address, max(1, ref.capacity),
+                                                       idle_since=now)
+            node.edges[ref.edge_id] = edge
+        for edge_id, edge in old.items():  # killed or dead: wait for its EdgeLost
+            if edge.running:
+                node.lost[edge_id] = edge
+        wanted = table.wanted or len(table.edges)
+        node.target = wanted if table.ensured >= node.asked else max(wanted, node.target)
+        return self._flush(table.node_id, node)
 
-    def on_lost(self, node_id: str, edge_id: str, exit: EdgeExit) -> RunTask | None:
-        """Edge ``edge_id`` is gone; the task it was running if it died on its own
-        (that task failed), else None."""
+    def on_lost(self, node_id: str, edge_id: str, exit: EdgeExit) -> list[RunTask]:
+        """Edge ``edge_id`` is gone: every task it was running if it died on its own
+        (each of them failed), else none (it was killed or retired)."""
         node = self._node(node_id)
-        node.edges.pop(edge_id, None)
-        task_id = node.busy.pop(edge_id, None)
-        where = self.tasks.pop(task_id, None) if task_id is not None else None
-        return where[1] if where is not None and exit is EdgeExit.DIED else None
+        node.dropped.discard(edge_id)
+        edge = node.edges.pop(edge_id, None) or node.lost.pop(edge_id, None)
+        if edge is None:
+            return []
+        runs = [self.tasks.pop(t)[1] for t in edge.running if t in self.tasks]
+        return runs if exit is EdgeExit.DIED else []
 
     # -- tasks -----------------------------------------------------------------------
 
     def dispatch(self, run: RunTask) -> Sends:
-        self._node(run.node_id).queue.append(run)
-        return self._flush(run.node_id)
+        """Send ``run`` to a free slot of its node, or queue it (first in, first out).
+        A re-run of a task whose edge died (``attempt`` + 1) is dispatched the same way."""
+        node = self._node(run.node_id)
+        node.queue[run.task_id] = run
+        return self._flush(run.node_id, node)
 
     def done(self, task_id: str) -> Sends:
-        """The task's edge reported its outcome: the edge is free again."""
+        """The task's edge reported its outcome: its slot is free again."""
         where = self.tasks.pop(task_id, None)
         if where is None:
             return []
         edge_id, run = where
-        self._node(run.node_id).busy.pop(edge_id, None)
-        return self._flush(run.node_id)
+        node = self._node(run.node_id)
+        edge = node.edges.get(edge_id)
+        if edge is None:
+            lost = node.lost.get(edge_id)
+            if lost is not None:
+                lost.running.pop(task_id, None)
+                if not lost.running:
+                    del node.lost[edge_id]
+            return []
+        self._release(edge, task_id)
+        return self._flush(run.node_id, node)
 
     def cancel(self, node_id: str, task_id: str, reason: KillReason) -> Sends:
-        """The task is over: drop it if it waits, else kill its edge."""
+        """The task is over: drop it if it waits; else kill its edge (one task at
+        a time) or have the edge cancel it (several at once: the others go on)."""
         node = self._node(node_id)
-        node.queue = [r for r in node.queue if r.task_id != task_id]
+        if node.queue.pop(task_id, None) is not None:
+            return []
         where = self.tasks.pop(task_id, None)
         if where is None:
             return []
         edge_id = where[0]
-        node.busy.pop(edge_id, None)
-        node.edges.pop(edge_id, None)  # never used again; the node replaces it
-        return [(node.address, KillEdge(edge_id, reason))] if node.address is not None else []
+        edge = node.edges.get(edge_id)
+        if edge is None:
+            lost = node.lost.get(edge_id)
+            if lost is not None:
+                lost.running.pop(task_id, None)
+            return []
+        if edge.capacity > 1:
+            self._release(edge, task_id)
+            return [(edge.address, CancelRun(task_id, reason)), *self._flush(node_id, node)]
+        del node.edges[edge_id]  # never used again; the node replaces it
+        node.dropped.add(edge_id)
+        sends: Sends = [] if node.address is None else [(node.address,
+                                                         KillEdge(edge_id, reason))]
+        return sends + self._flush(node_id, node)
 
-    def _flush(self, node_id: str) -> Sends:
-        node = self._node(node_id)
+    def _release(self, edge: _Edge, task_id: str) -> None:
+        edge.running.pop(task_id, None)
+        if not edge.running:
+            edge.idle_since = self.clock()
+
+    def _flush(self, node_id: str, node: _Node) -> Sends:
+        """Send waiting tasks to free slots (the first edge in table order that has
+        one: busy edges fill up, idle ones stay idle and retire), then ask for more
+        edges if tasks still wait."""
         sends: Sends = []
-        while node.queue:
-            idle = next((e for e in node.edges if e not in node.busy), None)
-            if idle is None:
-                break
-            run = node.queue.pop(0)
-            node.busy[idle] = run.task_id
-            self.tasks[run.task_id] = (idle, run)
-            sends.append((node.edges[idle], run))
+        if node.queue:
+            for edge_id, edge in node.edges.items():
+                while node.queue and edge.free() > 0:
+                    task_id = next(iter(node.queue))
+                    run = node.queue.pop(task_id)
+                    edge.running[task_id] = None
+                    edge.idle_since = None
+                    self.tasks[task_id] = (edge_id, run)
+                    sends.append((edge.address, run))
+                if not node.queue:
+                    break
+        return sends + self._grow(node_id, node)
+
+    def _grow(self, node_id: str, node: _Node) -> Sends:
+        """Ask the node for the edges its waiting tasks need beyond its free slots
+        (edges asked for and not yet published count as free), up to its limit."""
+        if not node.queue or node.address is None:
+            return []
+        capacity = self.capacity(node_id)
+        have = max(node.target, len(node.edges))
+        free = sum(e.free() for e in node.edges.values()) \
+            + (have - len(node.edges)) * capacity
+        short = len(node.queue) - free
+        if short <= 0:
+            return []
+        want = min(self.limit(node_id), have + -(-short // capacity))
+        if want <= have:
+            return []
+        node.target, node.asked = want, next(self._seq)
+        return [(node.address, EnsureEdges(want * capacity, node.asked))]
+
+    # -- idle edges ------------------------------------------------------------------
+
+    def retire_due(self, now: float) -> Sends:
+        """Retire every edge but its node's first (in table order, the one tasks go
+        to first) that has been idle for ``edge_idle_timeout`` at ``now``
+        (monotonic): nothing is sent to it again, and its node is told to stop
+        it (:class:`RetireEdge`)."""
+        sends: Sends = []
+        for node in self.nodes.values():
+            if node.address is None or node.queue or len(node.edges) <= 1:
+                continue
+            first = next(iter(node.edges))  # the one tasks go to first: kept
+            due = sorted((e.idle_since, edge_id) for edge_id, e in node.edges.items()
+                         if edge_id != first and e.idle_since is not None
+                         and e.idle_since + self.idle_timeout <= now)
+            for _, edge_id in due:
+                del node.edges[edge_id]
+                node.dropped.add(edge_id)
+                node.target = max(1, node.target - 1)
+                sends.append((node.address, RetireEdge(edge_id)))
         return sends
+
+    def next_retire(self, now: float) -> float | None:
+        """When (monotonic, ``now`` at the earliest) the next idle edge becomes due
+        for retirement; None while no node has an idle edge beyond its first."""
+        due: float | None = None
+        for node in self.nodes.values():
+            if node.address is None or len(node.edges) <= 1:
+                continue
+            for edge in list(node.edges.values())[1:]:  # never the first
+                if edge.idle_since is not None:
+                    at = edge.idle_since + self.idle_timeout
+                    due = at if due is None else min(due, at)
+        return None if due is None else max(due, now)
 
 
 def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
@@ -154,11 +314,12 @@ def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
         branch_index=cmd.branch_index, item=cmd.key.item, token=token,
         attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
         agent_id=spec.id, checkpoint=checkpoint, history=cmd.history,
-        retry_on=policy.retry_on if policy else ())  # type: ignore[arg-type]
+        retry_on=policy.retry_on if policy else (),  # type: ignore[arg-type]
+        thread=inv.thread)
 
 
 def edge_died(lost: EdgeLost) -> ErrorInfo:
-    """The failure of the task an edge was running when its process died."""
+    """The failure of each task an edge was running when its process died."""
     return ErrorInfo("node_failed", f"edge process {lost.pid} of node {lost.node_id!r} "
                      "died while running the node function",
                      {"node_id": lost.node_id, "edge_id": lost.edge_id})

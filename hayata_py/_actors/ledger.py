@@ -1,4 +1,4 @@
-"""The agent's durable side: its store, its unfinished invocation, its results.
+"""The agent's durable side: its store, its unfinished invocations, its results.
 
 Everything the agent writes goes through here, each write one committed
 transaction carrying the invocation's fencing token: the invocation record
@@ -10,15 +10,20 @@ renewals. A
 refused write comes back as a ``WriteRefused`` event for the machine, marked
 ``fenced`` when another system owns the invocation now.
 
-It also answers what the store knows: the status, results of earlier
-invocations, and the recovery requests (``recover``, ``resolve_task``,
-``abandon``) on an unfinished invocation found at start.
+It also answers what the store knows: the status and results of earlier
+invocations. The unfinished invocations it holds (found at start, or kept
+when a run was interrupted) are acted on by the recovery requests in
+:mod:`~hayata_py._actors.recoveries` (``recover``, ``resolve_task``,
+``abandon``, ``resume``).
+
+With ``max_invocations=1`` an unfinished invocation blocks new runs
+(``recovery_required``, ``agent_paused``), as in Hayata; with more, each is its
+own recovery case and new runs go on beside it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,18 +31,11 @@ from typing import Any
 from hayata_py._actors import pauses
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
-from hayata_py._actors.maps import resume_map
-from hayata_py._actors.recovering import resume_step, waiting_node
-from hayata_py._codec import check_encodable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
-    EncodingError,
     ErrorInfo,
-    InvocationBusy,
-    RecoveryRejected,
     RunRejected,
     StaleWriter,
-    StoreError,
 )
 from hayata_py._invocation import (
     Checkpoint,
@@ -45,16 +43,12 @@ from hayata_py._invocation import (
     Dispatch,
     Event,
     RecordResult,
-    Resume,
     WriteRefused,
 )
 from hayata_py.messages import (
-    Abandon,
-    Ack,
     AgentResult,
     AgentStatus,
     GetResult,
-    ResolveTask,
     ResultReply,
     Run,
     WaitResult,
@@ -84,39 +78,64 @@ def _refused(raw: Exception) -> WriteRefused:
                         fenced=isinstance(exc, StaleWriter))
 
 
-def _refusal(exc: StoreError, record: InvocationRecord) -> RecoveryRejected:
-    """A store's refusal (busy, unavailable, ...) as recover()'s answer."""
-    return RecoveryRejected(str(exc), code=exc.code, invocation_id=record.invocation_id)
-
-
 class Ledger:
-    """The agent's store access, its unfinished invocation and its recent results."""
+    """The agent's store access, its unfinished invocations and its recent results."""
 
     def __init__(self, spec: AgentSpec, log: Any, send: Callable[[Any, Any], None]) -> None:
         self.spec = spec
         self.log = log
         self.send = send
         self.owner = spec.owner or spec.instance
+        self.single = spec.max_invocations == 1
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[tuple[Any, int]]] = {}
-        # An unfinished invocation in the store: this agent (or system) died
-        # while running it. It waits for recover(), resolve or abandon.
-        self.recovering: InvocationRecord | None = (
-            self.store.unfinished_invocation(spec.id) if self.store else None)
-        if self.recovering is not None:
-            self.log.warning("recovery_required", invocation_id=self.recovering.invocation_id)
+        # Unfinished invocations in the store that nothing here runs: this agent
+        # (or system) died while running them, or their run was interrupted. Each
+        # waits for recover(), resolve_task(), abandon() (or resume(), if paused).
+        self.unfinished: dict[str, InvocationRecord] = {}
+        if self.store is not None:
+            for record in self.store.unfinished_invocations(spec.id):
+                self.unfinished[record.invocation_id] = record
+                self.log.warning("recovery_required", invocation_id=record.invocation_id)
 
     # -- writes of a running invocation ------------------------------------------------
 
-    def create(self, invocation_id: str, input: Any, state: dict[str, Any]) -> int:
-        """Record a new invocation; its fencing token (raises a StoreError)."""
+    def create(self, invocation_id: str, input: Any, state: dict[str, Any],
+               thread: str | None = None, thread_version: int | None = None) -> int:
+        """Record a new invocation (on ``thread``, started from the thread's state
+        at ``thread_version``); its fencing token (raises a StoreError:
+        ``agent_busy``, ``thread_busy``, ``thread_changed``, ...)."""
         if self.store is None:
             return 0
         try:
             return self.store.create_invocation(
-                InvocationRecord(invocation_id, self.spec.id, "running", 0, state, input),
-                owner=self.owner, lease_seconds=self.spec.lease_seconds)
+                InvocationRecord(invocation_id, self.spec.id, "running", 0, state, input,
+                                 thread_id=thread),
+                owner=self.owner, lease_seconds=self.spec.lease_seconds,
+                max_running=1 if self.single else None, thread_version=thread_version)
+        except Exception as raw:
+            raise as_store_error(raw) from raw
+
+    def thread_start(self, thread: str) -> tuple[dict[str, Any], int | None]:
+        """The state a new invocation of ``thread`` starts from, and the thread's
+        version (None: a new thread, which starts from the agent's state)."""
+        assert self.store is not None
+        try:
+            found = self.store.get_thread(self.spec.id, thread)
+        except Exception as raw:
+            raise as_store_error(raw) from raw
+        if found is None:
+            return dict(self.spec.state), None
+        return dict(found.state), found.version
+
+    def enqueue(self, invocation_id: str, thread: str, input: Any, stream: bool) -> int:
+        """Keep a run for ``thread`` durably until its running invocation ends;
+        its place in the queue (raises a StoreError, ``thread_free`` among them)."""
+        assert self.store is not None
+        try:
+            return self.store.enqueue_run(self.spec.id, thread, invocation_id, input,
+                                          stream=stream)
         except Exception as raw:
             raise as_store_error(raw) from raw
 
@@ -172,40 +191,45 @@ class Ledger:
         return self.record_of(invocation_id, None, dataclasses.replace(folded, state=task.state))
 
     def finish(self, invocation_id: str, token: int, record: RecordResult
-               ) -> WriteRefused | None:
-        """Commit the terminal result before anyone is told."""
+               ) -> tuple[WriteRefused | None, InvocationRecord | None]:
+        """Commit the terminal result before anyone is told. Returns the refusal,
+        or the invocation the store started in the same transaction: the next
+        queued run of the invocation's thread (None if there is none)."""
         if self.store is None:
-            return None
+            return None, None
         try:
-            self.store.finish_invocation(
+            started = self.store.finish_invocation(
                 invocation_id, token=token, status="completed" if record.ok else "failed",
                 result=record.result,
-                error=record.error.to_dict() if record.error else None, state=record.state)
+                error=record.error.to_dict() if record.error else None, state=record.state,
+                lease_seconds=self.spec.lease_seconds)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             self.log.error("finish_refused", invocation_id=invocation_id,
                            code=as_store_error(raw).code)
-            return _refused(raw)
-        return None
+            return _refused(raw), None
+        return None, started
 
-    def renew(self, invocation_id: str, token: int) -> bool | None:
-        """Extend the lease: True done, False lost to another owner, None a hiccup
-        (try again soon)."""
+    def renew(self, tokens: Mapping[str, int]) -> dict[str, bool | None]:
+        """Extend the leases of the running invocations (id -> token): per id True
+        done, False lost to another owner, None a hiccup (try again soon)."""
         assert self.store is not None
+        out: dict[str, bool | None] = {}
         try:
-            self.store.renew_lease(invocation_id, owner=self.owner, token=token,
-                                   lease_seconds=self.spec.lease_seconds)
-        except (StaleWriter, InvocationBusy):
-            self.log.error("ownership_lost", invocation_id=invocation_id)
-            return False
+            refused = self.store.renew_leases(dict(tokens), owner=self.owner,
+                                              lease_seconds=self.spec.lease_seconds)
         except Exception as raw:  # noqa: BLE001 - a store hiccup: try again soon
-            self.log.warning("lease_renewal_failed", invocation_id=invocation_id,
-                             code=as_store_error(raw).code)
-            return None
-        return True
+            self.log.warning("lease_renewal_failed", code=as_store_error(raw).code)
+            return dict.fromkeys(tokens)
+        for invocation_id in tokens:
+            lost = invocation_id in refused
+            if lost:
+                self.log.error("ownership_lost", invocation_id=invocation_id)
+            out[invocation_id] = not lost
+        return out
 
     def keep(self, invocation_id: str, fallback: InvocationRecord) -> None:
         """A run ended without a durable result: the invocation is unfinished in the
-        store and the agent reports ``recovery_required`` (unless it ended elsewhere)."""
+        store and waits for recovery (unless it ended elsewhere)."""
         self.results.pop(invocation_id, None)  # not its result: recover() makes that
         assert self.store is not None
         try:
@@ -215,7 +239,7 @@ class Ledger:
                            code=as_store_error(raw).code)
             record = fallback  # what we know; re-read on the next request
         if record is not None and record.status == "running":
-            self.recovering = record
+            self.unfinished[invocation_id] = record
 
     # -- results ---------------------------------------------------------------------
 
@@ -228,35 +252,40 @@ class Ledger:
         for waiter, ref in self.waiters.pop(result.invocation_id, []):
             self.send(waiter, ResultReply(result.invocation_id, result, ref=ref))
 
-    def refresh_recovering(self) -> None:
-        """Forget an unfinished invocation that has ended meanwhile (another system
-        recovered or abandoned it): keep its stored result, answer its waiters."""
-        record = self.recovering
-        if record is None or self.store is None:
+    def refresh(self, invocation_id: str | None = None) -> None:
+        """Forget unfinished invocations (``invocation_id``, default every one) that
+        have ended meanwhile (another system recovered or abandoned them): keep
+        their stored results, answer their waiters."""
+        if self.store is None:
             return
-        try:
-            now = self.store.get_invocation(record.invocation_id)
-        except Exception as raw:  # noqa: BLE001 - keep what we know; report later
-            self.log.warning("store_unavailable", code=as_store_error(raw).code)
-            return
-        if now is not None and now.status == "running":
-            # The store's record, not what this process guessed when it could not
-            # read it (keep()'s fallback has no active execution once the machine
-            # cancelled the step): recover() classifies the step the store names.
-            self.recovering = now
-            return
-        self.recovering = None
-        self.log.info("unfinished_invocation_ended_elsewhere",
-                      invocation_id=record.invocation_id)
-        if now is not None:
-            self.publish(stored_result(now))
+        ids = list(self.unfinished) if invocation_id is None else (
+            [invocation_id] if invocation_id in self.unfinished else [])
+        for iid in ids:
+            try:
+                now = self.store.get_invocation(iid)
+            except Exception as raw:  # noqa: BLE001 - keep what we know; report later
+                self.log.warning("store_unavailable", code=as_store_error(raw).code)
+                return
+            if now is not None and now.status == "running":
+                # The store's record, not what this process guessed when it could
+                # not read it (keep()'s fallback has no active execution once the
+                # machine cancelled the step): recover() classifies what the store names.
+                self.unfinished[iid] = now
+                continue
+            del self.unfinished[iid]
+            self.log.info("unfinished_invocation_ended_elsewhere", invocation_id=iid)
+            if now is not None:
+                self.publish(stored_result(now))
+
+    def paused(self) -> list[InvocationRecord]:
+        """The unfinished invocations that wait for ``resume()``."""
+        return [r for r in self.unfinished.values() if pauses.is_paused(r)]
 
     def result_reply(self, invocation_id: str, running: bool) -> ResultReply:
         result = self.results.get(invocation_id)
-        running = running or (self.recovering is not None
-                              and self.recovering.invocation_id == invocation_id)
-        held = pauses.paused(self)
-        if held is not None and held.invocation_id == invocation_id:
+        held = self.unfinished.get(invocation_id)
+        running = running or held is not None
+        if held is not None and pauses.is_paused(held):
             return ResultReply(invocation_id, pauses.paused_result(held), known=True)
         if result is None and not running and self.store is not None:
             record = self.store.get_invocation(invocation_id)
@@ -264,49 +293,74 @@ class Ledger:
                 if record.status == "running":
                     return ResultReply(invocation_id, None, known=True)
                 result = stored_result(record)
+            elif record is None:
+                queued = self.store.queued_run(invocation_id)
+                if queued is not None and queued.agent_id == self.spec.id:
+                    return ResultReply(invocation_id, None, known=True)
         return ResultReply(invocation_id, result, known=result is not None or running)
 
-    def refuse(self, run: Run, running: str | None) -> RunRejected | None:
-        """Why ``run`` cannot start now (bad, an unfinished invocation waits for
-        recovery, the agent is busy with ``running``), or None."""
+    def refuse(self, run: Run, running: list[str]) -> RunRejected | None:
+        """Why ``run`` cannot start now (bad; with ``max_invocations=1`` an
+        unfinished invocation waits for recovery; ``max_invocations`` are
+        ``running`` already), or None."""
         rejected = validate_run(run)
-        self.refresh_recovering()
-        held = pauses.paused(self)
-        if rejected is None and held is not None:
-            rejected = pauses.refuse_run(self.spec.id, held)
-        if rejected is None and self.recovering is not None:
-            rejected = RunRejected(
-                f"agent {self.spec.id!r} has an unfinished invocation "
-                f"{self.recovering.invocation_id}; call recover(), resolve_task() or "
-                "abandon() first", code="recovery_required",
-                invocation_id=self.recovering.invocation_id)
-        if rejected is None and running is not None:
-            rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
-                                   f"{running}", code="agent_busy", invocation_id=running)
+        if rejected is None and run.thread is not None and self.store is None:
+            rejected = RunRejected("threads are kept in the store: this agent has none "
+                                   "(start the system with a data_dir or store_url)",
+                                   code="invalid_option", field="thread")
+        if rejected is None and self.single:
+            self.refresh()
+            held = self.paused()
+            if held:
+                rejected = pauses.refuse_run(self.spec.id, held[0])
+            elif self.unfinished:
+                iid = next(iter(self.unfinished))
+                rejected = RunRejected(
+                    f"agent {self.spec.id!r} has an unfinished invocation {iid}; call "
+                    "recover(), resolve_task() or abandon() first", code="recovery_required",
+                    invocation_id=iid)
+        if rejected is None and len(running) >= self.spec.max_invocations:
+            if self.single:
+                rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
+                                       f"{running[0]}", code="agent_busy",
+                                       invocation_id=running[0], running=len(running),
+                                       max_invocations=self.spec.max_invocations)
+            else:
+                rejected = RunRejected(
+                    f"agent {self.spec.id!r} runs {len(running)} invocations, its "
+                    f"max_invocations", code="agent_busy", running=len(running),
+                    max_invocations=self.spec.max_invocations)
         return rejected
 
-    def status(self, running: str | None) -> AgentStatus:
-        """The agent's status; ``running`` is the id of the invocation it runs."""
-        self.refresh_recovering()
+    def status(self, running: list[str]) -> AgentStatus:
+        """The agent's status; ``running``: the ids of the invocations it runs,
+        oldest first."""
+        if self.single:
+            self.refresh()
         idempotent = tuple(sorted(self.spec.idempotent_nodes))
-        if self.recovering is not None:
-            return AgentStatus(self.spec.id, "paused" if pauses.paused(self) else
-                               "recovery_required", self.recovering.invocation_id,
-                               idempotent_nodes=idempotent)
-        return AgentStatus(self.spec.id, "running" if running else "idle", running,
-                           idempotent_nodes=idempotent)
+        held = self.paused()
+        counts = {"running": len(running), "paused": len(held),
+                  "unfinished": len(self.unfinished),
+                  "max_invocations": self.spec.max_invocations}
+        if self.single and self.unfinished:
+            first = next(iter(self.unfinished))
+            return AgentStatus(self.spec.id, "paused" if held else "recovery_required",
+                               first, idempotent_nodes=idempotent, **counts)
+        return AgentStatus(self.spec.id, "running" if running else "idle",
+                           running[0] if running else None, idempotent_nodes=idempotent,
+                           **counts)
 
-    def answer(self, message: GetResult | WaitResult, sender: Any, running: str | None
-               ) -> None:
-        """Answer a result request now, or (a ``WaitResult`` on a running
-        invocation) once the invocation has ended."""
-        is_running = running == message.invocation_id
+    def answer(self, message: GetResult | WaitResult, sender: Any, running: bool,
+               recovering: bool = False) -> None:
+        """Answer a result request now, or (a ``WaitResult`` on a running or queued
+        invocation) once the invocation has ended. ``recovering``: ``auto_recover``
+        has yet to look at the unfinished ones; a wait on one of them is held until
+        it has (:meth:`release`)."""
         if isinstance(message, WaitResult):
-            self.refresh_recovering()
-        reply = self.result_reply(message.invocation_id, is_running)
+            self.refresh(message.invocation_id)
+        reply = self.result_reply(message.invocation_id, running)
         if isinstance(message, WaitResult) and reply.result is None:
-            if self.recovering is not None \
-                    and self.recovering.invocation_id == message.invocation_id:
+            if message.invocation_id in self.unfinished and not recovering:
                 reply = dataclasses.replace(reply, recovery_required=True)
             elif reply.known:
                 self.waiters.setdefault(message.invocation_id, []).append(
@@ -314,122 +368,17 @@ class Ledger:
                 return
         self.send(sender, dataclasses.replace(reply, ref=message.ref))
 
-    # -- recovery ------------------------------------------------------------------------
+    def release(self, invocation_ids: list[str]) -> None:
+        """Answer the waits held for these unfinished invocations: nothing runs them."""
+        for invocation_id in invocation_ids:
+            for waiter, ref in self.waiters.pop(invocation_id, []):
+                self.send(waiter, ResultReply(invocation_id, None, known=True, ref=ref,
+                                              recovery_required=True))
 
-    def _claim(self, record: InvocationRecord) -> int:
+    # -- claims ----------------------------------------------------------------------
+
+    def claim(self, record: InvocationRecord) -> int:
+        """Take over ``record`` (a new fencing token): no older writer lands after this."""
         assert self.store is not None
         return self.store.claim_invocation(record.invocation_id, owner=self.owner,
                                            lease_seconds=self.spec.lease_seconds)
-
-    def nothing(self) -> RecoveryRejected:
-        return RecoveryRejected(f"agent {self.spec.id!r} has no unfinished invocation",
-                                code="nothing_to_recover")
-
-    def recover(self, unplaced: Mapping[str, str] | None = None
-                ) -> RecoveryRejected | tuple[InvocationRecord, int, Resume]:
-        """Claim the unfinished invocation and classify its interrupted step.
-
-        A step that needs the user's decision (an uncertain task), or that has a
-        task to run on a node no system can run now (``unplaced``: node id ->
-        why), is refused before the claim: a refused recovery writes nothing, so
-        a live edge of the step (the agent alone died) can still record its
-        result, and the invocation waits for a later ``recover()``."""
-        self.refresh_recovering()
-        record = self.recovering
-        if record is None or self.store is None:
-            return self.nothing()
-        if pauses.is_paused(record):
-            return pauses.refuse_recover(record)
-        try:
-            # Someone else's live lease first: it may still be running the step.
-            self.store.check_claimable(record.invocation_id, owner=self.owner)
-            early = self._classify(record)
-        except (InvocationBusy, StoreError) as exc:
-            return _refusal(exc, record)
-        if isinstance(early, RecoveryRejected):
-            return early
-        waiting = waiting_node(early, unplaced or {})
-        if waiting is not None:
-            node_id, why = waiting
-            return RecoveryRejected(
-                f"node {node_id!r} of the interrupted step has no system to run on "
-                f"({why}); the invocation is kept: call recover() again once a system "
-                "that satisfies the node's placement has joined",
-                code="waiting_for_placement", invocation_id=record.invocation_id,
-                node_id=node_id, reason=why)
-        try:
-            # Claim first: from here on no older writer (an orphan edge of a dead
-            # system) can record anything, so the classification below is final.
-            token = self._claim(record)
-            # What the store holds now that no one else can write.
-            record = self.store.get_invocation(record.invocation_id) or record
-            resumed = self._classify(record)
-        except (InvocationBusy, StoreError) as exc:
-            return _refusal(exc, record)
-        if isinstance(resumed, RecoveryRejected):
-            return resumed
-        self.recovering = None
-        return record, token, resumed
-
-    def _classify(self, record: InvocationRecord) -> RecoveryRejected | Resume:
-        assert self.store is not None
-        active = record.active_execution
-        if active is None:
-            return Resume()
-        records = self.store.get_tasks(record.invocation_id, execution_id=active.execution_id)
-        if active.map:
-            return resume_map(record, active, records, self.spec.idempotent_nodes,
-                              self.spec.retry.get(active.node_ids[0]))
-        return resume_step(record, active, records, self.spec.idempotent_nodes,
-                           self.spec.retry, time.time())
-
-    def resolve(self, message: ResolveTask) -> Any:
-        self.refresh_recovering()
-        record = self.recovering
-        if record is None or self.store is None:
-            return self.nothing()
-        task = self.store.get_task(message.task_id)
-        active = record.active_execution
-        if task is None or active is None or task.execution_id != active.execution_id:
-            return RecoveryRejected(
-                f"task {message.task_id!r} is not a task of the unfinished invocation's "
-                "current step", code="task_not_found", task_id=message.task_id)
-        result: Any = message.result
-        if not isinstance(result, dict):
-            return RecoveryRejected("a task result must be a dict (as a node returns)",
-                                    code="invalid_result", task_id=message.task_id)
-        try:
-            # Check before claiming: a claim is a write (a new fencing token), and
-            # a result the store cannot hold must change nothing.
-            check_encodable(result, "result")
-        except EncodingError as exc:
-            return RecoveryRejected(str(exc), code=exc.code, task_id=message.task_id)
-        try:
-            token = self._claim(record)
-            self.store.resolve_task(message.task_id, result=message.result, token=token)
-        except (StoreError, EncodingError) as exc:
-            return RecoveryRejected(str(exc), code=exc.code, task_id=message.task_id)
-        self.log.info("task_resolved", task_id=message.task_id)
-        return Ack(message.task_id)
-
-    def abandon(self, message: Abandon) -> Any:
-        self.refresh_recovering()
-        record = self.recovering
-        if record is None or self.store is None:
-            return self.nothing()
-        if record.invocation_id != message.invocation_id:
-            return RecoveryRejected(
-                f"the unfinished invocation is {record.invocation_id}, not "
-                f"{message.invocation_id}", code="not_found")
-        error = ErrorInfo("abandoned", "the invocation was abandoned by the user", {})
-        try:
-            token = self._claim(record)
-            self.store.finish_invocation(record.invocation_id, token=token, status="failed",
-                                         error=error.to_dict())
-        except Exception as raw:  # noqa: BLE001 - any store failure is reported
-            exc = as_store_error(raw)
-            return RecoveryRejected(str(exc), code=exc.code)
-        self.recovering = None
-        self.publish(AgentResult(record.invocation_id, False, None, error))
-        self.log.info("invocation_abandoned", invocation_id=record.invocation_id)
-        return Ack(record.invocation_id)

@@ -135,7 +135,8 @@ class NodeSupervisor(Supervisor):
         for node_id, function in spec.nodes.items():
             children.append(ChildSpec(
                 NODE_PREFIX + node_id,
-                Start(NodeActor, (node_id, function, Sibling("edge_watcher"), spec.id),
+                Start(NodeActor, (node_id, function, Sibling("edge_watcher"), spec.id,
+                                  spec.edge_concurrency.get(node_id, 1)),
                       requirements=spec.node_placement.get(node_id, {})),
                 shutdown=2.0))
         return with_liveness(NODE_FLAGS, spec.liveness), children

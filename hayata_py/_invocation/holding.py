@@ -11,17 +11,14 @@ keyed by its :class:`TaskKey` (node and, in a map step, item).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation import mapping, pause, retry
 from hayata_py._invocation.commands import Command, End, RecordPause, ScheduleRetry
 from hayata_py._invocation.events import RetryDue, TaskKey
+from hayata_py._invocation.glue import Machine
 from hayata_py._invocation.state import Execution, Phase, Task
 from hayata_py.store._records import task_id_for
-
-if TYPE_CHECKING:
-    from hayata_py._invocation.machine import Invocation
 
 
 def hold(ex: Execution, task: Task, plan: retry.RetryPlan,
@@ -31,7 +28,7 @@ def hold(ex: Execution, task: Task, plan: retry.RetryPlan,
     return [ScheduleRetry(ex.id, task.key, plan.delay, plan.attempt, error)]
 
 
-def hold_recovered(inv: Invocation, ex: Execution, nodes: Mapping[str, retry.RetryPlan],
+def hold_recovered(inv: Machine, ex: Execution, nodes: Mapping[str, retry.RetryPlan],
                    items: Mapping[int, retry.RetryPlan]) -> list[Command]:
     """``recover()`` found recorded failures followed by a retry (of ``nodes``, or of a
     map step's ``items``): each waits what is left of its backoff."""
@@ -46,7 +43,7 @@ def hold_recovered(inv: Invocation, ex: Execution, nodes: Mapping[str, retry.Ret
     return out
 
 
-def after_failure(inv: Invocation, ex: Execution, task: Task, error: ErrorInfo
+def after_failure(inv: Machine, ex: Execution, task: Task, error: ErrorInfo
                   ) -> list[Command] | None:
     """Task ``task`` failed: hold it for its retry, or None (the failure is final)."""
     found = retry.plan(inv.rules.retry.get(task.key.node_id), error, task.attempt,
@@ -54,11 +51,20 @@ def after_failure(inv: Invocation, ex: Execution, task: Task, error: ErrorInfo
     if found is None:
         return None
     ex.pending[task.key] = task
-    return inv._emit("node_retrying", retry.retrying_data(task.key, ex.id, found, error)) \
+    return inv._emit("node_retrying", retrying_data(task.key, ex.id, found, error)) \
         + hold(ex, task, found, error)
 
 
-def on_retry_due(inv: Invocation, due: RetryDue) -> list[Command]:
+def retrying_data(key: TaskKey, execution_id: str, plan: retry.RetryPlan, error: ErrorInfo
+                  ) -> dict[str, object]:
+    """The ``node_retrying`` event's data (``item``: a map step's item)."""
+    return {"node_id": key.node_id, "execution_id": execution_id, "attempt": plan.attempt,
+            "delay": plan.delay,
+            "error": {"code": error.code, "type": error.details.get("type")}} | (
+                {} if key.item is None else {"item": key.item})
+
+
+def on_retry_due(inv: Machine, due: RetryDue) -> list[Command]:
     """A backoff is over: send the task's next attempt."""
     found = inv._current(due.execution_id, due.key)
     plan = found[1].retry if found else None
@@ -69,14 +75,14 @@ def on_retry_due(inv: Invocation, due: RetryDue) -> list[Command]:
     return inv._send(found[0], [(due.key.node_id, plan.attempt)], plan.history)
 
 
-def start_pause(inv: Invocation, held: pause.Hold) -> list[Command]:
+def start_pause(inv: Machine, held: pause.Hold) -> list[Command]:
     """Record the pause durably first (the checkpoint, ``held`` in it)."""
     inv.phase = Phase.PAUSING
     inv.hold = held
     return [RecordPause(inv.checkpoint(), held)]
 
 
-def paused(inv: Invocation) -> list[Command]:
+def paused(inv: Machine) -> list[Command]:
     """The pause is recorded: tell the caller and end this run (the invocation is kept)."""
     inv.phase, inv.execution = Phase.ENDED, None
     return [*inv._emit("invocation_paused", pause.event_data(inv.hold)),

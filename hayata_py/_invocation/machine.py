@@ -93,6 +93,7 @@ class Invocation:
         self.last_result = seed.last_result
         self.parallel_results = seed.parallel_results
         self.resume_value = seed.resume_value
+        self.thread = seed.thread
         self.phase = Phase.NEW
         self.sequence = 0
         self.execution: _Execution | None = None
@@ -193,7 +194,7 @@ class Invocation:
         self.phase = Phase.DECIDING
         ctx = PolicyContext(self.step_no, MappingProxyType(dict(self.state)), self.input,
                             self.last_result, self.parallel_results, self.id,
-                            self.resume_value)
+                            self.resume_value, self.thread)
         self.resume_value = None  # for this decision only
         return [CallPolicy(ctx)]
 

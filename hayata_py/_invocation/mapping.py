@@ -12,8 +12,7 @@ Pure: the functions here take the machine and return its commands.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation.commands import (
@@ -26,26 +25,9 @@ from hayata_py._invocation.commands import (
     OpenMap,
 )
 from hayata_py._invocation.events import Reduced, ReducerLost, TaskKey, TaskOutcome
-from hayata_py._invocation.state import Execution, Task
+from hayata_py._invocation.glue import Machine
+from hayata_py._invocation.state import Execution, MapRun, Task
 from hayata_py.store._records import task_id_for
-
-if TYPE_CHECKING:
-    from hayata_py._invocation.machine import Invocation
-
-
-@dataclass
-class MapRun:
-    """The items of one map step and where each stands."""
-
-    node_id: str
-    items: list[Any]
-    reduce: str | None
-    task_ids: tuple[str, ...]
-    queue: list[tuple[int, int]]
-    """(item, attempt) not yet sent, in item order."""
-    results: dict[int, Any] = field(default_factory=dict)
-    consolidating: bool = False
-    """Every item is done; the reducer's answer is awaited."""
 
 
 def new_map(invocation_id: str, step: int, node_id: str, items: list[Any],
@@ -58,7 +40,7 @@ def new_map(invocation_id: str, step: int, node_id: str, items: list[Any],
     return MapRun(node_id, list(items), reduce, ids, queue, dict(reused or {}))
 
 
-def start(inv: Invocation, ex: Execution) -> list[Command]:
+def start(inv: Machine, ex: Execution) -> list[Command]:
     """The step's checkpoint is saved (or it is resumed, its items that wait for a
     retry already pending): open the map, send the first window of items, arm the
     step's one deadline (the node's timeout: one per map step, not one per item)."""
@@ -71,7 +53,7 @@ def start(inv: Invocation, ex: Execution) -> list[Command]:
     return out + _maybe_consolidate(inv, ex, run)
 
 
-def _fill(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
+def _fill(inv: Machine, ex: Execution, run: MapRun) -> list[Command]:
     out: list[Command] = []
     while run.queue and len(ex.pending) < inv.rules.map_concurrency:
         item, attempt = run.queue.pop(0)
@@ -79,7 +61,7 @@ def _fill(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
     return out
 
 
-def resend(inv: Invocation, ex: Execution, key: TaskKey, attempt: int,
+def resend(inv: Machine, ex: Execution, key: TaskKey, attempt: int,
            history: tuple[str, ...] = ()) -> list[Command]:
     """Send item ``key.item`` (attempt ``attempt``; ``history``: a retry's earlier errors)."""
     run = ex.map
@@ -93,7 +75,7 @@ def resend(inv: Invocation, ex: Execution, key: TaskKey, attempt: int,
     return out
 
 
-def item_done(inv: Invocation, ex: Execution, outcome: TaskOutcome) -> list[Command]:
+def item_done(inv: Machine, ex: Execution, outcome: TaskOutcome) -> list[Command]:
     """Item ``outcome.key.item`` completed (its result is recorded): forward it, send
     the next item, or consolidate when none is left."""
     run = ex.map
@@ -106,7 +88,7 @@ def item_done(inv: Invocation, ex: Execution, outcome: TaskOutcome) -> list[Comm
     return out + _fill(inv, ex, run) + _maybe_consolidate(inv, ex, run)
 
 
-def _maybe_consolidate(inv: Invocation, ex: Execution, run: MapRun) -> list[Command]:
+def _maybe_consolidate(inv: Machine, ex: Execution, run: MapRun) -> list[Command]:
     if ex.pending or run.queue or run.consolidating:
         return []
     run.consolidating = True
@@ -121,7 +103,7 @@ def waiting(ex: Execution) -> bool:
                                 and ex.map.consolidating)
 
 
-def on_reduced(inv: Invocation, event: Reduced | ReducerLost) -> list[Command] | None:
+def on_reduced(inv: Machine, event: Reduced | ReducerLost) -> list[Command] | None:
     """The reducer's answer (or its node gave up on it). None: the event does not
     belong to the step (it ends once: a second answer finds no step waiting);
     else the commands for the error (the step failed), or [] with the step's

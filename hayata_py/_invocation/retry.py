@@ -12,13 +12,9 @@ the attempt: a recovery finds the same due time without any extra record.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from hayata_py._errors import ErrorInfo
 from hayata_py._policy import RetryPolicy
-
-if TYPE_CHECKING:
-    from hayata_py._invocation.events import TaskKey
 
 
 @dataclass(frozen=True)
@@ -62,11 +58,3 @@ def after_recovery(policy: RetryPolicy | None, error: ErrorInfo, attempt: int,
     left = found.delay if failed_at is None else max(0.0, failed_at + found.delay - now)
     return RetryPlan(found.attempt, min(left, found.delay), found.history)
 
-
-def retrying_data(key: TaskKey, execution_id: str, retry: RetryPlan, error: ErrorInfo
-                  ) -> dict[str, object]:
-    """The ``node_retrying`` event's data (``item``: a map step's item)."""
-    return {"node_id": key.node_id, "execution_id": execution_id, "attempt": retry.attempt,
-            "delay": retry.delay,
-            "error": {"code": error.code, "type": error.details.get("type")}} | (
-                {} if key.item is None else {"item": key.item})

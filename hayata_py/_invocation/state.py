@@ -9,14 +9,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hayata_py._invocation.events import TaskKey, TaskOutcome
 from hayata_py._invocation.retry import RetryPlan
 from hayata_py._policy import RetryPolicy
-
-if TYPE_CHECKING:
-    from hayata_py._invocation.mapping import MapRun
 
 
 class Phase(enum.Enum):
@@ -79,6 +76,8 @@ class Seed:
     parallel_results: list[Any] | None = None
     resume_value: Any = None
     """What ``resume()`` was given: the next decision sees it."""
+    thread: str | None = None
+    """The conversation thread the invocation runs on (``ctx.thread``)."""
 
 
 @dataclass
@@ -91,6 +90,21 @@ class Task:
     attempt: int = 1
     retry: RetryPlan | None = None
     """Set while the task waits for its next attempt (its backoff)."""
+
+
+@dataclass
+class MapRun:
+    """The items of one map step and where each stands."""
+
+    node_id: str
+    items: list[Any]
+    reduce: str | None
+    task_ids: tuple[str, ...]
+    queue: list[tuple[int, int]]
+    """(item, attempt) not yet sent, in item order."""
+    results: dict[int, Any] = field(default_factory=dict)
+    consolidating: bool = False
+    """Every item is done; the reducer's answer is awaited."""
 
 
 @dataclass

@@ -9,6 +9,7 @@ abandon), each confirmed and shown with the ``hayata`` command that does the
 same. It needs the ``observe`` extra (Starlette and uvicorn).
 """
 
-from hayata_py._observer._server import DEFAULT_PORT, Observer, observe
+from hayata_py._observer._observe import observe
+from hayata_py._observer._server import DEFAULT_PORT, Observer
 
 __all__ = ["DEFAULT_PORT", "Observer", "observe"]

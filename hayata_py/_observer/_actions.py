@@ -18,12 +18,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from hayata_py import AgentRef, HayataError
+from hayata_py._errors import HayataError
 from hayata_py._observer import _model
 from hayata_py._observer._hub import Hub
 from hayata_py._observer._watch import Source
-from hayata_py.cli.recovery import task_rows
-from hayata_py.cli.run import event_json, result_json
+from hayata_py._present import event_json, result_json, task_rows
+from hayata_py._ref import AgentRef
 from hayata_py.messages import CALLER, AgentEvent
 
 START_TIMEOUT = 40.0

@@ -24,11 +24,11 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from hayata_py import ConfigError, HayataError
+from hayata_py._errors import ConfigError, HayataError
 from hayata_py._observer import _security
 from hayata_py._observer._actions import ActionError, Actions
 from hayata_py._observer._hub import Hub
-from hayata_py.cli._common import dumps
+from hayata_py._present import dumps
 from supervisors import SupervisorError
 
 STATIC = "static"

@@ -4,6 +4,11 @@ The socket is bound here, before uvicorn starts, so a port in use or an
 address not of this host is a :class:`~hayata_py.ConfigError` naming
 ``port`` or ``bind`` (and nothing has started), and ``port=0`` picks a free port
 whose number :attr:`Observer.port` tells.
+
+It serves a system it is given (:func:`serve`, what ``AgentSystem.observe()``
+calls) and sees it as :class:`~hayata_py._observer._system.ObservedSystem`, so
+it sits below :mod:`hayata_py._api`; attaching by data dir is
+:mod:`~hayata_py._observer._observe`, above it.
 """
 
 from __future__ import annotations
@@ -17,20 +22,17 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 import uvicorn
 
-from hayata_py import ConfigError, HayataError
+from hayata_py._datadir import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from hayata_py._errors import ConfigError
 from hayata_py._observer import _security
 from hayata_py._observer._actions import Actions
 from hayata_py._observer._app import create_app
 from hayata_py._observer._hub import Hub
+from hayata_py._observer._system import ObservedSystem
 from hayata_py._observer._watch import Source, Watcher
-from hayata_py.cli._common import DATA_DIR_ENV, DEFAULT_DATA_DIR
-
-if TYPE_CHECKING:
-    from hayata_py import AgentSystem
 
 DEFAULT_PORT = 8765
 START_TIMEOUT = 30.0
@@ -45,7 +47,8 @@ def _hint(data_dir: Path) -> str:
     return "" if data_dir.resolve() in implied else f" --data-dir {data_dir}"
 
 
-def _check(port: object, bind: object) -> tuple[int, str]:
+def check_address(port: object, bind: object) -> tuple[int, str]:
+    """``port`` and ``bind`` as the socket takes them; a ``ConfigError`` naming the bad one."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ConfigError("port", f"must be a TCP port number 1-65535 (0: any free port), "
                           f"got {port!r}")
@@ -84,7 +87,7 @@ class Observer:
     ``url`` holds the per-start token; give it only to whoever may drill the system.
     """
 
-    def __init__(self, system: AgentSystem, sock: socket.socket, bind: str) -> None:
+    def __init__(self, system: ObservedSystem, sock: socket.socket, bind: str) -> None:
         self.token = _security.new_token()
         self.bind = bind
         self.port: int = sock.getsockname()[1]
@@ -140,31 +143,12 @@ class Observer:
         self.close()
 
 
-def observe(system: AgentSystem | str | os.PathLike[str], *, port: int = DEFAULT_PORT,
-            bind: str = "127.0.0.1") -> Observer:
+def serve(system: ObservedSystem, *, port: int = DEFAULT_PORT, bind: str = "127.0.0.1"
+          ) -> Observer:
     """Serve the observer page of ``system`` on ``bind``:``port`` (from a thread);
     return the running :class:`Observer` (its ``url`` carries the token).
-
-    ``system``: an :class:`~hayata_py.AgentSystem` (started here or attached
-    with ``connect``), or the data dir of a system started by ``hayata system
-    start`` (attached to, and detached from on :meth:`Observer.close`).
     Raises :class:`~hayata_py.ConfigError` naming ``port`` (invalid, in use) or
-    ``bind`` (not an address of this host), ``HayataError(code="no_system")``
-    if no system runs for the data dir. ``port=0`` picks a free port.
+    ``bind`` (not an address of this host). ``port=0`` picks a free port.
     """
-    port, bind = _check(port, bind)
-    if not isinstance(system, (str, os.PathLike)):
-        return Observer(system, _listen(bind, port), bind)
-    from hayata_py.cli._common import CliError, connect
-
-    try:
-        attached, _record = connect(Path(system))
-    except CliError as exc:
-        raise HayataError(exc.message, code="no_system", data_dir=str(system)) from None
-    try:
-        observer = Observer(attached, _listen(bind, port), bind)
-    except BaseException:
-        attached.shutdown()
-        raise
-    observer.detach = attached.shutdown
-    return observer
+    port, bind = check_address(port, bind)
+    return Observer(system, _listen(bind, port), bind)

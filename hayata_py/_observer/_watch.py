@@ -22,17 +22,16 @@ import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
-from hayata_py import AgentRef, HayataError
+from hayata_py._errors import HayataError
 from hayata_py._observer import _model
 from hayata_py._observer._hub import Hub, Message
+from hayata_py._observer._system import ObservedSystem
+from hayata_py._ref import AgentRef
 from supervisors import SupervisorError
-
-if TYPE_CHECKING:
-    from hayata_py import AgentSystem
 
 CHECK_PERIOD = 0.1
 """Seconds between two looks at the system's set of processes."""
@@ -48,7 +47,7 @@ INVOCATIONS_SHOWN = 10
 class Source:
     """Reads of one system for the page (safe to call from several threads)."""
 
-    def __init__(self, system: AgentSystem, hint: str) -> None:
+    def __init__(self, system: ObservedSystem, hint: str) -> None:
         self.system = system
         self.hint = hint
         self._refs: dict[str, AgentRef] = {}

@@ -3,7 +3,7 @@
 Each command group lives in its own module and is registered on :data:`cli`
 below; the recovery commands (``tasks``, ``recover``, ``resolve``,
 ``abandon``) live in :mod:`hayata_py.cli.recovery`. Every command finds the
-system through ``<data-dir>/system.json`` (see :mod:`hayata_py.cli._state`).
+system through ``<data-dir>/system.json`` (see :mod:`hayata_py._datadir`).
 Runtime errors become one ``Error: ...`` line with the exit codes listed in
 :mod:`hayata_py.cli._common`; no traceback for a user's mistake.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from hayata_py._errors import HayataError
-from hayata_py.cli import agents, logs, observe, pauses, ps, recovery, run, system
+from hayata_py.cli import agents, logs, observe, pauses, ps, recovery, run, system, threads
 from hayata_py.cli._common import EXIT_FAILED, CliError, from_hayata
 from supervisors import SupervisorError
 
@@ -57,6 +57,8 @@ cli.add_command(recovery.recover)
 cli.add_command(recovery.resolve)
 cli.add_command(recovery.abandon)
 cli.add_command(pauses.resume)
+cli.add_command(threads.threads)
+cli.add_command(threads.thread)
 cli.add_command(logs.logs)
 cli.add_command(observe.observe)
 

@@ -7,22 +7,27 @@ invocation is still running (or unfinished, e.g. interrupted by a host's
 death and waiting for ``hayata recover``); 6 recovery refused because tasks
 are uncertain (resolve, abandon or re-run them as idempotent); 130 detached
 with Ctrl-C.
+
+What the commands share with the observer page lives below both:
+:mod:`hayata_py._datadir` (``system.json``), :mod:`hayata_py._attach`
+(connecting) and :mod:`hayata_py._present` (the JSON they print).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from hayata_py import _attach, _datadir
 from hayata_py._api import AgentSystem
 from hayata_py._codec import check_encodable
+from hayata_py._datadir import DATA_DIR_ENV, DEFAULT_DATA_DIR, SystemRecord
 from hayata_py._errors import EncodingError, HayataError
-from hayata_py.cli import _state
 from hayata_py.store import TaskStore
 
 EXIT_FAILED = 1
@@ -32,11 +37,6 @@ EXIT_NOT_FOUND = 4
 EXIT_RUNNING = 5
 EXIT_UNCERTAIN = 6
 EXIT_DETACHED = 130
-
-DEFAULT_DATA_DIR = "hayata-data"
-DATA_DIR_ENV = "HAYATA_DATA_DIR"
-LOG_FILE_ENV = "SUPERVISORS_LOG_FILE"
-BIND_ENV = "SUPERVISORS_BIND"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,50 +77,29 @@ def json_option(command: F) -> F:
                         help="Print JSON (one object per line) instead of text.")(command)
 
 
-def cli_hint(data_dir: Path) -> str:
-    """``--data-dir X`` for hints, empty for the default or ``$HAYATA_DATA_DIR``."""
-    implied = (DEFAULT_DATA_DIR, os.environ.get(DATA_DIR_ENV))
-    return "" if str(data_dir) in implied else f" --data-dir {data_dir}"
-
-
-def running_record(data_dir: Path) -> _state.SystemRecord:
+def running_record(data_dir: Path) -> SystemRecord:
     """The record of the live system under ``data_dir``; a one-line error otherwise."""
-    record = _state.load(data_dir)
-    start = f"start one with `hayata system start{cli_hint(data_dir)}`"
-    if record is None:
-        raise CliError(f"no hayata system is running for data dir {data_dir} "
-                       f"(no {_state.RECORD_NAME}); {start}", EXIT_NO_SYSTEM)
-    if not _state.alive(record):
-        raise CliError(f"the system recorded in {_state.record_path(data_dir)} is not running "
-                       f"(admin pid {record.admin_pid} is gone); {start}", EXIT_NO_SYSTEM)
-    return record
+    with _no_system():
+        return _datadir.running_record(data_dir)
 
 
-def connect(data_dir: Path, *, with_store: bool = False
-            ) -> tuple[AgentSystem, _state.SystemRecord]:
-    """Attach to the live system under ``data_dir`` (its logs go to the system's log).
+def connect(data_dir: Path, *, with_store: bool = False) -> tuple[AgentSystem, SystemRecord]:
+    """Attach to the live system under ``data_dir`` (:func:`hayata_py._attach.connect`);
+    a one-line error (exit 3) if none runs there or it cannot be reached."""
+    with _no_system():
+        return _attach.connect(data_dir, with_store=with_store)
 
-    ``with_store``: also open the system's durable store (for commands that read
-    it, such as ``tasks``); the others skip its cost.
-    """
-    record = running_record(data_dir)
-    os.environ.setdefault(LOG_FILE_ENV, record.log_file)
-    # Reach the admin at the address it bound (--bind), not loopback.
-    os.environ[BIND_ENV] = record.bind
-    store_url = record.store_url if with_store else None
+
+@contextlib.contextmanager
+def _no_system() -> Iterator[None]:
+    """``HayataError(code="no_system")`` as the one-line error ``Error: <message>``,
+    exit 3 (without the ``[no_system]`` that other runtime errors show)."""
     try:
-        system = AgentSystem.connect(record.admin_port, store_url=store_url)
+        yield
     except HayataError as exc:
-        raise CliError(f"cannot reach the system on admin port {record.admin_port}: "
-                       f"{exc.message}; check `hayata system status{cli_hint(data_dir)}`",
-                       EXIT_NO_SYSTEM) from exc
-    if system.session_id != record.session_id:
-        raise CliError(f"admin port {record.admin_port} is served by another system (session "
-                       f"{system.session_id}, not {record.session_id})", EXIT_NO_SYSTEM)
-    # Agents started through this handle run as the recorded system instance
-    # (recorded with the tasks they run; the lease owner is the system's name).
-    system.instance = record.instance or system.instance
-    return system, record
+        if exc.code != "no_system":
+            raise
+        raise CliError(exc.message, EXIT_NO_SYSTEM) from exc.__cause__
 
 
 def open_store_of(store_url: str | None) -> TaskStore:
@@ -150,7 +129,3 @@ def parse_json(text: str, option: str) -> Any:
         raise CliError(f"{option} cannot be stored durably: {exc.message}", EXIT_USAGE) from exc
     return value
 
-
-def dumps(value: Any) -> str:
-    """Compact JSON; values JSON cannot hold are written as their repr."""
-    return json.dumps(value, default=repr, separators=(",", ":"))

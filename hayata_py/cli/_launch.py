@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from hayata_py.cli import _state
+from hayata_py import _datadir
 
 OUTPUT_NAME = "system.out"
 ERROR_NAME = "system.start-error"
@@ -91,7 +91,7 @@ def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
         return 1
     try:
         admin_pid = _admin_pid(system.session_id, system.admin_pid)
-        record = _state.SystemRecord(
+        record = _datadir.SystemRecord(
             data_dir=str(data_dir), admin_port=system.admin_port, admin_pid=admin_pid,
             admin_started=psutil.Process(admin_pid).create_time(),
             session_id=system.session_id, store_url=system.store_url,
@@ -101,7 +101,7 @@ def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
             leader=_leader_text(options.get("convention_leader")),
             capabilities=dict(options.get("capabilities") or {}),
             liveness=dataclasses.asdict(system.liveness))
-        _state.save(data_dir, record)
+        _datadir.save(data_dir, record)
     except Exception as exc:  # noqa: BLE001
         system.kill()
         error_file.write_text(f"cannot record the system: {exc}\n", encoding="utf-8")
@@ -120,7 +120,7 @@ def _admin_pid(session_id: int, reported: int) -> int:
     the listening socket (psutil attributes a shared socket to one process).
     """
     procs = {p.pid: p for p in psutil.process_iter(["ppid", "status"])
-             if _state.session_of(p.pid) == session_id
+             if _datadir.session_of(p.pid) == session_id
              and p.info["status"] != psutil.STATUS_ZOMBIE}
     roots = [pid for pid, p in procs.items() if p.info["ppid"] not in procs]
     return roots[0] if len(roots) == 1 else reported

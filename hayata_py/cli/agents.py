@@ -13,12 +13,12 @@ import click
 
 from hayata_py._config import AgentConfig
 from hayata_py._errors import ConfigError, HayataError
+from hayata_py._present import dumps
 from hayata_py.cli._common import (
     EXIT_USAGE,
     CliError,
     connect,
     data_dir_option,
-    dumps,
     json_option,
     open_store_of,
 )
@@ -96,29 +96,40 @@ def stop(agent_id: str, data_dir: Path) -> None:
 @data_dir_option
 @json_option
 def list_agents(data_dir: Path, as_json: bool) -> None:
-    """List agents: id, status, current invocation, and a paused invocation's payload."""
+    """List agents: id, status, current invocation, a paused invocation's payload,
+    and the counts of invocations running, paused and unfinished (of at most
+    MAX running at once)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     system, record = connect(data_dir)
-    rows: list[tuple[str, str, str | None, Any]] = []
+    rows: list[tuple[str, str, str | None, Any, dict[str, int]]] = []
     for agent_id in system.agents():
         try:
             status = system.agent(agent_id).status_info()
+            counts = {"running": status.running, "paused": status.paused,
+                      "unfinished": status.unfinished,
+                      "max_invocations": status.max_invocations}
             rows.append((agent_id, status.status, status.invocation_id,
                          _payload(record.store_url, status.invocation_id)
-                         if status.status == "paused" else None))
+                         if status.status == "paused" else None, counts))
         except HayataError as exc:
-            rows.append((agent_id, f"unreachable ({exc.code})", None, None))
+            rows.append((agent_id, f"unreachable ({exc.code})", None, None, {}))
     if as_json:
-        for agent_id, state, invocation, paused in rows:
-            click.echo(json.dumps({"id": agent_id, "status": state, "invocation": invocation}
+        for agent_id, state, invocation, paused, counts in rows:
+            click.echo(json.dumps({"id": agent_id, "status": state, "invocation": invocation,
+                                   "invocations": counts}
                                   | ({"paused": paused} if paused is not None else {})))
         return
-    table = Table("AGENT", "STATUS", "INVOCATION", "PAUSED", box=None, pad_edge=False)
-    for agent_id, state, invocation, paused in rows:
+    table = Table("AGENT", "STATUS", "INVOCATION", "RUNNING", "PAUSED", "UNFINISHED",
+                  "PAUSE", box=None, pad_edge=False)
+    for agent_id, state, invocation, paused, counts in rows:
         table.add_row(Text(agent_id), Text(state), Text(invocation or "-"),
+                      Text(f"{counts['running']}/{counts['max_invocations']}"
+                           if counts else "-"),
+                      Text(str(counts.get("paused", "-"))),
+                      Text(str(counts.get("unfinished", "-"))),
                       Text(dumps(paused) if paused is not None else "-"))
     Console(highlight=False, soft_wrap=True).print(table)
 

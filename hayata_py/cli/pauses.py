@@ -26,8 +26,9 @@ def resume(agent_id: str, invocation_id: str, value_json: str, stream: bool, as_
     its payload), then print its events (with --stream) and result.
 
     A pause_before breakpoint runs its held step; otherwise the next decision
-    runs, seeing VALUE as ctx.resume_value. Refused with not_paused if the
-    invocation is not paused (or another resume won).
+    runs, seeing VALUE as ctx.resume_value. Refused with not_paused (exit 1)
+    if the invocation is not paused (or another resume won); exit 4 if AGENT
+    has no such invocation.
     """
     value = parse_json(value_json, "--value")
     system, record = connect(data_dir)

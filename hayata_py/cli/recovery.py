@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
+from hayata_py._datadir import cli_hint
 from hayata_py._errors import HayataError, RecoveryRejected
+from hayata_py._present import dumps, task_rows
 from hayata_py.cli._common import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
     EXIT_UNCERTAIN,
     EXIT_USAGE,
     CliError,
-    cli_hint,
     connect,
     data_dir_option,
-    dumps,
     json_option,
     open_store_of,
     parse_json,
@@ -31,7 +30,7 @@ from hayata_py.cli._common import (
 )
 from hayata_py.cli.run import follow
 from hayata_py.messages import CALLER
-from hayata_py.store import InvocationRecord, TaskRecord, TaskStore, classify_task, task_id_for
+from hayata_py.store import InvocationRecord, TaskStore
 
 
 def _invocation(store: TaskStore, agent_id: str, invocation_id: str | None) -> InvocationRecord:
@@ -49,38 +48,6 @@ def _invocation(store: TaskStore, agent_id: str, invocation_id: str | None) -> I
             raise CliError(f"the store has no invocation of agent {agent_id!r}", EXIT_NOT_FOUND)
         record = latest[0]
     return record
-
-
-def task_row(task: TaskRecord, idempotent: bool = False) -> dict[str, Any]:
-    """One task as ``tasks --json`` prints it."""
-    return {"task_id": task.task_id, "invocation_id": task.invocation_id, "step": task.step,
-            "node_id": task.node_id, "branch": task.branch_index, "status": task.status,
-            "attempt": task.attempt,
-            "classification": classify_task(task, idempotent=idempotent).value,
-            "resolved": task.resolved, "result": task.result, "error": task.error}
-
-
-def task_rows(store: TaskStore, invocation: InvocationRecord,
-              idempotent: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """The rows ``tasks`` shows: every recorded task of the invocation, then (while it
-    runs) the nodes of its active step that have no record yet (status ``-``).
-    ``idempotent``: the agent's idempotent nodes (their uncertain tasks are ``rerun``)."""
-    records = store.get_tasks(invocation.invocation_id)
-    rows = [task_row(t, t.node_id in idempotent) for t in records]
-    active = invocation.active_execution
-    if active is not None and invocation.status == "running":
-        # Tasks of the interrupted step that never got a record: recovery runs them
-        # (a map step's are its items: BRANCH is the item index).
-        recorded = {t.task_id for t in records if t.execution_id == active.execution_id}
-        wanted = [(i, active.node_ids[0], i) for i in range(len(active.input))] \
-            if active.map else [(i, n, None) for i, n in enumerate(active.node_ids)]
-        for index, node_id, item in wanted:
-            task_id = task_id_for(invocation.invocation_id, active.step, node_id, item=item)
-            if task_id not in recorded:
-                rows.append({**task_row(TaskRecord(
-                    task_id, invocation.invocation_id, active.execution_id, active.step,
-                    node_id, branch_index=index)), "status": "-"})
-    return rows
 
 
 @click.command("tasks", short_help="Show an invocation's durable tasks and their recovery class.")

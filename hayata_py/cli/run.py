@@ -5,13 +5,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
+from hayata_py import _datadir
+from hayata_py._datadir import cli_hint
 from hayata_py._errors import ErrorInfo, HayataError
+from hayata_py._present import dumps, event_json, result_json
 from hayata_py._ref import AgentRef
-from hayata_py.cli import _state
 from hayata_py.cli._common import (
     EXIT_DETACHED,
     EXIT_FAILED,
@@ -19,10 +20,8 @@ from hayata_py.cli._common import (
     EXIT_NOT_FOUND,
     EXIT_RUNNING,
     CliError,
-    cli_hint,
     connect,
     data_dir_option,
-    dumps,
     json_option,
     open_store_of,
     parse_json,
@@ -31,17 +30,6 @@ from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 FOREVER = 7 * 24 * 3600.0  # select() refuses timeouts beyond ~24 days
 POLL = 1.0  # while waiting for messages, check this often that the system is alive
-
-
-def event_json(event: AgentEvent) -> dict[str, Any]:
-    return {"kind": "event", "invocation_id": event.invocation_id, "type": event.type,
-            "sequence": event.sequence, "data": event.data}
-
-
-def result_json(result: AgentResult) -> dict[str, Any]:
-    return {"kind": "result", "invocation_id": result.invocation_id, "ok": result.ok,
-            "status": result.status, "result": result.result,
-            "error": result.error.to_dict() if result.error is not None else None}
 
 
 def print_event(event: AgentEvent, as_json: bool) -> None:
@@ -137,13 +125,36 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
     sys.exit(follow(ref, invocation_id, as_json, timeout, data_dir, record))
 
 
+def system_died(ref: AgentRef, invocation_id: str, data_dir: Path,
+                record: _datadir.SystemRecord) -> CliError:
+    """The one error (exit 3) for the system dying while a command follows an
+    invocation, however the command noticed it (no message came and the admin
+    is gone, or the API's wait found it gone: ``no_system``)."""
+    hint = cli_hint(data_dir)
+    return CliError(
+        f"the system died during invocation {invocation_id} (admin pid {record.admin_pid} is "
+        f"gone); start it again (`hayata system start{hint}`), start the agent and run "
+        f"`hayata recover {ref.id}{hint}`", EXIT_NO_SYSTEM)
+
+
 def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | None,
-           data_dir: Path, record: _state.SystemRecord) -> int:
+           data_dir: Path, record: _datadir.SystemRecord) -> int:
     """Print the events then the result of an invocation run with ``hy.CALLER``;
     return the exit status. Ctrl-C or ``timeout`` seconds without a message
-    detach (the invocation keeps running); the system dying ends the wait, and so
-    does the agent dying (its successor reports ``recovery_required``: exit 5),
-    or the invocation ending without this subscriber (recovered elsewhere)."""
+    detach (the invocation keeps running); the system dying ends the wait
+    (:func:`system_died`), and so does the agent dying (its successor reports
+    ``recovery_required``: exit 5), or the invocation ending without this
+    subscriber (recovered elsewhere)."""
+    try:
+        return _follow(ref, invocation_id, as_json, timeout, data_dir, record)
+    except HayataError as exc:
+        if exc.code != "no_system":
+            raise
+        raise system_died(ref, invocation_id, data_dir, record) from None
+
+
+def _follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | None,
+            data_dir: Path, record: _datadir.SystemRecord) -> int:
     last = time.monotonic()
     waited: AgentResult | None = None
     while True:
@@ -157,12 +168,8 @@ def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | No
         except KeyboardInterrupt:
             return _detached(ref.id, invocation_id, data_dir)
         except TimeoutError:
-            if not _state.alive(record):
-                hint = cli_hint(data_dir)
-                raise CliError(
-                    f"the system died during invocation {invocation_id}; start it again "
-                    f"(`hayata system start{hint}`), start the agent and run `hayata recover "
-                    f"{ref.id}{hint}`", EXIT_NO_SYSTEM) from None
+            if not _datadir.alive(record):
+                raise system_died(ref, invocation_id, data_dir, record) from None
             if waited is not None:  # ended, and no message came for this subscriber
                 return print_result(waited, as_json)
             waited = _ended(ref, invocation_id, data_dir)

@@ -14,14 +14,15 @@ from typing import Any
 
 import click
 
+from hayata_py import _datadir
 from hayata_py._config import Liveness
+from hayata_py._datadir import cli_hint
 from hayata_py._errors import ConfigError
-from hayata_py.cli import _launch, _state
+from hayata_py.cli import _launch
 from hayata_py.cli._common import (
     EXIT_FAILED,
     EXIT_USAGE,
     CliError,
-    cli_hint,
     connect,
     data_dir_option,
     json_option,
@@ -46,20 +47,20 @@ def _import_path(cwd: str) -> None:
 
 def _clean_up_dead(data_dir: Path) -> str | None:
     """Refuse if the recorded system is alive; else kill its leftovers and drop the record."""
-    record = _state.load(data_dir)
+    record = _datadir.load(data_dir)
     if record is None:
         return None
-    if _state.alive(record):
+    if _datadir.alive(record):
         raise CliError(f"a system is already running for data dir {data_dir} (admin port "
                        f"{record.admin_port}, pid {record.admin_pid}); stop it first with "
                        f"`hayata system stop{cli_hint(data_dir)}`")
-    killed = _state.kill(record)
-    _state.remove(data_dir)
+    killed = _datadir.kill(record)
+    _datadir.remove(data_dir)
     orphans = f"killed {len(killed)} orphan process(es) {sorted(killed)}" if killed \
         else "no process of it was left"
     return (f"cleaned up the dead system of session {record.session_id} "
             f"(admin pid {record.admin_pid}): {orphans}; removed the stale "
-            f"{_state.RECORD_NAME}")
+            f"{_datadir.RECORD_NAME}")
 
 
 def _parse_leader(text: str | None) -> tuple[str, int] | None:
@@ -241,7 +242,7 @@ def start(data_dir: Path, admin_port: int | None, telemetry_log: bool, store_url
     record = running_record(data_dir)
     click.echo(f"hayata system started: admin port {record.admin_port}, admin pid "
                f"{record.admin_pid}, session {record.session_id}")
-    click.echo(f"  data dir {data_dir} (record: {_state.record_path(data_dir)}, "
+    click.echo(f"  data dir {data_dir} (record: {_datadir.record_path(data_dir)}, "
                f"log: {record.log_file})")
     role = f"member of the convention led by {record.leader}" if record.leader \
         else f"leads its convention (members join with --leader {record.bind}:" \
@@ -272,7 +273,7 @@ def _capabilities_text(capabilities: dict[str, Any]) -> str:
 def status(data_dir: Path, as_json: bool) -> None:
     """Show whether the system runs, its port, pids and agents."""
     system, record = connect(data_dir)
-    procs = _state.processes(record)
+    procs = _datadir.processes(record)
     agents = system.agents()
     if as_json:
         click.echo(json.dumps({**record.to_json(), "store_url": _hide_password(record.store_url),
@@ -300,11 +301,11 @@ def stop(data_dir: Path) -> None:
     """Stop the system cleanly (agents first), then remove its record."""
     system, record = connect(data_dir)
     system.stop()
-    left = _state.processes(record)
+    left = _datadir.processes(record)
     if left:
         raise CliError(f"processes {sorted(p.pid for p in left)} are still running; "
                        f"use `hayata system kill{cli_hint(data_dir)}`", EXIT_FAILED)
-    _state.remove(data_dir)
+    _datadir.remove(data_dir)
     click.echo(f"hayata system stopped (admin pid {record.admin_pid})")
 
 
@@ -316,11 +317,11 @@ def kill(data_dir: Path) -> None:
     The record stays behind, as after a real crash; the next `hayata system
     start` cleans it up.
     """
-    record = _state.load(data_dir)
+    record = _datadir.load(data_dir)
     if record is None:
         raise CliError(f"no system is recorded for data dir {data_dir}; nothing to kill", 3)
-    killed = _state.kill(record)
-    left = _state.processes(record)
+    killed = _datadir.kill(record)
+    left = _datadir.processes(record)
     if left:
         raise CliError(f"processes {sorted(p.pid for p in left)} survived SIGKILL")
     click.echo(f"killed {len(killed)} process(es) of session {record.session_id}: "

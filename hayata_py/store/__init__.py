@@ -18,7 +18,14 @@ from hayata_py.store._classify import (
     classify_task,
 )
 from hayata_py.store._contract import TaskStore
-from hayata_py.store._records import ActiveExecution, InvocationRecord, TaskRecord, task_id_for
+from hayata_py.store._records import (
+    ActiveExecution,
+    InvocationRecord,
+    QueuedRun,
+    TaskRecord,
+    ThreadRecord,
+    task_id_for,
+)
 
 if TYPE_CHECKING:
     from hayata_py.store._sqlalchemy import SqlTaskStore, default_store_url, open_store
@@ -41,10 +48,12 @@ __all__ = [
     "ExecutionClassification",
     "InvocationRecord",
     "MapClassification",
+    "QueuedRun",
     "SqlTaskStore",
     "TaskClass",
     "TaskRecord",
     "TaskStore",
+    "ThreadRecord",
     "classify_execution",
     "classify_map",
     "classify_task",

@@ -22,6 +22,18 @@ A *lease* (``lease_seconds``) additionally keeps other owners from claiming
 until it expires. ``lease_seconds=None`` means no lease: anyone may claim at
 any time and fencing alone protects the record.
 
+Threads
+-------
+A *thread* (``ThreadRecord``) is a conversation of one agent: the state its
+last completed invocation ended with, a version counting its completed
+invocations, at most one running invocation, and a queue of runs waiting for
+it. An invocation created with ``record.thread_id`` runs on that thread; its
+end (``finish_invocation``) carries its final state to the thread, frees the
+thread and starts the thread's first queued run, all in the transaction that
+records the end: a crash never leaves a completed invocation with a stale
+thread, a free thread with a waiting queue, or a queued run lost or started
+twice.
+
 Guarantees common to every method
 ---------------------------------
 * Each write is one committed transaction: after it returns, the data
@@ -35,7 +47,8 @@ Guarantees common to every method
 * Methods are synchronous and safe to call concurrently from threads and OS
   processes (each process uses its own connections, also after ``fork``).
 * Refusals are :class:`StoreError` with a stable ``code``:
-  ``invocation_exists``, ``agent_busy``, ``invocation_not_found``,
+  ``invocation_exists``, ``agent_busy``, ``thread_busy``, ``thread_changed``,
+  ``thread_free``, ``invocation_not_found``,
   ``invocation_finished``, ``invalid_status``, ``task_not_found``,
   ``task_finished``, ``task_not_started``, ``task_not_uncertain``,
   ``attempt_not_increasing``, ``invalid_argument``; plus the subclasses
@@ -53,7 +66,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Literal
 
-from hayata_py.store._records import InvocationRecord, TaskRecord
+from hayata_py.store._records import InvocationRecord, QueuedRun, TaskRecord, ThreadRecord
 
 __all__ = ["TaskStore"]
 
@@ -65,15 +78,40 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     def create_invocation(
-        self, record: InvocationRecord, *, owner: str, lease_seconds: float | None = None
+        self,
+        record: InvocationRecord,
+        *,
+        owner: str,
+        lease_seconds: float | None = None,
+        max_running: int | None = 1,
+        thread_version: int | None = None,
     ) -> int:
         """Insert ``record`` as a running invocation owned by ``owner``; return token 1.
 
         ``record.status`` is stored as ``running`` whatever it says; the
         timestamps are stamped by the store.
-        Raises ``StoreError`` ``invocation_exists`` if the id is already stored
-        (in any status) and ``agent_busy`` if ``record.agent_id`` has another
-        running invocation; at most one running invocation per agent exists.
+
+        ``max_running``: with an int N, refused ``agent_busy`` if
+        ``record.agent_id`` already runs N invocations (``details``:
+        ``running``, ``max_running``; with N = 1 also ``invocation_id``, the
+        running one); the count and the insert are atomic against concurrent
+        creates, in any process. ``None``: no per-agent check (the caller
+        keeps its own limit). Not a positive int or None: ``invalid_argument``.
+
+        With ``record.thread_id``, in the same transaction: the thread is
+        created if absent (its state ``record.state``, version 0) and this
+        invocation becomes its running one. Refused ``thread_busy`` if the
+        thread runs an invocation (``details``: ``thread_id``,
+        ``invocation_id`` of the running one) and, when ``thread_version`` is
+        given, ``thread_changed`` if the thread's version differs (an absent
+        thread is at version 0; ``details``: ``version``): the caller read the
+        thread (:meth:`get_thread`) and starts the invocation from its state.
+        The invocation's state is ``record.state`` as given. ``thread_version``
+        without ``thread_id`` is ``invalid_argument``.
+
+        Checks in this order: ``invocation_exists`` (the id is stored in any
+        status, or queued), ``thread_busy``, ``thread_changed``, ``agent_busy``.
+        A refused create writes nothing (no thread row either).
         """
 
     @abc.abstractmethod
@@ -108,6 +146,15 @@ class TaskStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    def renew_leases(
+        self, tokens: dict[str, int], *, owner: str, lease_seconds: float | None
+    ) -> set[str]:
+        """Extend ``owner``'s leases of many invocations (id -> its token) in one
+        transaction, as :meth:`renew_lease` does each; returns the ids whose
+        renewal was refused (token not current, another owner, not running).
+        An agent serving many invocations renews them all with one commit."""
+
+    @abc.abstractmethod
     def release(self, invocation_id: str, *, owner: str, token: int) -> None:
         """Drop ``owner``'s lease so another owner can claim at once.
 
@@ -137,13 +184,29 @@ class TaskStore(abc.ABC):
         result: Any = None,
         error: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
-    ) -> None:
+        lease_seconds: float | None = None,
+    ) -> InvocationRecord | None:
         """Make the invocation terminal with ``status``, ``result`` and ``error``.
 
         ``state`` replaces the stored state when given. Clears owner and lease
         and frees the agent for a new invocation. Fenced (:class:`StaleWriter`).
-        Repeating the identical finish is a no-op; any other write to a terminal
-        invocation raises ``invocation_finished``.
+        Repeating the identical finish is a no-op (returns None); any other
+        write to a terminal invocation raises ``invocation_finished``.
+
+        For an invocation on a thread, in the same transaction: ``completed``
+        makes its final state (``state``, else its stored state) the thread's
+        state and adds 1 to the thread's version; ``failed`` leaves both. Either
+        way the thread is freed, then its first queued run (if any) is started:
+        its invocation is created running (token 1, step 0, the thread's
+        state, the queued input, the same ``thread_id``, owned by the finished
+        invocation's owner under a lease of ``lease_seconds`` from now, no
+        lease if None), leaves the queue and becomes the thread's running
+        invocation. That new record is returned (else None, and always None
+        for an invocation without a thread). The started run is not counted
+        against any ``max_running`` (it takes the finished one's place). A
+        repeated finish starts nothing: a caller that lost the first call's
+        answer finds the started run with :meth:`get_thread` or
+        :meth:`unfinished_invocations`.
         """
 
     @abc.abstractmethod
@@ -152,11 +215,62 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     def unfinished_invocation(self, agent_id: str) -> InvocationRecord | None:
-        """Return the agent's running invocation (there is at most one), or ``None``."""
+        """Return the agent's oldest running invocation (the only one when every
+        create used ``max_running=1``), or ``None``."""
+
+    @abc.abstractmethod
+    def unfinished_invocations(self, agent_id: str) -> list[InvocationRecord]:
+        """Return every running invocation of the agent, oldest first."""
 
     @abc.abstractmethod
     def list_invocations(self, agent_id: str, limit: int = 50) -> list[InvocationRecord]:
         """Return up to ``limit`` of the agent's invocations, newest first."""
+
+    # -- threads -----------------------------------------------------------
+
+    @abc.abstractmethod
+    def enqueue_run(
+        self, agent_id: str, thread_id: str, invocation_id: str, input: Any, *,
+        stream: bool = False,
+    ) -> int:
+        """Queue a run of ``input`` behind the thread's running invocation; return
+        its position in the thread's queue (1: it starts next).
+
+        ``invocation_id`` is the id its invocation will have when
+        :meth:`finish_invocation` of the thread's running invocation (or of a
+        later one) starts it; ``stream`` is kept for the caller
+        (:meth:`queued_run`). One committed transaction: the run survives any
+        crash and starts exactly once. Refused ``thread_free`` if the thread is
+        unknown or runs no invocation (create the invocation directly; the
+        check and the enqueue are atomic against a concurrent finish), and
+        ``invocation_exists`` if the id is stored or already queued.
+        """
+
+    @abc.abstractmethod
+    def queued_run(self, invocation_id: str) -> QueuedRun | None:
+        """Return the queued run with this id (and its current position), or
+        ``None`` once it has started (then :meth:`get_invocation` has it) or if
+        it was never queued."""
+
+    @abc.abstractmethod
+    def get_thread(self, agent_id: str, thread_id: str) -> ThreadRecord | None:
+        """Return the thread (state, version, running invocation, queued ids in
+        order), or ``None`` if unknown."""
+
+    @abc.abstractmethod
+    def list_threads(
+        self, agent_id: str, *, limit: int = 50, after: str | None = None
+    ) -> list[ThreadRecord]:
+        """Return up to ``limit`` of the agent's threads ordered by ``thread_id``
+        (in the database's collation), those after ``after`` (the last thread id
+        of the previous page)."""
+
+    @abc.abstractmethod
+    def thread_invocations(
+        self, agent_id: str, thread_id: str, *, limit: int = 50
+    ) -> list[InvocationRecord]:
+        """Return up to ``limit`` of the thread's invocations, newest first
+        (queued runs not yet started are not invocations yet)."""
 
     # -- tasks -------------------------------------------------------------
 

@@ -16,11 +16,23 @@ invocation row (``FOR UPDATE``, or the ``UPDATE`` of the row itself) before
 the task row, so a concurrent ``claim_invocation`` either waits for the write
 to commit or makes its fencing check fail.
 
+Invocations on a thread write the thread row in the same transaction
+(:func:`create_statements`, :func:`finish_on_thread_statements`): every
+statement must change exactly one row or the whole transaction is rolled
+back, and each condition that matters under concurrency is on the row the
+statement writes (rechecked by PostgreSQL after waiting for its lock), not in
+a subquery read from the statement's snapshot. The agent's advisory lock
+(:data:`PG_AGENT_LOCK`) is the one exception, by design: it runs as its own
+statement, before the insert that counts.
+
 The texts are written with ``?`` placeholders; :class:`Stmt` keeps the
 PostgreSQL (``%s``) variant next to it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from hayata_py._codec import FORMAT_VERSION
 
@@ -28,12 +40,24 @@ __all__ = [
     "CHECKPOINT",
     "COMPLETE_TASK",
     "CREATE_INVOCATION",
+    "CREATE_INVOCATION_LIMITED",
+    "CREATE_INVOCATION_UNLIMITED",
     "FAIL_TASK",
     "FINISH_INVOCATION",
     "FINISH_INVOCATION_WITH_STATE",
+    "FINISH_ON_THREAD",
+    "FINISH_ON_THREAD_WITH_STATE",
+    "FREE_THREAD_COMPLETED",
+    "FREE_THREAD_FAILED",
+    "PG_AGENT_LOCK",
     "START_NEW_TASK",
+    "TAKE_THREAD",
     "Stmt",
+    "create_statements",
+    "finish_on_thread_statements",
 ]
+
+Statements = list[tuple[str, Sequence[Any]]]
 
 
 class Stmt:
@@ -110,22 +134,136 @@ _FINISH = f"""
     UPDATE hayata_invocations SET status = ?, updated_at = ?, owner = NULL,
         lease_expires_at = NULL, result = ?, error = ? {{state}}
     WHERE invocation_id = ? AND token = ? AND status = 'running' AND {_FORMAT}
+        AND thread_id IS {{thread}}
 """
-FINISH_INVOCATION = Stmt(_FINISH.format(state=""))
-"""Params: status, updated_at, result, error, iid, token."""
-FINISH_INVOCATION_WITH_STATE = Stmt(_FINISH.format(state=", state = ?"))
+FINISH_INVOCATION = Stmt(_FINISH.format(state="", thread="NULL"))
+"""Finish an invocation without a thread. Params: status, updated_at, result,
+error, iid, token."""
+FINISH_INVOCATION_WITH_STATE = Stmt(_FINISH.format(state=", state = ?", thread="NULL"))
 """Params: status, updated_at, result, error, state, iid, token."""
+FINISH_ON_THREAD = Stmt(_FINISH.format(state="", thread="NOT NULL"))
+"""The invocation half of finishing one on a thread; :data:`FREE_THREAD_COMPLETED`
+or :data:`FREE_THREAD_FAILED` follows in the same transaction. Params as
+:data:`FINISH_INVOCATION`."""
+FINISH_ON_THREAD_WITH_STATE = Stmt(_FINISH.format(state=", state = ?", thread="NOT NULL"))
+"""Params as :data:`FINISH_INVOCATION_WITH_STATE`."""
 
-CREATE_INVOCATION = Stmt(
+_FREE_THREAD = """
+    UPDATE hayata_threads SET {carry} running_invocation_id = NULL, updated_at = ?
+    WHERE agent_id = (SELECT agent_id FROM hayata_invocations WHERE invocation_id = ?)
+        AND thread_id = (SELECT thread_id FROM hayata_invocations WHERE invocation_id = ?)
+        AND running_invocation_id = ? AND queue_length = 0
+"""
+# ``queue_length = 0`` is a column of the row being updated, so on PostgreSQL a
+# concurrent enqueue (which increments it) is seen even when this statement
+# waited for that enqueue's row lock; a NOT EXISTS on the queue table would be
+# evaluated on the statement's older snapshot. A thread with queued runs
+# changes nothing here: the general path starts the next one.
+FREE_THREAD_COMPLETED = Stmt(_FREE_THREAD.format(carry="""
+    state = (SELECT state FROM hayata_invocations WHERE invocation_id = ?),
+    version = version + 1,"""))
+"""After :data:`FINISH_ON_THREAD`: the invocation's (just written) state
+becomes the thread's, version + 1, the thread is freed. Params: iid,
+updated_at, iid, iid, iid."""
+FREE_THREAD_FAILED = Stmt(_FREE_THREAD.format(carry=""))
+"""After :data:`FINISH_ON_THREAD` of a failed invocation: the thread is freed,
+its state kept. Params: updated_at, iid, iid, iid."""
+
+TAKE_THREAD = Stmt(
     """
-    INSERT INTO hayata_invocations (invocation_id, agent_id, status, format_version,
-        created_at, updated_at, token, owner, lease_expires_at, step, state, input,
-        active_execution, parallel_results, last_result, result, error)
-    SELECT ?, ?, 'running', ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-    WHERE NOT EXISTS (SELECT 1 FROM hayata_invocations
-                      WHERE agent_id = ? AND status = 'running')
-    ON CONFLICT (invocation_id) DO NOTHING
+    INSERT INTO hayata_threads (agent_id, thread_id, state, version, running_invocation_id,
+        queue_length, created_at, updated_at)
+    SELECT ?, ?, ?, 0, ?, 0, ?, ?
+    WHERE coalesce(?, 0) = 0
+        OR EXISTS (SELECT 1 FROM hayata_threads WHERE agent_id = ? AND thread_id = ?)
+    ON CONFLICT (agent_id, thread_id) DO UPDATE
+        SET running_invocation_id = excluded.running_invocation_id,
+            updated_at = excluded.updated_at
+        WHERE hayata_threads.running_invocation_id IS NULL
+            AND hayata_threads.version = coalesce(?, hayata_threads.version)
     """
 )
-"""Params: iid, agent_id, format_version, created_at, updated_at, owner,
-lease_expires_at, the eight value columns (see ``invocation_values``), agent_id."""
+"""Create the thread running the new invocation, or make a free thread at the
+expected version (``NULL``: any) run it; changes no row if the thread is busy
+or at another version (an absent thread is at version 0). The conditions are
+on the row itself, rechecked on PostgreSQL after waiting for a concurrent
+writer of it. Params: agent_id, thread_id, state, iid, created_at, updated_at,
+thread_version, agent_id, thread_id, thread_version."""
+
+_CREATE = """
+    INSERT INTO hayata_invocations (invocation_id, agent_id, status, format_version,
+        created_at, updated_at, token, owner, lease_expires_at, step, state, input,
+        active_execution, parallel_results, last_result, result, error, thread_id)
+    SELECT ?, ?, 'running', ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+    WHERE NOT EXISTS (SELECT 1 FROM hayata_thread_queue WHERE invocation_id = ?)
+    {check}
+    ON CONFLICT (invocation_id) DO NOTHING
+"""
+CREATE_INVOCATION = Stmt(_CREATE.format(check="""
+    AND NOT EXISTS (SELECT 1 FROM hayata_invocations
+                      WHERE agent_id = ? AND status = 'running')"""))
+"""Create unless the id is queued (``enqueue_run``) or the agent runs one
+(``max_running=1``). Params: iid, agent_id, format_version, created_at,
+updated_at, owner, lease_expires_at, the eight value columns (see
+``invocation_values``), thread_id, iid, agent_id. On PostgreSQL it runs
+after :data:`PG_AGENT_LOCK` in one transaction: nothing else (no unique index
+since ``0002_threads``) keeps two concurrent creates from both seeing the
+agent free."""
+CREATE_INVOCATION_LIMITED = Stmt(_CREATE.format(check="""
+    AND (SELECT count(*) FROM hayata_invocations
+         WHERE agent_id = ? AND status = 'running') < ?"""))
+"""Create unless the agent runs ``max_running`` (> 1) invocations: the params of
+:data:`CREATE_INVOCATION`, then max_running; after :data:`PG_AGENT_LOCK` on
+PostgreSQL."""
+CREATE_INVOCATION_UNLIMITED = Stmt(_CREATE.format(check=""))
+"""Create without the per-agent check (``max_running=None``); the params of
+:data:`CREATE_INVOCATION` without the last one (agent_id)."""
+
+PG_AGENT_LOCK_KEY = 0x48594147
+"""The first key of the per-agent advisory lock (the second: ``hashtext(agent_id)``)."""
+PG_AGENT_LOCK = Stmt(f"SELECT pg_advisory_xact_lock({PG_AGENT_LOCK_KEY}, hashtext(?))")
+"""Serialize, until commit, the writes that count an agent's running invocations
+(PostgreSQL only; SQLite's ``BEGIN IMMEDIATE`` already serializes every write).
+Under READ COMMITTED the statements after it see what the previous holder
+committed. Params: agent_id."""
+
+
+def create_statements(
+    is_sqlite: bool, iid: str, agent_id: str, thread_id: str | None, values: dict[str, Any],
+    *, owner: str, now: float, expires: float | None, max_running: int | None,
+    thread_version: int | None,
+) -> Statements:
+    """The fast create as one transaction (for :meth:`EngineHolder.write_all`):
+    take the thread (if any), lock the agent (PostgreSQL, with a limit), insert.
+    ``values``: the eight encoded value columns (``invocation_values``)."""
+    params = (iid, agent_id, FORMAT_VERSION, now, now, owner, expires, values["step"],
+              values["state"], values["input"], values["active_execution"],
+              values["parallel_results"], values["last_result"], values["result"],
+              values["error"], thread_id, iid)
+    out: Statements = []
+    if thread_id is not None:
+        out.append((TAKE_THREAD.text(is_sqlite), (
+            agent_id, thread_id, values["state"], iid, now, now, thread_version,
+            agent_id, thread_id, thread_version)))
+    if max_running is None:
+        out.append((CREATE_INVOCATION_UNLIMITED.text(is_sqlite), params))
+        return out
+    if not is_sqlite:
+        out.append((PG_AGENT_LOCK.text(is_sqlite), (agent_id,)))
+    if max_running == 1:
+        out.append((CREATE_INVOCATION.text(is_sqlite), (*params, agent_id)))
+    else:
+        out.append((CREATE_INVOCATION_LIMITED.text(is_sqlite), (*params, agent_id, max_running)))
+    return out
+
+
+def finish_on_thread_statements(
+    is_sqlite: bool, iid: str, token: int, status: str, now: float, values: dict[str, Any]
+) -> Statements:
+    """The fast finish of an invocation on a thread whose queue is empty, as one
+    transaction. ``values``: encoded result, error and (optional) state."""
+    stmt = FINISH_ON_THREAD if "state" not in values else FINISH_ON_THREAD_WITH_STATE
+    finish = (stmt.text(is_sqlite), (status, now, *values.values(), iid, token))
+    if status == "completed":
+        return [finish, (FREE_THREAD_COMPLETED.text(is_sqlite), (iid, now, iid, iid, iid))]
+    return [finish, (FREE_THREAD_FAILED.text(is_sqlite), (now, iid, iid, iid))]

@@ -25,8 +25,10 @@ __all__ = [
     "ActiveExecution",
     "InvocationRecord",
     "InvocationStatus",
+    "QueuedRun",
     "TaskRecord",
     "TaskStatus",
+    "ThreadRecord",
     "task_id_for",
 ]
 
@@ -87,6 +89,9 @@ class InvocationRecord:
     paused: dict[str, Any] | None = None
     """Set while a running invocation waits for ``resume()`` (a human-in-the-loop
     pause): ``{"kind", "payload", "nodes"}``. Written with the checkpoint."""
+    thread_id: str | None = None
+    """The conversation thread the invocation runs on (``None``: no thread).
+    Written once, at creation."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,42 @@ class TaskRecord:
     finished_at: float | None = None
     system_instance: str | None = None
     resolved: bool = False
+
+
+@dataclass(frozen=True)
+class ThreadRecord:
+    """A conversation thread of an agent.
+
+    ``state`` is the final state of the thread's last completed invocation (or
+    the state its first invocation was created with); ``version`` counts its
+    completed invocations. ``running_invocation_id`` is the invocation running
+    on it, if any (at most one at a time); ``queued`` the ids of the runs
+    waiting for it (:meth:`TaskStore.enqueue_run`), first to start first.
+    """
+
+    agent_id: str
+    thread_id: str
+    state: dict[str, Any]
+    version: int
+    running_invocation_id: str | None
+    queued: tuple[str, ...]
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """A run waiting for its thread (:meth:`TaskStore.enqueue_run`).
+
+    ``position`` is 1 for the run that starts next.
+    """
+
+    agent_id: str
+    thread_id: str
+    invocation_id: str
+    input: Any
+    stream: bool
+    position: int
 
 
 def task_id_for(invocation_id: str, step: int, node_id: str, item: int | None = None) -> str:

@@ -21,6 +21,7 @@ from hayata_py.store._records import (
     ActiveExecution,
     InvocationRecord,
     TaskRecord,
+    ThreadRecord,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "invocation_values",
     "task_from_row",
     "task_values",
+    "thread_from_row",
 ]
 
 
@@ -169,6 +171,7 @@ def invocation_from_row(row: Any) -> InvocationRecord:
         created_at=row.created_at,
         updated_at=row.updated_at,
         format_version=row.format_version,
+        thread_id=row.thread_id,
     )
 
 
@@ -216,4 +219,20 @@ def task_from_row(row: Any) -> TaskRecord:
         finished_at=row.finished_at,
         system_instance=row.system_instance,
         resolved=bool(row.resolved),
+    )
+
+
+def thread_from_row(row: Any, queued: tuple[str, ...]) -> ThreadRecord:
+    """Decode a ``hayata_threads`` row; ``queued``: its queue's invocation ids in order."""
+    where = f"thread {row.thread_id} of agent {row.agent_id}"
+    _integers(row, where, ("version",))
+    return ThreadRecord(
+        agent_id=row.agent_id,
+        thread_id=row.thread_id,
+        state=_decoder(row, where)("state", dict),
+        version=row.version,
+        running_invocation_id=row.running_invocation_id,
+        queued=queued,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )

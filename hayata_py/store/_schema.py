@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-__all__ = ["HEAD_REVISION", "invocations", "metadata", "tasks"]
+__all__ = [
+    "HEAD_REVISION", "invocations", "metadata", "tasks", "thread_queue", "threads",
+]
 
-HEAD_REVISION = "0001_baseline"
+HEAD_REVISION = "0002_threads"
 """The newest migration revision this code knows."""
 
 metadata = sa.MetaData()
@@ -38,6 +40,7 @@ invocations = sa.Table(
     sa.Column("token", sa.BigInteger(), nullable=False),
     sa.Column("owner", sa.String(), nullable=True),
     sa.Column("lease_expires_at", sa.Double(), nullable=True),
+    sa.Column("thread_id", sa.String(), nullable=True),
 )
 
 tasks = sa.Table(
@@ -63,4 +66,34 @@ tasks = sa.Table(
     sa.Column("finished_at", sa.Double(), nullable=True),
     sa.Column("system_instance", sa.String(), nullable=True),
     sa.Column("resolved", sa.Boolean(), nullable=False),
+)
+
+threads = sa.Table(
+    "hayata_threads",
+    metadata,
+    sa.Column("agent_id", sa.String(), primary_key=True),
+    sa.Column("thread_id", sa.String(), primary_key=True),
+    sa.Column("state", sa.LargeBinary(), nullable=False),
+    sa.Column("version", sa.BigInteger(), nullable=False),
+    sa.Column("running_invocation_id", sa.String(), nullable=True),
+    sa.Column("queue_length", sa.BigInteger(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("updated_at", sa.Double(), nullable=False),
+)
+
+thread_queue = sa.Table(
+    "hayata_thread_queue",
+    metadata,
+    sa.Column("agent_id", sa.String(), primary_key=True),
+    sa.Column("thread_id", sa.String(), primary_key=True),
+    sa.Column("seq", sa.BigInteger(), primary_key=True),
+    sa.Column("invocation_id", sa.String(), nullable=False, unique=True),
+    sa.Column("input", sa.LargeBinary(), nullable=False),
+    sa.Column("stream", sa.Boolean(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.ForeignKeyConstraint(
+        ["agent_id", "thread_id"],
+        ["hayata_threads.agent_id", "hayata_threads.thread_id"],
+        ondelete="CASCADE",
+    ),
 )

@@ -1,7 +1,8 @@
 """SQLAlchemy implementation of :class:`TaskStore` for SQLite and PostgreSQL.
 
-The hot writes (checkpoint, task started/completed, finish) first try one
-fenced statement (``_fast``); when it changes nothing, or for any other
+The hot writes (create, checkpoint, task started/completed, finish) first try
+one fenced statement, or for an invocation on a thread one short transaction
+of them (``_fast``); when it changes nothing, or for any other
 write, :meth:`EngineHolder.run` runs one transaction (``BEGIN IMMEDIATE`` on
 SQLite) that locks the invocation row (``SELECT ... FOR UPDATE``; SQLite's
 write lock already covers it), checks the fencing token, then writes. Values are encoded before the
@@ -37,6 +38,7 @@ from hayata_py.store._rows import (
 from hayata_py.store._schema import invocations as inv
 from hayata_py.store._schema import tasks as tk
 from hayata_py.store._tasks import TaskWrites, fence, lock_invocation
+from hayata_py.store._threads import ThreadWrites, check_max_running
 
 __all__ = ["SqlTaskStore", "default_store_url", "open_store"]
 
@@ -58,7 +60,7 @@ def open_store(url: str | URL, *, clock: Clock = time.time) -> TaskStore:
     return SqlTaskStore(url, clock=clock)
 
 
-class SqlTaskStore(TaskWrites, TaskStore):
+class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
     """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
 
     The constructor applies migrations (raising :class:`SchemaTooNew` for a
@@ -74,6 +76,7 @@ class SqlTaskStore(TaskWrites, TaskStore):
         self.url = normalize_url(url)
         self.clock = clock
         self._db = EngineHolder(self.url, retry_seconds=retry_seconds)
+        self._threaded: dict[str, bool] = {}
         try:
             migrate(self._db)
         finally:
@@ -93,40 +96,32 @@ class SqlTaskStore(TaskWrites, TaskStore):
     # -- invocations -------------------------------------------------------
 
     def create_invocation(
-        self, record: InvocationRecord, *, owner: str, lease_seconds: float | None = None
+        self,
+        record: InvocationRecord,
+        *,
+        owner: str,
+        lease_seconds: float | None = None,
+        max_running: int | None = 1,
+        thread_version: int | None = None,
     ) -> int:
+        check_max_running(max_running)
+        if thread_version is not None and record.thread_id is None:
+            raise StoreError(
+                f"invocation {record.invocation_id}: thread_version needs a thread_id",
+                code="invalid_argument",
+                invocation_id=record.invocation_id,
+            )
         values = invocation_values(record)
         iid = record.invocation_id
-        now = float(self.clock())
-        fast = (
-            iid,
-            record.agent_id,
-            FORMAT_VERSION,
-            now,
-            now,
-            owner,
-            self._expiry(lease_seconds),
-            values["step"],
-            values["state"],
-            values["input"],
-            values["active_execution"],
-            values["parallel_results"],
-            values["last_result"],
-            values["result"],
-            values["error"],
-            record.agent_id,
-        )
-        if self._db.write_one(_fast.CREATE_INVOCATION.text(self._db.is_sqlite), fast):
+        if self._fast_create(record, values, owner, lease_seconds, max_running, thread_version):
             return 1
 
         def write(conn: Connection) -> int:
-            if conn.execute(sa.select(inv.c.status).where(inv.c.invocation_id == iid)).first():
-                raise StoreError(
-                    f"invocation {iid} already exists",
-                    code="invocation_exists",
-                    invocation_id=iid,
-                )
-            self._check_agent_free(conn, record.agent_id)
+            self._refuse_existing(conn, iid)
+            if record.thread_id is not None:
+                self._take_thread(conn, record, values["state"], thread_version)
+            if max_running is not None:
+                self._check_agent_capacity(conn, record.agent_id, max_running)
             now = self.clock()
             conn.execute(
                 inv.insert().values(
@@ -139,42 +134,39 @@ class SqlTaskStore(TaskWrites, TaskStore):
                     token=1,
                     owner=owner,
                     lease_expires_at=self._expiry(lease_seconds),
+                    thread_id=record.thread_id,
                     **values,
                 )
             )
             return 1
 
         try:
-            return self._db.run(write, write=True)
+            self._db.run(write, write=True)
         except sa.exc.IntegrityError as exc:
-            # A concurrent create committed first (PostgreSQL); report why.
-            def recheck(conn: Connection) -> None:
-                if conn.execute(sa.select(inv.c.status).where(inv.c.invocation_id == iid)).first():
-                    raise StoreError(
-                        f"invocation {iid} already exists",
-                        code="invocation_exists",
-                        invocation_id=iid,
-                    )
-                self._check_agent_free(conn, record.agent_id)
-
-            self._db.run(recheck, write=False)
+            # A concurrent create of the same id committed first (PostgreSQL).
+            self._db.run(lambda conn: self._refuse_existing(conn, iid), write=False)
             raise StoreError(
                 f"invocation {iid}: conflicting concurrent create", code="invocation_exists"
             ) from exc
+        if record.thread_id is not None:
+            self._note_threaded(iid)
+        return 1
 
-    def _check_agent_free(self, conn: Connection, agent_id: str) -> None:
-        other = conn.execute(
-            sa.select(inv.c.invocation_id).where(
-                inv.c.agent_id == agent_id, inv.c.status == "running"
-            )
-        ).first()
-        if other is not None:
-            raise StoreError(
-                f"agent {agent_id} already has a running invocation {other.invocation_id}",
-                code="agent_busy",
-                agent_id=agent_id,
-                invocation_id=other.invocation_id,
-            )
+    def _fast_create(self, record: InvocationRecord, values: dict[str, Any], owner: str,
+                     lease_seconds: float | None, max_running: int | None,
+                     thread_version: int | None) -> bool:
+        """The fast create (True: created); see :func:`_fast.create_statements`."""
+        statements = _fast.create_statements(
+            self._db.is_sqlite, record.invocation_id, record.agent_id, record.thread_id,
+            values, owner=owner, now=float(self.clock()), expires=self._expiry(lease_seconds),
+            max_running=max_running, thread_version=thread_version)
+        if len(statements) == 1:
+            return self._db.write_one(*statements[0])
+        if not self._db.write_all(statements):
+            return False
+        if record.thread_id is not None:
+            self._note_threaded(record.invocation_id)
+        return True
 
     def claim_invocation(
         self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
@@ -199,6 +191,8 @@ class SqlTaskStore(TaskWrites, TaskStore):
                 .where(inv.c.invocation_id == invocation_id)
                 .values(token=token, owner=owner, lease_expires_at=self._expiry(lease_seconds))
             )
+            if row.thread_id is not None:
+                self._note_threaded(invocation_id)
             return token
 
         return self._db.run(write, write=True)
@@ -248,6 +242,30 @@ class SqlTaskStore(TaskWrites, TaskStore):
             invocation_id, owner, token, lambda: {"lease_expires_at": self._expiry(lease_seconds)}
         )
 
+    def renew_leases(
+        self, tokens: dict[str, int], *, owner: str, lease_seconds: float | None
+    ) -> set[str]:
+        if not tokens:
+            return set()
+        ordered = sorted(tokens.items())  # one lock order for every writer (PostgreSQL)
+
+        def write(conn: Connection) -> set[str]:
+            expiry = self._expiry(lease_seconds)
+            refused = set()
+            for invocation_id, token in ordered:
+                changed = conn.execute(
+                    inv.update()
+                    .where(inv.c.invocation_id == invocation_id, inv.c.token == token,
+                           inv.c.owner == owner, inv.c.status == "running")
+                    .values(lease_expires_at=expiry)
+                ).rowcount
+                if changed != 1:
+                    refused.add(invocation_id)
+            return refused
+
+        result: set[str] = self._db.run(write, write=True)
+        return result
+
     def release(self, invocation_id: str, *, owner: str, token: int) -> None:
         self._lease_write(
             invocation_id, owner, token, lambda: {"owner": None, "lease_expires_at": None}
@@ -294,7 +312,8 @@ class SqlTaskStore(TaskWrites, TaskStore):
         result: Any = None,
         error: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
-    ) -> None:
+        lease_seconds: float | None = None,
+    ) -> InvocationRecord | None:
         if status not in TERMINAL_INVOCATION_STATUSES:
             raise StoreError(
                 f"finish_invocation needs status 'completed' or 'failed', got {status!r}",
@@ -307,12 +326,18 @@ class SqlTaskStore(TaskWrites, TaskStore):
         }
         if state is not None:
             values["state"] = encode(state, key="state")
-        stmt = _fast.FINISH_INVOCATION if state is None else _fast.FINISH_INVOCATION_WITH_STATE
-        fast = (status, float(self.clock()), *values.values(), invocation_id, token)
-        if self._db.write_one(stmt.text(self._db.is_sqlite), fast):
-            return
+        now = float(self.clock())
+        if self._threaded.pop(invocation_id, False):  # a hint: both paths check it
+            if self._db.write_all(_fast.finish_on_thread_statements(
+                    self._db.is_sqlite, invocation_id, token, status, now, values)):
+                return None
+        else:
+            stmt = _fast.FINISH_INVOCATION if state is None else _fast.FINISH_INVOCATION_WITH_STATE
+            fast = (status, now, *values.values(), invocation_id, token)
+            if self._db.write_one(stmt.text(self._db.is_sqlite), fast):
+                return None
 
-        def write(conn: Connection) -> None:
+        def write(conn: Connection) -> InvocationRecord | None:
             row = fence(conn, invocation_id, token)
             if row.status in TERMINAL_INVOCATION_STATUSES:
                 stored = conn.execute(
@@ -327,7 +352,7 @@ class SqlTaskStore(TaskWrites, TaskStore):
                     for col, data in values.items()
                 )
                 if same:
-                    return
+                    return None  # the first finish did everything, the queue included
                 raise StoreError(
                     f"invocation {invocation_id} already {row.status}; it cannot be changed",
                     code="invocation_finished",
@@ -345,8 +370,16 @@ class SqlTaskStore(TaskWrites, TaskStore):
                     **values,
                 )
             )
+            if row.thread_id is None:
+                return None
+            return self._end_on_thread(
+                conn, row, invocation_id, status, values.get("state"), lease_seconds
+            )
 
-        self._db.run(write, write=True)
+        started = self._db.run(write, write=True)
+        if started is not None:
+            self._note_threaded(started.invocation_id)
+        return started
 
     def get_invocation(self, invocation_id: str) -> InvocationRecord | None:
         query = sa.select(inv).where(inv.c.invocation_id == invocation_id)
@@ -354,7 +387,12 @@ class SqlTaskStore(TaskWrites, TaskStore):
         return None if row is None else invocation_from_row(row)
 
     def unfinished_invocation(self, agent_id: str) -> InvocationRecord | None:
-        query = sa.select(inv).where(inv.c.agent_id == agent_id, inv.c.status == "running")
+        query = (
+            sa.select(inv)
+            .where(inv.c.agent_id == agent_id, inv.c.status == "running")
+            .order_by(inv.c.created_at, inv.c.invocation_id)
+            .limit(1)
+        )
         row = self._db.run(lambda conn: conn.execute(query).first(), write=False)
         return None if row is None else invocation_from_row(row)
 

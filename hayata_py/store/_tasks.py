@@ -29,7 +29,7 @@ __all__ = ["TaskWrites", "fence", "lock_invocation"]
 # Statements built once: SQLAlchemy then reuses their cache keys and compiled form.
 _LOCK_INVOCATION = (
     sa.select(inv.c.token, inv.c.status, inv.c.owner, inv.c.lease_expires_at,
-              inv.c.format_version)
+              inv.c.format_version, inv.c.agent_id, inv.c.thread_id)
     .where(inv.c.invocation_id == sa.bindparam("iid"))
     .with_for_update()
 )

@@ -9,13 +9,15 @@ had the PostgreSQL cases fail - they are never skipped.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from hayata_py.store import SqlTaskStore
+from hayata_py.store._engine import EngineHolder
 from tests.pg import PgServer, fresh_database
 
 
@@ -65,3 +67,19 @@ def store(store_url: str, clock: FakeClock) -> Iterator[SqlTaskStore]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def fast_commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Whether each fast-path attempt (each :meth:`EngineHolder.write_all`, which
+    ``write_one`` runs) committed, in order."""
+    seen: list[bool] = []
+    original = EngineHolder.write_all
+
+    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+        done = original(self, statements)
+        seen.append(done)
+        return done
+
+    monkeypatch.setattr(EngineHolder, "write_all", spy)
+    yield seen

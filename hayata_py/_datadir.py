@@ -4,6 +4,9 @@ The record outlives the system on purpose: after a crash (``hayata system
 kill``) it is what the next ``system start`` uses to find and clean up what the
 dead system left. A system is *alive* when its admin process (same pid, same
 start time, same session) still runs.
+
+Both front ends find a system this way (the ``hayata`` commands and the
+observer's ``observe(data_dir)``); it sits below both and imports neither.
 """
 
 from __future__ import annotations
@@ -19,8 +22,12 @@ from typing import Any
 
 import psutil
 
+from hayata_py._errors import HayataError
+
 RECORD_NAME = "system.json"
 RECORD_VERSION = 1
+DEFAULT_DATA_DIR = "hayata-data"
+DATA_DIR_ENV = "HAYATA_DATA_DIR"
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,31 @@ class SystemRecord:
 
 def record_path(data_dir: Path) -> Path:
     return data_dir / RECORD_NAME
+
+
+def cli_hint(data_dir: Path) -> str:
+    """``--data-dir X`` for hints, empty for the default or ``$HAYATA_DATA_DIR``."""
+    implied = (DEFAULT_DATA_DIR, os.environ.get(DATA_DIR_ENV))
+    return "" if str(data_dir) in implied else f" --data-dir {data_dir}"
+
+
+def no_system(message: str, data_dir: Path) -> HayataError:
+    """``HayataError(code="no_system")``: no live system for ``data_dir`` (the CLI
+    prints ``message`` as its one-line error, exit 3)."""
+    return HayataError(" ".join(message.split()), code="no_system", data_dir=str(data_dir))
+
+
+def running_record(data_dir: Path) -> SystemRecord:
+    """The record of the live system under ``data_dir``; :func:`no_system` otherwise."""
+    record = load(data_dir)
+    start = f"start one with `hayata system start{cli_hint(data_dir)}`"
+    if record is None:
+        raise no_system(f"no hayata system is running for data dir {data_dir} "
+                        f"(no {RECORD_NAME}); {start}", data_dir)
+    if not alive(record):
+        raise no_system(f"the system recorded in {record_path(data_dir)} is not running "
+                        f"(admin pid {record.admin_pid} is gone); {start}", data_dir)
+    return record
 
 
 def load(data_dir: Path) -> SystemRecord | None:
