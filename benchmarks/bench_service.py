@@ -58,6 +58,7 @@ import inspect
 import json
 import math
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -305,22 +306,26 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
                 with lock:
                     errors[key] += 1
 
-            def client(w: int) -> None:
-                mine = range(w, n, client_threads)
+            def submitter(w: int, handed: queue.SimpleQueue[int | None]) -> None:
                 barrier.wait()
-                for i in mine:
+                for i in range(w, n, client_threads):
                     submitted[i] = time.perf_counter()
                     submitted_wall[i] = time.time()
                     try:
                         ids[i] = submit(i, f"c{i}")
+                        handed.put(i)
                     except hy.HayataError as exc:
                         error(f"run:{exc.code}")
                     except Exception as exc:  # noqa: BLE001 - counted in the row
                         error(f"run:{type(exc).__name__}")
-                for i in mine:
+                handed.put(None)
+
+            def waiter(handed: queue.SimpleQueue[int | None]) -> None:
+                """Waits for its submitter's runs in the order they were accepted,
+                each as soon as it is (not once all are submitted)."""
+                while (i := handed.get()) is not None:
                     iid = ids[i]
-                    if iid is None:
-                        continue
+                    assert iid is not None
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         error("timeout")
@@ -340,8 +345,12 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
                     else:
                         finished[i] = time.perf_counter()
 
-            pool = [threading.Thread(target=client, args=(w,), name=f"client-{w}")
-                    for w in range(client_threads)]
+            pool: list[threading.Thread] = []
+            for w in range(client_threads):
+                handed: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+                pool.append(threading.Thread(target=submitter, args=(w, handed),
+                                             name=f"submit-{w}"))
+                pool.append(threading.Thread(target=waiter, args=(handed,), name=f"wait-{w}"))
             for th in pool:
                 th.start()
             out["loadavg_before"] = _load()
