@@ -22,12 +22,13 @@ Rows: C = 100, 1,000 and 10,000 with a 200 ms ``llm`` (``--conversations``,
   count and at least 4, for every node). After a few warm-up runs,
   ``--client-threads`` threads (one AgentRef, which is thread-safe) each
   submit their share of the C runs at once, ``agent.run(input,
-  thread=f"c{i}")`` (without ``thread=`` if the runtime does not take it),
-  ``subscriber=None``, then ``wait()`` for each in the order they submitted.
-  Latency: submit -> ``wait()`` returned (an upper bound for all but a
-  thread's first wait, since a thread waits in order); the JSON also has
-  submit -> the invocation's terminal record in the store (its
-  ``updated_at``), which is exact.
+  thread=f"c{i}", subscriber=None)`` (without ``thread=`` on a runtime that
+  does not take it), and hand each accepted run to a waiting thread of their
+  own, which ``wait()``s for the runs in the order they were accepted.
+  Latency: submit -> ``wait()`` returned (a run that ends before the one
+  waited for ahead of it counts from when that one returned); the JSON also
+  has submit -> the invocation's terminal record in the store (its
+  ``updated_at``), exact, and submit -> its record created (acceptance).
 - LangGraph: one compiled ``StateGraph``, ``AsyncSqliteSaver`` on a temp
   file, C ``ainvoke(..., durability="sync")`` with distinct ``thread_id`` at
   once through ``asyncio.gather``, after the same warm-up. Latency: the call
@@ -569,6 +570,16 @@ def markdown(data: dict[str, Any]) -> str:
             cells = [_x(r[k]) for k in ("wall", "conversations_per_s", "p50", "p99", "peak_pss")]
             lines.append(f"| {c:,} | {d * 1000:.0f} ms | **hayata / LangGraph** | | "
                          + " | ".join(cells) + " | |")
+    hy_cfg = next((r["hayata"] for r in data["rows"] if r.get("hayata", {}).get(
+        "node_concurrency_effective")), None)
+    if hy_cfg:
+        a = data["args"]
+        lines += ["", f"hayata: one agent, max_invocations=C, edge_concurrency llm="
+                  f"{a['edge_concurrency'] or 'min(C, 500)'}, node_concurrency "
+                  f"{hy_cfg['node_concurrency_effective']}, {a['client_threads']} submitting "
+                  "+ as many waiting client threads, runs on thread=f'c{i}'. LangGraph: one "
+                  "compiled graph, AsyncSqliteSaver, durability='sync', asyncio.gather of C "
+                  "ainvoke."]
     lines += ["", "## Targets (issue 21)", ""]
     lines += [f"- {t['target']}: {t['measured']} -> **{t['verdict']}**" for t in data["targets"]]
     lines += ["", "wall: first submit -> last result; conv/s: ok results / wall; p50/p99: "
