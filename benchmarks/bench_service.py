@@ -28,7 +28,8 @@ Rows: C = 100, 1,000 and 10,000 with a 200 ms ``llm`` (``--conversations``,
   Latency: submit -> ``wait()`` returned (a run that ends before the one
   waited for ahead of it counts from when that one returned); the JSON also
   has submit -> the invocation's terminal record in the store (its
-  ``updated_at``), exact, and submit -> its record created (acceptance).
+  ``updated_at``), exact, submit -> its record created, and how long the
+  ``run()`` calls took.
 - LangGraph: one compiled ``StateGraph``, ``AsyncSqliteSaver`` on a temp
   file, C ``ainvoke(..., durability="sync")`` with distinct ``thread_id`` at
   once through ``asyncio.gather``, after the same warm-up. Latency: the call
@@ -185,6 +186,33 @@ class Sampler(threading.Thread):
                 "sample_errors": self.errors, "series": self.series}
 
 
+def _cpu(processes: Sequence[psutil.Process], caller: psutil.Process
+         ) -> dict[int, tuple[str, float]]:
+    """pid -> (role, user + system CPU seconds so far)."""
+    out: dict[int, tuple[str, float]] = {}
+    for proc in processes:
+        try:
+            t = proc.cpu_times()
+            out[proc.pid] = ("caller" if proc.pid == caller.pid else _role(proc),
+                             t.user + t.system)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def _cpu_used(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+              conversations: int, wall: float) -> dict[str, Any]:
+    """CPU seconds each role used between two :func:`_cpu` snapshots (a process
+    started in between counts from 0), in all, per conversation and in cores."""
+    roles: dict[str, float] = {}
+    for pid, (role, t) in after.items():
+        roles[role] = roles.get(role, 0.0) + t - before.get(pid, (role, 0.0))[1]
+    total = sum(roles.values())
+    return {"cpu_s": total, "cpu_ms_per_conversation": total * 1000 / max(1, conversations),
+            "cores_used": total / wall if wall > 0 else math.nan,
+            "cpu_s_by_role": dict(sorted(roles.items(), key=lambda kv: -kv[1]))}
+
+
 # -- the LangGraph side --------------------------------------------------------------------
 
 
@@ -222,6 +250,7 @@ async def _lg_burst(conversations: int, delay: float, tmp: str, timeout: float,
                 errors["wrong_result"] += 1
 
         load_before = _load()
+        cpu_before = _cpu([me], me)
         sampler.start()
         t0 = time.perf_counter()
         timed_out = False
@@ -231,6 +260,7 @@ async def _lg_burst(conversations: int, delay: float, tmp: str, timeout: float,
         except TimeoutError:
             timed_out = True
         wall = time.perf_counter() - t0
+        cpu = _cpu_used(cpu_before, _cpu([me], me), conversations, wall)
         memory = sampler.stop()
         # the durable checkpoint is there: the last conversation's final state
         state = await graph.aget_state(cfg(f"c{conversations - 1}"))
@@ -242,7 +272,7 @@ async def _lg_burst(conversations: int, delay: float, tmp: str, timeout: float,
     return {"ok": ok, "errors": dict(errors), "timed_out": timed_out, "wall_s": wall,
             "conversations_per_s": ok / wall if wall > 0 else math.nan,
             "latency_ms": _lat_summary(latency), "idle_pss_mb": idle_mb,
-            "idle_processes": 1, **memory, "checkpoint_persisted": persisted,
+            "idle_processes": 1, **memory, **cpu, "checkpoint_persisted": persisted,
             "loadavg_before": load_before, "loadavg_after": _load()}
 
 
@@ -297,6 +327,7 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
             n = conversations
             submitted = [math.nan] * n
             submitted_wall = [math.nan] * n
+            accepted = [math.nan] * n
             finished = [math.nan] * n
             ids: list[str | None] = [None] * n
             errors: Counter[str] = Counter()
@@ -314,6 +345,7 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
                     submitted_wall[i] = time.time()
                     try:
                         ids[i] = submit(i, f"c{i}")
+                        accepted[i] = time.perf_counter()
                         handed.put(i)
                     except hy.HayataError as exc:
                         error(f"run:{exc.code}")
@@ -355,11 +387,15 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
             for th in pool:
                 th.start()
             out["loadavg_before"] = _load()
+            cpu_before = _cpu([*system.processes(), me], me)
             sampler.start()
             deadline = time.monotonic() + timeout
+            t0 = time.perf_counter()
             barrier.wait()
             for th in pool:
                 th.join()
+            out.update(_cpu_used(cpu_before, _cpu([*system.processes(), me], me), n,
+                                 time.perf_counter() - t0))
             memory = sampler.stop()
             out.update(memory)
             out["peak_caller_pss_mb"] = sampler.peak_caller_mb
@@ -374,7 +410,9 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
                 "timed_out": errors.get("timeout", 0) > 0, "wall_s": wall,
                 "conversations_per_s": len(ok) / wall if ok and wall > 0 else math.nan,
                 "submit_span_s": (max(sent) - first) if sent else math.nan,
-                "latency_ms": _lat_summary([finished[i] - submitted[i] for i in ok])})
+                "latency_ms": _lat_summary([finished[i] - submitted[i] for i in ok]),
+                "run_call_ms": _lat_summary([a - b for a, b in zip(accepted, submitted,
+                                                                   strict=True)])})
             out["processes_after"] = len(system.processes())
             with contextlib.suppress(Exception):
                 info = agent.status_info()
