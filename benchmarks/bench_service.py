@@ -6,7 +6,7 @@ Run from the repository root (needs the ``bench`` extra; ``make bench-service``)
     python -m benchmarks.bench_service --quick              # C = 20, 100; 0 ms at 100
     python -m benchmarks.bench_service --conversations 100,1000 --delay 0.2 \\
         [--cpu-conversations 1000] [--sides hayata,langgraph] \\
-        [--edge-concurrency 500] [--node-concurrency plan=4,llm=4,answer=4] \\
+        [--edge-concurrency 500] [--node-concurrency plan=2,llm=2,answer=2] \\
         [--client-threads 4] [--timeout S] [--out service]
 
 The graph (``service3`` in :mod:`benchmarks.graphs`, the same on both sides):
@@ -18,8 +18,11 @@ Rows: C = 100, 1,000 and 10,000 with a 200 ms ``llm`` (``--conversations``,
 
 - hayata_py: one :class:`hy.AgentSystem` in a temp dir (SQLite store), one
   agent with ``max_invocations=C``, ``edge_concurrency={"llm": k}`` (default
-  ``min(C, 500)``) and ``node_concurrency`` (default: the runtime's, the core
-  count and at least 4, for every node). After a few warm-up runs,
+  ``min(C, 500)``) and ``node_concurrency`` (default: the core count for
+  every node: with k = 500, 2 llm edges run 1,000 calls at once, and more
+  edges of the trivial sync nodes than cores only add writers contending
+  for the SQLite lock; ``runtime`` keeps the runtime's default, at least 4).
+  After a few warm-up runs,
   ``--client-threads`` threads (one AgentRef, which is thread-safe) each
   submit their share of the C runs at once, ``agent.run(input,
   thread=f"c{i}", subscriber=None)`` (without ``thread=`` on a runtime that
@@ -517,7 +520,8 @@ def _edge_k(args: argparse.Namespace, conversations: int) -> int:
 
 
 def _node_arg(args: argparse.Namespace) -> str:
-    return str(args.node_concurrency or "")
+    text = str(args.node_concurrency or "")
+    return "" if text == "runtime" else text
 
 
 def _parse_nodes(text: str) -> dict[str, int]:
@@ -784,9 +788,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sides", default="hayata,langgraph")
     parser.add_argument("--edge-concurrency", type=int, default=0,
                         help="hayata: tasks one llm edge runs at once (default min(C, 500))")
-    parser.add_argument("--node-concurrency", default="",
-                        help="hayata: most edges per node, '4' or 'plan=2,llm=4,answer=2' "
-                             "(default: the runtime's, the core count and at least 4)")
+    parser.add_argument("--node-concurrency", default=str(os.cpu_count() or 1),
+                        help="hayata: most edges per node, '4' or 'plan=2,llm=4,answer=2', "
+                             "'runtime' for the runtime's default (the core count, at least "
+                             "4); default: the core count for every node")
     parser.add_argument("--client-threads", type=int, default=4,
                         help="hayata: threads that submit (then wait for) the runs")
     parser.add_argument("--timeout", type=float, default=0.0,
