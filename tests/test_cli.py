@@ -274,7 +274,9 @@ def test_recovery_drill_through_the_cli(data_dir: Path, tmp_path: Path) -> None:
     listed, tasks, refused = concurrently(data_dir, ("agent", "list", "--json"),
                                           ("tasks", "drill", "--json"), ("recover", "drill"))
     [agent] = json_lines(listed.stdout)
-    assert agent == {"id": "drill", "status": "recovery_required", "invocation": inv}
+    assert agent == {"id": "drill", "status": "recovery_required", "invocation": inv,
+                     "invocations": {"running": 0, "paused": 0, "unfinished": 1,
+                                     "max_invocations": 1}}
     rows = {row["node_id"]: row for row in json_lines(tasks.stdout)}
     assert {node: (row["status"], row["classification"]) for node, row in rows.items()} == {
         "fetch": ("completed", "completed"), "left": ("completed", "completed"),

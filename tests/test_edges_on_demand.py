@@ -62,8 +62,6 @@ def test_a_map_step_grows_the_node_to_its_window_on_separate_processes(
     assert len(edge_pids(system)) == 3
 
 
-@pytest.mark.skip(reason="needs the agent's retire timer (EdgePool.retire_due/next_retire), "
-                         "which the lead wires in agent.py; remove this mark then")
 def test_idle_edges_beyond_the_first_are_retired_after_the_idle_timeout(
         data: tuple[hy.AgentSystem, Path]) -> None:
     system, _ = data

@@ -38,7 +38,8 @@ def test_handlers_is_a_telemetry_handlers_mapping(tmp_path: Path) -> None:
     assert mapping == {"hayata.otel": ("hayata_py.otel:handle", list(otel.SPAN_EVENTS))}
     # Every span event of every level; hayata.node.retry is a point event (each
     # attempt is a node.execution span of its own), not exported as a span.
-    assert set(otel.SPAN_EVENTS) == {e for e in tm.EVENTS if e != ("hayata", "node", "retry")}
+    assert set(otel.SPAN_EVENTS) == {e for e in tm.EVENTS if e not in (
+        ("hayata", "node", "retry"), ("hayata", "agent", "auto_recovery"))}
     assert json.loads(os.environ[otel.OPTIONS_ENV_VAR]) == {
         "setup": "tests.otel_setup:to_file", "caller_context": "parent"}
     assert _handler.read_options() == _handler.Options("tests.otel_setup:to_file", "parent")

@@ -46,7 +46,7 @@ def test_known_events_are_hayatas() -> None:
     expected |= {("hayata", "node", "execution", s) for s in suffixes}
     expected |= {("hayata", "edge", s) for s in suffixes}
     expected |= {("hayata", "reducer", "start"), ("hayata", "reducer", "stop")}
-    expected |= {("hayata", "node", "retry")}
+    expected |= {("hayata", "node", "retry"), ("hayata", "agent", "auto_recovery")}
     assert expected == telemetry.EVENTS
 
 

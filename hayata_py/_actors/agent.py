@@ -149,6 +149,7 @@ class AgentActor(SupervisedActor):
                     self._feed(run, event)
         elif isinstance(message, p.EdgeTable):
             self._sends(self.pool.on_table(sender, message))
+            self._arm_retire()
         elif isinstance(message, p.EdgeLost):
             self._on_edge_lost(message)
         elif isinstance(message, Run):

@@ -93,14 +93,18 @@ class Source:
         return state
 
     def _agent(self, agent_id: str) -> dict[str, Any]:
+        counts: dict[str, int] = {}
         try:
             status = self.ref(agent_id).status_info()
             state, current = status.status, status.invocation_id
+            counts = {"running": status.running, "paused": status.paused,
+                      "unfinished": status.unfinished,
+                      "max_invocations": status.max_invocations}
         except HayataError as exc:
             state, current = f"unreachable ({exc.code})", None
         records = self.system.store.list_invocations(agent_id, limit=INVOCATIONS_SHOWN)
         unfinished = next((r.invocation_id for r in records if r.status == "running"), None)
-        return {"id": agent_id, "status": state, "invocation_id": current,
+        return {"id": agent_id, "status": state, "invocation_id": current, "counts": counts,
                 "invocations": [_model.invocation_row(r) for r in records],
                 "cli": _model.agent_commands(agent_id, current or unfinished, self.hint)}
 

@@ -140,11 +140,14 @@ def _uncertain(exc: RecoveryRejected, agent_id: str, data_dir: Path, as_json: bo
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Give up waiting after this many seconds without a message "
                    "(the invocation keeps running). Default: wait.")
+@click.option("--invocation", "invocation_id", metavar="ID", default=None,
+              help="The unfinished invocation to recover (needed when there are several: "
+                   "`hayata unfinished AGENT` lists them).")
 @data_dir_option
 def recover(agent_id: str, stream: bool, as_json: bool, timeout: float | None,
-            data_dir: Path) -> None:
-    """Continue the unfinished invocation AGENT found when it started
-    (status recovery_required), then print its events (with --stream) and result.
+            invocation_id: str | None, data_dir: Path) -> None:
+    """Continue an unfinished invocation of AGENT (the only one, or --invocation),
+    then print its events (with --stream) and result.
 
     Completed tasks are reused, not-started ones run, uncertain ones of
     idempotent nodes run again. If a task is uncertain, nothing runs and the
@@ -153,7 +156,7 @@ def recover(agent_id: str, stream: bool, as_json: bool, timeout: float | None,
     system, record = connect(data_dir)
     ref = system.agent(agent_id)
     try:
-        invocation_id = ref.recover(subscriber=CALLER, stream=stream)
+        invocation_id = ref.recover(invocation_id, subscriber=CALLER, stream=stream)
     except RecoveryRejected as exc:
         if exc.code == "task_execution_uncertain":
             sys.exit(_uncertain(exc, agent_id, data_dir, as_json))
@@ -164,6 +167,37 @@ def recover(agent_id: str, stream: bool, as_json: bool, timeout: float | None,
     if not as_json:
         click.echo(f"recovering invocation {invocation_id}", err=True)
     sys.exit(follow(ref, invocation_id, as_json, timeout, data_dir, record))
+
+
+@click.command("unfinished", short_help="List an agent's invocations that wait for recovery.")
+@click.argument("agent_id", metavar="AGENT")
+@json_option
+@data_dir_option
+def unfinished(agent_id: str, as_json: bool, data_dir: Path) -> None:
+    """List AGENT's unfinished invocations, oldest first, with what `hayata recover`
+    would do: recoverable, uncertain (its TASKS: resolve or abandon), paused
+    (`hayata resume`), waiting_for_placement or busy."""
+    system, _record = connect(data_dir)
+    rows = system.agent(agent_id).unfinished()
+    if as_json:
+        for row in rows:
+            click.echo(dumps({"invocation_id": row.invocation_id, "recovery": row.recovery,
+                              "thread": row.thread, "step": row.step,
+                              "task_ids": list(row.task_ids), "code": row.code}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table("INVOCATION", "RECOVERY", "THREAD", "STEP", "TASKS", box=None,
+                  pad_edge=False)
+    for row in rows:
+        table.add_row(Text(row.invocation_id), Text(row.recovery), Text(row.thread or "-"),
+                      Text(str(row.step)), Text(" ".join(row.task_ids) or "-"))
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 1000  # never cut an id a script may copy
+    console.print(table)
 
 
 @click.command("resolve", short_help="Record the result of an uncertain task.")

@@ -107,9 +107,18 @@ def _detached(agent_id: str, invocation_id: str, data_dir: Path) -> int:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Give up waiting after this many seconds without a message "
                    "(the invocation keeps running). Default: wait.")
+@click.option("--thread", "thread", metavar="ID", default=None,
+              help="Run on this conversation thread: start from its state, leave the "
+                   "final state to it.")
+@click.option("--multitask", type=click.Choice(["reject", "enqueue"]), default="reject",
+              show_default=True, help="A run on a busy thread: refuse it, or queue it "
+                                      "behind the running one.")
+@click.option("--detach", is_flag=True,
+              help="Print the invocation id once the agent accepted it and exit 0; the "
+                   "invocation runs on (`hayata result AGENT ID --wait`).")
 @data_dir_option
 def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: float | None,
-        data_dir: Path) -> None:
+        thread: str | None, multitask: str, detach: bool, data_dir: Path) -> None:
     """Run AGENT with --input, print its events (with --stream) and then its result.
 
     Exit status 0 on success, 1 on failure (the error code is printed), 5 if
@@ -121,7 +130,11 @@ def run(agent_id: str, input_json: str, stream: bool, as_json: bool, timeout: fl
     value = parse_json(input_json, "--input")
     system, record = connect(data_dir)
     ref: AgentRef = system.agent(agent_id)
-    invocation_id = ref.run(value, subscriber=CALLER, stream=stream)
+    if detach:
+        click.echo(ref.run(value, thread=thread, multitask=multitask))
+        return
+    invocation_id = ref.run(value, subscriber=CALLER, stream=stream, thread=thread,
+                            multitask=multitask)
     sys.exit(follow(ref, invocation_id, as_json, timeout, data_dir, record))
 
 

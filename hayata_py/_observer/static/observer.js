@@ -171,6 +171,9 @@ function renderAgents(agents) {
     el("td", {class: "mono"}, agent.id),
     el("td", {class: `status ${agent.status}`}, agent.status),
     el("td", {class: "mono"}, agent.invocation_id || "–"),
+    el("td", {class: "counts"}, agent.counts && agent.counts.max_invocations
+      ? `${agent.counts.running}/${agent.counts.max_invocations} · ${agent.counts.paused} · `
+        + `${agent.counts.unfinished}` : "–"),
     el("td", {class: "actions"}, ...agentButtons(agent)))));
   const agent = agents.find((a) => a.id === view.agent);
   $("inv-agent").textContent = agent ? `of ${agent.id}` : "";
