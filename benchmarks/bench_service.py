@@ -441,7 +441,7 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
 
 
 def _default_timeout(conversations: int) -> float:
-    return 120.0 + 0.1 * conversations
+    return 120.0 + 0.15 * conversations
 
 
 def _kill_left_in(directory: Path) -> list[int]:
@@ -795,7 +795,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--client-threads", type=int, default=4,
                         help="hayata: threads that submit (then wait for) the runs")
     parser.add_argument("--timeout", type=float, default=0.0,
-                        help="seconds a side may take per row (default 120 + 0.1 * C)")
+                        help="seconds a side may take per row (default 120 + 0.15 * C)")
     parser.add_argument("--sample-period", type=float, default=0.5,
                         help="seconds between PSS samples")
     parser.add_argument("--out", default="", help="results file name (without .json)")
