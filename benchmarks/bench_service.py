@@ -491,6 +491,12 @@ def run_side(side: str, conversations: int, delay: float, args: argparse.Namespa
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 failure = f"no end within {timeout + GRACE_S:.0f} s: killed"
+            except BaseException:  # interrupted: take the side down with this run
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                _kill_left_in(cwd)
+                raise
             # a killed (or crashed) side leaves its hayata system behind
             left = _kill_left_in(cwd)
         elapsed = time.perf_counter() - t0
@@ -803,6 +809,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return child(args)
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds run_side, which stops its side
+
+    signal.signal(signal.SIGTERM, stop)
     parent(args)
     return 0
 
