@@ -566,6 +566,7 @@ def ratios(hy: dict[str, Any], lg: dict[str, Any]) -> dict[str, float]:
         "p50": _ratio(hy.get("latency_ms", {}).get("p50"), lg.get("latency_ms", {}).get("p50")),
         "p99": _ratio(hy.get("latency_ms", {}).get("p99"), lg.get("latency_ms", {}).get("p99")),
         "peak_pss": _ratio(hy.get("peak_pss_mb"), lg.get("peak_pss_mb")),
+        "cpu": _ratio(hy.get("cpu_ms_per_conversation"), lg.get("cpu_ms_per_conversation")),
     }
 
 
@@ -577,9 +578,9 @@ def _f(value: Any, digits: int = 1) -> str:
 
 def _side_cells(side: dict[str, Any] | None, conversations: int) -> list[str]:
     if not side:
-        return ["not run"] + [""] * 6
+        return ["not run"] + [""] * 7
     if "error" in side and "wall_s" not in side:
-        return [f"**failed**: {side['error']}"] + [""] * 6
+        return [f"**failed**: {side['error']}"] + [""] * 7
     lat = side.get("latency_ms", {})
     ok = f"{side.get('ok', 0)}/{conversations}"
     errs = side.get("errors") or {}
@@ -589,7 +590,7 @@ def _side_cells(side: dict[str, Any] | None, conversations: int) -> list[str]:
         ok += f"; {side['error']}"
     return [ok, _f(side.get("wall_s"), 2), _f(side.get("conversations_per_s"), 0),
             _f(lat.get("p50"), 0), _f(lat.get("p99"), 0), _f(side.get("peak_pss_mb"), 0),
-            str(side.get("peak_processes", "-"))]
+            str(side.get("peak_processes", "-")), _f(side.get("cpu_ms_per_conversation"), 1)]
 
 
 def _x(ratio: float) -> str:
@@ -605,7 +606,7 @@ def markdown(data: dict[str, Any]) -> str:
              f"{data['commit']}. Load average (1/5/15 min) before "
              f"{data['loadavg_before']}, after {data['loadavg_after']}.", "",
              "| C | llm | side | ok | wall s | conv/s | p50 ms | p99 ms | peak PSS MB "
-             "| peak processes |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| peak processes | CPU ms/conv |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in data["rows"]:
         c, d = row["conversations"], row["delay_s"]
         for side in ("hayata", "langgraph"):
@@ -615,9 +616,10 @@ def markdown(data: dict[str, Any]) -> str:
             lines.append(f"| {c:,} | {d * 1000:.0f} ms | {side} | " + " | ".join(cells) + " |")
         r = row.get("ratios")
         if r:
-            cells = [_x(r[k]) for k in ("wall", "conversations_per_s", "p50", "p99", "peak_pss")]
+            cells = [_x(r.get(k, math.nan)) for k in ("wall", "conversations_per_s", "p50",
+                                                      "p99", "peak_pss")]
             lines.append(f"| {c:,} | {d * 1000:.0f} ms | **hayata / LangGraph** | | "
-                         + " | ".join(cells) + " | |")
+                         + " | ".join(cells) + f" | | {_x(r.get('cpu', math.nan))} |")
     hy_cfg = next((r["hayata"] for r in data["rows"] if r.get("hayata", {}).get(
         "node_concurrency_effective")), None)
     if hy_cfg:
@@ -631,9 +633,10 @@ def markdown(data: dict[str, Any]) -> str:
     lines += ["", "## Targets (issue 21)", ""]
     lines += [f"- {t['target']}: {t['measured']} -> **{t['verdict']}**" for t in data["targets"]]
     lines += ["", "wall: first submit -> last result; conv/s: ok results / wall; p50/p99: "
-              "submit -> result in the caller; PSS: peak of the total over every process of "
-              "the side (hayata: the system's and the caller's), sampled every "
-              f"{data['args']['sample_period']} s."]
+              "submit -> result in the caller; PSS and processes: peaks of the total over "
+              "every process of the side (hayata: the system's and the caller), sampled "
+              f"every {data['args']['sample_period']} s; CPU: all processes of the side "
+              "during the burst, ms per conversation."]
     return "\n".join(lines)
 
 
