@@ -7,7 +7,7 @@ Run from the repository root (needs the ``bench`` extra; ``make bench-service``)
     python -m benchmarks.bench_service --conversations 100,1000 --delay 0.2 \\
         [--cpu-conversations 1000] [--sides hayata,langgraph] \\
         [--edge-concurrency 500] [--node-concurrency plan=2,llm=2,answer=2] \\
-        [--client-threads 4] [--timeout S] [--out service]
+        [--client-threads 4] [--lease-seconds S] [--timeout S] [--out service]
 
 The graph (``service3`` in :mod:`benchmarks.graphs`, the same on both sides):
 ``plan`` (sync, trivial) -> ``llm`` (``async def``, awaits
@@ -290,14 +290,15 @@ def lg_side(conversations: int, delay: float, timeout: float, period: float
 
 def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
             client_threads: int, edge_concurrency: int,
-            node_concurrency: dict[str, int]) -> dict[str, Any]:
+            node_concurrency: dict[str, int], lease_seconds: float | None = None
+            ) -> dict[str, Any]:
     import hayata_py as hy
     from benchmarks import graphs as G
 
     deadline = math.inf  # set when the burst starts: the timeout is the burst's
     out: dict[str, Any] = {"edge_concurrency": {"llm": edge_concurrency},
                            "node_concurrency": node_concurrency,
-                           "client_threads": client_threads}
+                           "client_threads": client_threads, "lease_seconds": lease_seconds}
     with tempfile.TemporaryDirectory(prefix="hy-svc-") as tmp:
         t = time.perf_counter()
         with hy.AgentSystem(Path(tmp) / "hy") as system:
@@ -305,7 +306,7 @@ def hy_side(conversations: int, delay: float, timeout: float, period: float, *,
             t = time.perf_counter()
             agent = system.start_agent(G.hy_service_config(
                 max_invocations=conversations, node_concurrency=node_concurrency,
-                edge_concurrency={"llm": edge_concurrency}))
+                edge_concurrency={"llm": edge_concurrency}, lease_seconds=lease_seconds))
             out["agent_start_s"] = time.perf_counter() - t
             threaded = "thread" in inspect.signature(agent.run).parameters
             out["run_takes_thread"] = threaded
@@ -470,6 +471,7 @@ def run_side(side: str, conversations: int, delay: float, args: argparse.Namespa
                "--conversations", str(conversations), "--delay", str(delay),
                "--timeout", str(timeout), "--sample-period", str(args.sample_period),
                "--client-threads", str(args.client_threads),
+               "--lease-seconds", str(args.lease_seconds),
                "--edge-concurrency", str(_edge_k(args, conversations)),
                "--node-concurrency", _node_arg(args)]
         cwd = Path(tmp) / "side"
@@ -771,6 +773,7 @@ def child(args: argparse.Namespace) -> int:
             data = hy_side(c, args.delay, args.timeout, args.sample_period,
                            client_threads=args.client_threads,
                            edge_concurrency=_edge_k(args, c),
+                           lease_seconds=args.lease_seconds or None,
                            node_concurrency=_parse_nodes(_node_arg(args)))
         else:
             raise ValueError(f"unknown side {args.child!r}")
@@ -803,6 +806,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "4); default: the core count for every node")
     parser.add_argument("--client-threads", type=int, default=4,
                         help="hayata: threads that submit (then wait for) the runs")
+    parser.add_argument("--lease-seconds", type=float, default=0.0,
+                        help="hayata: the agent's lease_seconds (default: the runtime's; a "
+                             "diagnostic: every running invocation's lease is renewed every "
+                             "third of it)")
     parser.add_argument("--timeout", type=float, default=0.0,
                         help="seconds a side may take per row (default 120 + 0.15 * C)")
     parser.add_argument("--sample-period", type=float, default=0.5,

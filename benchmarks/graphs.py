@@ -173,15 +173,18 @@ _HERE = "benchmarks.graphs"
 def hy_service_config(agent_id: str = "service3", *, max_invocations: int = 1,
                       node_concurrency: dict[str, int] | None = None,
                       edge_concurrency: dict[str, int] | None = None,
-                      execution_timeout: float = 600.0) -> hy.AgentConfig:
-    """The ``service3`` agent: one agent serving ``max_invocations`` at once."""
+                      execution_timeout: float = 600.0,
+                      lease_seconds: float | None = None) -> hy.AgentConfig:
+    """The ``service3`` agent: one agent serving ``max_invocations`` at once
+    (``lease_seconds`` None: the runtime's default)."""
+    extra: dict[str, Any] = {} if lease_seconds is None else {"lease_seconds": lease_seconds}
     return hy.AgentConfig(
         id=agent_id,
         nodes={"plan": f"{_HERE}:hy_plan", "llm": f"{_HERE}:hy_llm",
                "answer": f"{_HERE}:hy_answer"},
         decision_policy=f"{_HERE}:policy_service3", execution_timeout=execution_timeout,
         max_invocations=max_invocations, node_concurrency=node_concurrency or {},
-        edge_concurrency=edge_concurrency or {})
+        edge_concurrency=edge_concurrency or {}, **extra)
 
 
 def hy_config(graph: str, agent_id: str | None = None) -> hy.AgentConfig:
