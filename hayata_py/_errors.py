@@ -42,6 +42,8 @@ class HayataError(Exception):
     """
 
     code: str = "hayata_error"
+    ref: int = 0
+    """Sent as an actor's answer: the ``ref`` of the request it answers."""
 
     def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
         super().__init__(message)
@@ -54,12 +56,15 @@ class HayataError(Exception):
         return ErrorInfo(self.code, self.message, dict(self.details))
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), self.message, self.code, self.details))
+        return (_rebuild, (type(self), self.message, self.code, self.details, self.ref))
 
 
-def _rebuild(cls: type[HayataError], message: str, code: str, details: dict[str, Any]) -> Any:
+def _rebuild(cls: type[HayataError], message: str, code: str, details: dict[str, Any],
+             ref: int = 0) -> Any:
     err = cls.__new__(cls)
     HayataError.__init__(err, message, code=code, **details)
+    if ref:
+        err.ref = ref
     return err
 
 

@@ -7,10 +7,12 @@ sequence order and the result after the terminal event, whatever order the
 network delivered them in. Replies to requests sent from the receiver
 (``ref``-tagged, e.g. the asyncio API's ``WaitResult``) complete futures.
 
-A stream belongs to the agent process that accepted its run (its *source*):
-a recovered run starts a fresh stream, and whatever the dead process's run
-still delivers afterwards is dropped, so it can never be mixed into the
-recovered one. Thread-safe; blocking readers wait on a condition, asyncio
+A stream belongs to the agent process that accepted its run (its *source*)
+and to that run (``RunAccepted.run``, carried by every event and the result):
+a recovered run starts a fresh stream, and whatever an earlier run still
+delivers afterwards (from a dead process, or from the same process before it
+was interrupted) is dropped, so it can never be mixed into the recovered one.
+Thread-safe; blocking readers wait on a condition, asyncio
 readers register a wakeup callback.
 """
 
@@ -43,11 +45,19 @@ Message = AgentEvent | AgentResult
 class _Stream:
     source: Any
     streamed: bool
+    run: int = 0
+    """The run it follows (``RunAccepted.run``; 0: any run of its source)."""
     next: int = 1
     events: dict[int, AgentEvent] = field(default_factory=dict)
     terminal: int | None = None
     result: AgentResult | None = None
     wakeups: list[Callable[[], object]] = field(default_factory=list)
+
+    def takes(self, sender: Any, message: Message) -> bool:
+        """``message`` belongs to this stream: from its source process, and of its
+        run (a recovery by the same process is another run)."""
+        return sender == self.source and (not self.run or not message.run
+                                          or message.run == self.run)
 
     def file(self, message: Message) -> None:
         if isinstance(message, AgentResult):
@@ -114,8 +124,8 @@ class Inbox:
                 _, dropped = self._early.popitem(last=False)
                 self._early_count -= len(dropped)
             return
-        if sender != stream.source:
-            return  # from the process of an earlier run of this invocation: stale
+        if not stream.takes(sender, message):
+            return  # from an earlier run of this invocation: stale
         stream.file(message)
         self._wake(stream)
 
@@ -129,19 +139,19 @@ class Inbox:
 
     # -- callers -------------------------------------------------------------------
 
-    def expect(self, invocation_id: str, source: Any, streamed: bool) -> None:
+    def expect(self, invocation_id: str, source: Any, streamed: bool, run: int = 0) -> None:
         """The agent at ``source`` accepted a run (or a recovery) of
-        ``invocation_id`` for this inbox: start its stream afresh."""
+        ``invocation_id`` for this inbox, as run ``run``: start its stream afresh."""
         with self._lock:
             old = self._streams.pop(invocation_id, None)
-            stream = _Stream(source, streamed)
+            stream = _Stream(source, streamed, run)
             if old is not None:
                 stream.wakeups = old.wakeups
             self._streams[invocation_id] = stream
             early = self._early.pop(invocation_id, [])
             self._early_count -= len(early)
             for sender, message in early:
-                if sender == source:
+                if stream.takes(sender, message):
                     stream.file(message)
             while len(self._streams) > MAX_STREAMS:
                 self._streams.popitem(last=False)

@@ -160,7 +160,8 @@ class AgentRef:
             message = dataclasses.replace(message, ref=ref)
 
         def mine(reply: Any) -> bool:
-            return accept(reply) and getattr(reply, "ref", ref) == ref
+            # 0: an answer that names no request (an agent of an older version).
+            return accept(reply) and getattr(reply, "ref", 0) in (0, ref)
 
         endpoint = self.system._system
         reply = endpoint.ask(address or self._current_address(), message, timeout)
@@ -189,7 +190,7 @@ class AgentRef:
             raise HayataError(f"unexpected answer to {type(message).__name__}: {reply!r}",
                               code="protocol_error")
         if caller:
-            inbox.expect(reply.invocation_id, address, stream)
+            inbox.expect(reply.invocation_id, address, stream, reply.run)
         return reply.invocation_id
 
     def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False,

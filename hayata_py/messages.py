@@ -9,7 +9,7 @@ with ``stream=True``) and exactly one :class:`AgentResult`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hayata_py._errors import ErrorInfo
@@ -44,6 +44,9 @@ class Run:
     stream: bool = False
     thread: str | None = None
     multitask: str = "reject"
+    ref: int = 0
+    """Echoed in the answer, so a late answer to a call that timed out is never
+    taken for the next call's."""
 
 
 MULTITASK = ("reject", "enqueue")
@@ -62,6 +65,12 @@ class RunAccepted:
 
     invocation_id: str
     queued: int = 0
+    ref: int = 0
+    """The ``ref`` of the request this answers."""
+    run: int = 0
+    """This run's identity (a new one for every run, recovery and resume of the
+    invocation): its events and result carry it, so a stream started afresh
+    never takes late messages of an earlier run of the same invocation."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,9 @@ class AgentResult:
     result: Any = None
     error: ErrorInfo | None = None
     status: str = ""
+    run: int = field(default=0, compare=False)
+    """The run it ends (``RunAccepted.run``); 0 from the store. Not compared: two
+    results of an invocation are equal whichever run or source delivered them."""
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -108,6 +120,8 @@ class AgentEvent:
     type: str
     sequence: int
     data: dict[str, Any]
+    run: int = field(default=0, compare=False)
+    """The run it belongs to (``RunAccepted.run``); not compared."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +200,7 @@ class Recover:
     subscriber: Any = None
     stream: bool = False
     invocation_id: str | None = None
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -198,6 +213,7 @@ class ResumePaused:
     value: Any = None
     subscriber: Any = None
     stream: bool = False
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -207,6 +223,7 @@ class ResolveTask:
 
     task_id: str
     result: dict[str, Any]
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -214,6 +231,7 @@ class Abandon:
     """End the unfinished invocation as failed (``abandoned``) and free the agent."""
 
     invocation_id: str
+    ref: int = 0
 
 
 @dataclass(frozen=True)
@@ -255,3 +273,4 @@ class Ack:
     """Positive answer to :class:`ResolveTask` and :class:`Abandon`."""
 
     value: Any = None
+    ref: int = 0

@@ -21,6 +21,9 @@ renewal stops that run (``ownership_lost``).
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
+import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,7 +44,7 @@ from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines, Due, invocation_of
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
-from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
+from hayata_py._errors import HayataError, RecoveryRejected, RunRejected, StoreError
 from hayata_py.messages import (
     Abandon,
     AgentEvent,
@@ -61,6 +64,10 @@ from hayata_py.messages import (
 from hayata_py.store import InvocationRecord
 from supervisors import SupervisedActor
 
+ELSEWHERE_CHECK = 1.0
+"""Seconds between two looks at the store for waited-for invocations that this
+agent does not run (queued ones, ones another system took over)."""
+
 
 @dataclass
 class Running:
@@ -75,6 +82,27 @@ class Running:
     transaction (docs/design.md, "Fewer commits per step")."""
     map: MapLink | None = None
     """The reducer link of its map step, while one runs."""
+    run_id: int = 0
+    """This run's identity: its events and result carry it (``RunAccepted.run``)."""
+    next_started: InvocationRecord | None = None
+    """The run the store started with this one's end (its thread's next queued
+    run), begun once this one has ended."""
+
+
+@dataclass(frozen=True)
+class Creating:
+    """A run waiting for its invocation record (group commit)."""
+
+    invocation_id: str
+    run: Run
+    sender: Any
+    state: dict[str, Any]
+    thread_version: int | None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The agent to itself: carry out the creates and finishes gathered so far."""
 
 
 @dataclass(frozen=True)
@@ -100,17 +128,27 @@ class AgentActor(SupervisedActor):
                              node_timeouts=spec.node_timeouts, retry=spec.retry,
                              pause_before=spec.pause_before, pause_after=spec.pause_after)
         self.running: dict[str, Running] = {}
+        # Run identities: unique across this agent's restarts too (a random start).
+        self.run_ids = itertools.count(random.randrange(1, 2**62))
         self.queued: dict[str, _Queued] = {}
         self.spans = InvocationSpans(spec.id)
         self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
         self.nodes_sup: procs.Identity | None = None  # the node supervisor process
         self.deadlines = Deadlines(self.wakeupAfter)
         self.auto_pending = spec.auto_recover and bool(self.ledger.unfinished)
+        # Group commit, for an agent serving many invocations: creates and finishes
+        # that arrive together share one transaction (one fsync). One invocation
+        # at a time keeps its single writes: nothing to share, no extra hop.
+        self.batching = not self.ledger.single and self.ledger.store is not None
+        self.creating: list[Creating] = []
+        self.finishing: list[tuple[Running, m.RecordResult]] = []
+        self.commit_pending = False
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
         """Running invocations end as ``agent_stopped``, unless the node supervisor
         died (the agent restarts with it, nothing failed): then they are kept."""
+        self._commit()  # the creates and finishes already under way first
         if not self.running:
             return
         lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
@@ -125,7 +163,9 @@ class AgentActor(SupervisedActor):
     def on_receive(self, message: Any, sender: Any) -> None:
         if drop_malformed(self.log, message):
             return
-        if isinstance(message, p.Outcome):
+        if isinstance(message, Commit):
+            self._commit()
+        elif isinstance(message, p.Outcome):
             self._sends(self.pool.done(message.task_id))
             run = self._running(message.execution_id)
             if run is not None:
@@ -177,15 +217,17 @@ class AgentActor(SupervisedActor):
         elif isinstance(message, (Recover, ResumePaused)):
             self._on_recover(message, sender)
         elif isinstance(message, ResolveTask):
-            self.send(sender, recoveries.resolve(self.ledger, message))
+            self._reply(sender, message, recoveries.resolve(self.ledger, message))
         elif isinstance(message, Abandon):
             answer, started = recoveries.abandon(self.ledger, message)
-            self.send(sender, answer)
+            self._reply(sender, message, answer)
             if started is not None:
                 self._start_queued(started)
         elif isinstance(message, (GetResult, WaitResult)):
-            self.ledger.answer(message, sender, message.invocation_id in self.running
-                               or message.invocation_id in self.queued, self.auto_pending)
+            self.ledger.answer(message, sender, message.invocation_id in self.running,
+                               self.auto_pending)
+            if self.ledger.elsewhere:
+                self._arm_elsewhere()
 
     def _running(self, execution_id: str) -> Running | None:
         return self.running.get(invocation_of(execution_id))
@@ -233,31 +275,75 @@ class AgentActor(SupervisedActor):
     # -- starting a run ---------------------------------------------------------------
 
     def _on_run(self, run: Run, sender: Any) -> None:
-        rejected = self.ledger.refuse(run, list(self.running))
+        rejected = self.ledger.refuse(run, [*self.running, *(c.invocation_id
+                                                             for c in self.creating)])
         if rejected is not None:
-            self.send(sender, rejected)
+            self._reply(sender, run, rejected)
             return
         invocation_id = uuid.uuid4().hex
         try:
             state, version = (dict(self.spec.state), None) if run.thread is None else \
                 self.ledger.thread_start(run.thread)
-            token = self.ledger.create(invocation_id, run.input, state, run.thread, version)
         except StoreError as exc:
-            if exc.code == "thread_busy" and run.multitask == "enqueue":
-                self._enqueue(invocation_id, run, sender)
-                return
-            if exc.code in ("thread_busy", "thread_changed"):
-                self.send(sender, RunRejected(
-                    f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
-                    f"{exc.details.get('invocation_id')}; wait for it, or run with "
-                    "multitask='enqueue'", code="thread_busy", thread=run.thread,
-                    invocation_id=exc.details.get("invocation_id")))
-                return
-            self.send(sender, RunRejected(f"could not record the invocation: {exc}",
-                                          code=exc.code))
+            self._created(Creating(invocation_id, run, sender, {}, None), exc)
             return
-        seed = m.Seed(invocation_id, run.input, state, run.stream, thread=run.thread)
-        self._begin(seed, token, run.subscriber, sender, m.Begin())
+        creating = Creating(invocation_id, run, sender, state, version)
+        if not self.batching:
+            try:
+                token = self.ledger.create(invocation_id, run.input, state, run.thread,
+                                           version)
+            except StoreError as exc:
+                self._created(creating, exc)
+                return
+            self._created(creating, token)
+            return
+        self.creating.append(creating)  # created with the others that came meanwhile
+        self._commit_soon()
+
+    def _commit_soon(self) -> None:
+        """Group commit: a message to itself, handled after those already waiting,
+        carries out every create and finish gathered by then in one transaction."""
+        if not self.commit_pending:
+            self.commit_pending = True
+            self.send(self.myAddress, Commit())
+
+    def _commit(self) -> None:
+        self.commit_pending = False
+        creating, self.creating = self.creating, []
+        if creating:
+            made = self.ledger.create_many(creating)
+            for pending, token in zip(creating, made, strict=True):
+                self._created(pending, token)
+        finishing, self.finishing = self.finishing, []
+        finishing = [(run, cmd) for run, cmd in finishing if run.inv.id in self.running]
+        if finishing:
+            ends = self.ledger.finish_many([(run.inv.id, run.token, cmd)
+                                            for run, cmd in finishing])
+            for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
+                run.next_started = started
+                self._feed(run, refused or m.ResultRecorded())
+
+    def _created(self, pending: Creating, token: int | StoreError) -> None:
+        """A create came back: begin the invocation, or answer why not."""
+        run, sender, invocation_id = pending.run, pending.sender, pending.invocation_id
+        if isinstance(token, int):
+            seed = m.Seed(invocation_id, run.input, pending.state, run.stream,
+                          thread=run.thread)
+            self._begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
+            return
+        exc = token
+        if exc.code == "thread_busy" and run.multitask == "enqueue":
+            self._enqueue(invocation_id, run, sender)
+            return
+        if exc.code in ("thread_busy", "thread_changed"):
+            self._reply(sender, run, RunRejected(
+                f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
+                f"{exc.details.get('invocation_id')}; wait for it, or run with "
+                "multitask='enqueue'", code="thread_busy", thread=run.thread,
+                invocation_id=exc.details.get("invocation_id")))
+            return
+        self._reply(sender, run, RunRejected(f"could not record the invocation: {exc}",
+                                             code=exc.code))
 
     def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
         assert run.thread is not None
@@ -267,13 +353,14 @@ class AgentActor(SupervisedActor):
             if exc.code == "thread_free":  # it ended meanwhile (another system): start it
                 self._on_run(dataclasses.replace(run, multitask="reject"), sender)
                 return
-            self.send(sender, RunRejected(f"could not enqueue the run: {exc}", code=exc.code))
+            self._reply(sender, run, RunRejected(f"could not enqueue the run: {exc}",
+                                                 code=exc.code))
             return
         subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
         self.queued[invocation_id] = _Queued(subscriber, run.stream)
         self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
                       place=place)
-        self.send(sender, RunAccepted(invocation_id, queued=place))
+        self._reply(sender, run, RunAccepted(invocation_id, queued=place))
 
     def _start_queued(self, record: InvocationRecord) -> None:
         """The store started the next queued run of a thread (with the end of the
@@ -298,11 +385,11 @@ class AgentActor(SupervisedActor):
         else:
             answer = recoveries.resume(self.ledger, message)
         if not isinstance(answer, tuple):
-            self.send(sender, answer)
+            self._reply(sender, message, answer)
             return
         value = message.value if isinstance(message, ResumePaused) else None
         self._resume(answer, message.subscriber, message.stream, sender,
-                     isinstance(message, Recover), value)
+                     isinstance(message, Recover), value, request=message)
 
     def _busy(self) -> RunRejected | None:
         running = list(self.running)
@@ -316,8 +403,8 @@ class AgentActor(SupervisedActor):
                            max_invocations=self.spec.max_invocations)
 
     def _resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,
-                sender: Any, recover: bool, value: Any = None, automatic: bool = False
-                ) -> None:
+                sender: Any, recover: bool, value: Any = None, automatic: bool = False,
+                request: Any = None) -> None:
         record, token, resume = recovered
         seed = m.Seed(record.invocation_id, record.input, dict(record.state), stream,
                       record.step, record.last_result, record.parallel_results,
@@ -325,7 +412,7 @@ class AgentActor(SupervisedActor):
                       thread=record.thread_id)
         self.log.info("invocation_recovered" if recover else "invocation_resumed",
                       invocation_id=seed.invocation_id, step=seed.step, automatic=automatic)
-        self._begin(seed, token, subscriber, sender, resume, automatic)
+        self._begin(seed, token, subscriber, sender, resume, automatic, request)
 
     def _auto_recover(self) -> None:
         """``auto_recover``: go on with every unfinished invocation that recovery can
@@ -348,15 +435,17 @@ class AgentActor(SupervisedActor):
                           {"agent_id": self.spec.id, "recovered": recovered, "waiting": left})
 
     def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
-               first: m.Begin | m.Resume, automatic: bool = False) -> None:
+               first: m.Begin | m.Resume, automatic: bool = False, request: Any = None
+               ) -> None:
         run = Running(m.Invocation(seed, self.rules), token,
-                      sender if isinstance(subscriber, Caller) else subscriber)
+                      sender if isinstance(subscriber, Caller) else subscriber,
+                      run_id=next(self.run_ids))
         if self.ledger.store is not None and len(self.running) == 0:
             self.deadlines.renew_in(self.spec.lease_seconds / 3)
         self.running[seed.invocation_id] = run
         self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
         if sender is not None:
-            self.send(sender, RunAccepted(seed.invocation_id))
+            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id))
         self.log.info("invocation_started", invocation_id=seed.invocation_id)
         self._feed(run, first)
 
@@ -377,7 +466,8 @@ class AgentActor(SupervisedActor):
         inv = run.inv
         if isinstance(cmd, m.Emit):
             if run.subscriber is not None:
-                self.send(run.subscriber, AgentEvent(inv.id, cmd.type, cmd.sequence, cmd.data))
+                self.send(run.subscriber, AgentEvent(inv.id, cmd.type, cmd.sequence, cmd.data,
+                                                     run.run_id))
         elif isinstance(cmd, m.Dispatch):
             self.spans.task_started(inv.id, cmd.task_id, cmd.key.node_id, cmd.execution_id,
                                     cmd.key.item)
@@ -394,8 +484,11 @@ class AgentActor(SupervisedActor):
                                                       cmd.checkpoint, self.unplaced)
             return saved
         elif isinstance(cmd, m.RecordResult):
-            refused, started = self.ledger.finish(inv.id, run.token, cmd)
-            self._next = started  # the next queued run of its thread: begun once this ends
+            if self.batching:  # recorded with the others that end meanwhile
+                self.finishing.append((run, cmd))
+                self._commit_soon()
+                return None
+            refused, run.next_started = self.ledger.finish(inv.id, run.token, cmd)
             return refused or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
             self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, cmd.key)
@@ -419,6 +512,16 @@ class AgentActor(SupervisedActor):
             self.spans.retrying(cmd)
         return None
 
+    def _reply(self, to: Any, request: Any, answer: Any) -> None:
+        """Send ``answer`` to ``to``, carrying the ``ref`` of the ``request`` it
+        answers (a caller drops an answer with another ref: a late one)."""
+        ref = getattr(request, "ref", 0)
+        if ref and isinstance(answer, HayataError):
+            answer.ref = ref
+        elif ref and hasattr(answer, "ref") and dataclasses.is_dataclass(answer):
+            answer = dataclasses.replace(answer, ref=ref)  # type: ignore[type-var]
+        self.send(to, answer)
+
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
         for address, message in sends:
             self.send(address, message)
@@ -431,18 +534,18 @@ class AgentActor(SupervisedActor):
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
                       code=end.error.code if end.error else None, kept=end.kept)
         result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
-                             if end.paused else "interrupted" if end.kept else "")
+                             if end.paused else "interrupted" if end.kept else "",
+                             run=run.run_id)
         if run.subscriber is not None:
             self.send(run.subscriber, result)
         self.ledger.publish(result)
         if end.kept:
             self.ledger.keep(inv.id, self.ledger.record_of(inv.id, inv.input, inv.checkpoint()))
-        started, self._next = self._next, None
-        if started is not None:
-            self._start_queued(started)
+        if run.next_started is not None:
+            self._start_queued(run.next_started)
 
-    _next: InvocationRecord | None = None
-    """The run the store started with the end being recorded (begun once it ended)."""
+    elsewhere_at = math.inf
+    """When the waits on invocations run elsewhere are checked next (monotonic)."""
 
     # -- timers: deadlines, retries, lease renewal ----------------------------------------
 
@@ -456,10 +559,20 @@ class AgentActor(SupervisedActor):
                 self._feed(run, m.DeadlinePassed(execution_id, key) if kind is Due.DEADLINE
                            else m.RetryDue(execution_id, key))
         self._sends(self.pool.retire_due(time.monotonic()))
+        if time.monotonic() >= self.elsewhere_at:
+            self.elsewhere_at = math.inf
+            self.ledger.check_elsewhere(self.running)
+            if self.ledger.elsewhere:
+                self._arm_elsewhere()
         if not self.running:
             self.deadlines.renew_at = float("inf")
         retire = self.pool.next_retire(time.monotonic())
         self.deadlines.rearm(retire if retire is not None else float("inf"))
+
+    def _arm_elsewhere(self) -> None:
+        if self.elsewhere_at == math.inf:
+            self.elsewhere_at = time.monotonic() + ELSEWHERE_CHECK
+            self.deadlines.arm(self.elsewhere_at)
 
     def _arm_retire(self) -> None:
         """A wakeup for the next idle edge to retire (edges go idle as tasks end)."""

@@ -242,20 +242,41 @@ class EdgeActor(SupervisedActor):
         """What the loop reported: send partials; record each ended task, then its Outcome."""
         if self.loop is None:
             return
+        ended: list[tuple[_Active, Any, ErrorInfo | None]] = []
         for event in self.loop.drain():
             found = self.active.get(event.run)
             if isinstance(event, PartialOut):
                 if found is not None:
+                    if ended:  # its task's earlier ends first: partials stay in order
+                        self._record_ends(ended)
+                        ended = []
                     self.send(found.execute.agent, event.partial)
                 continue
             if self.cancelling.pop(event.run, None) is not None or found is None:
                 continue  # cancelled: its record stays "started", no Outcome
             del self.active[event.run]
-            execute = found.execute
-            self.running.pop(execute.task_id, None)
-            result, error = self._ended(execute, event)
-            error = self._record_end(execute, result, error) or error
-            self._report(execute, found.span, result, error, found.streamer)
+            self.running.pop(found.execute.task_id, None)
+            result, error = self._ended(found.execute, event)
+            ended.append((found, result, error))
+        self._record_ends(ended)
+
+    def _record_ends(self, ended: list[tuple[_Active, Any, ErrorInfo | None]]) -> None:
+        """Record the ends of the tasks that ended together in one transaction (one
+        fsync for all), then send each its Outcome: none is told before its record
+        is durable."""
+        if not ended:
+            return
+        url = ended[0][0].execute.store_url
+        refused: list[ErrorInfo | None] = [None] * len(ended)
+        if url:
+            outcomes = writer_for(url).finish_many([
+                (found.execute.task_id, found.execute.token, error is None,
+                 result if error is None else error.to_dict())
+                for found, result, error in ended])
+            refused = [None if raw is None else self._refused_end(found.execute, raw)
+                       for (found, _result, _error), raw in zip(ended, outcomes, strict=True)]
+        for (found, result, error), late in zip(ended, refused, strict=True):
+            self._report(found.execute, found.span, result, late or error, found.streamer)
 
     @staticmethod
     def _ended(execute: RunTask, event: Ended) -> tuple[Any, ErrorInfo | None]:
@@ -336,11 +357,14 @@ class EdgeActor(SupervisedActor):
             else:
                 store.mark_failed(execute.task_id, token=execute.token, error=error.to_dict())
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
-            exc = as_store_error(raw)
-            self.log.warning("task_result_refused", task_id=execute.task_id, code=exc.code)
-            return ErrorInfo(exc.code, f"result of task {execute.task_id} not recorded: {exc}",
-                             {"node_id": execute.node_id, "task_id": execute.task_id})
+            return self._refused_end(execute, raw)
         return None
+
+    def _refused_end(self, execute: RunTask, raw: Exception) -> ErrorInfo:
+        exc = as_store_error(raw)
+        self.log.warning("task_result_refused", task_id=execute.task_id, code=exc.code)
+        return ErrorInfo(exc.code, f"result of task {execute.task_id} not recorded: {exc}",
+                         {"node_id": execute.node_id, "task_id": execute.task_id})
 
     def _call(self, ctx: NodeContext, execute: RunTask) -> tuple[Any, ErrorInfo | None]:
         try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hayata_py._actors import pauses
@@ -36,6 +36,7 @@ from hayata_py._errors import (
     ErrorInfo,
     RunRejected,
     StaleWriter,
+    StoreError,
 )
 from hayata_py._invocation import (
     Checkpoint,
@@ -90,6 +91,10 @@ class Ledger:
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
         self.results: OrderedDict[str, AgentResult] = OrderedDict()
         self.waiters: dict[str, list[tuple[Any, int]]] = {}
+        # Waited-for invocations that this agent does not run (queued behind one
+        # of its runs, or running on another system that took one over): the
+        # store is asked now and then whether they have ended (check_elsewhere).
+        self.elsewhere: set[str] = set()
         # Unfinished invocations in the store that nothing here runs: this agent
         # (or system) died while running them, or their run was interrupted. Each
         # waits for recover(), resolve_task(), abandon() (or resume(), if paused).
@@ -116,6 +121,42 @@ class Ledger:
                 max_running=1 if self.single else None, thread_version=thread_version)
         except Exception as raw:
             raise as_store_error(raw) from raw
+
+    def create_many(self, pending: Sequence[Any]) -> list[int | StoreError]:
+        """:meth:`create` of several runs (``Creating``s) in one transaction where
+        they all land (group commit); per run its token or its own refusal."""
+        assert self.store is not None
+        records = [(InvocationRecord(c.invocation_id, self.spec.id, "running", 0, c.state,
+                                     c.run.input, thread_id=c.run.thread), c.thread_version)
+                   for c in pending]
+        try:
+            return self.store.create_invocations(
+                records, owner=self.owner, lease_seconds=self.spec.lease_seconds,
+                max_running=1 if self.single else None)
+        except Exception as raw:  # noqa: BLE001 - the store failed: each run hears why
+            return [as_store_error(raw)] * len(pending)
+
+    def finish_many(self, ends: Sequence[tuple[str, int, RecordResult]]
+                    ) -> list[tuple[WriteRefused | None, InvocationRecord | None]]:
+        """:meth:`finish` of several invocations in one transaction where they all
+        land (group commit); per invocation what :meth:`finish` returns."""
+        assert self.store is not None
+        items = [(iid, token, "completed" if cmd.ok else "failed", cmd.result,
+                  cmd.error.to_dict() if cmd.error else None, cmd.state)
+                 for iid, token, cmd in ends]
+        try:
+            done = self.store.finish_invocations(items, lease_seconds=self.spec.lease_seconds)
+        except Exception as raw:  # noqa: BLE001 - any store failure is reported
+            done = [as_store_error(raw)] * len(ends)
+        out: list[tuple[WriteRefused | None, InvocationRecord | None]] = []
+        for (iid, _token, _cmd), one in zip(ends, done, strict=True):
+            if isinstance(one, Exception):
+                self.log.error("finish_refused", invocation_id=iid,
+                               code=as_store_error(one).code)
+                out.append((_refused(one), None))
+            else:
+                out.append((None, one))
+        return out
 
     def thread_start(self, thread: str) -> tuple[dict[str, Any], int | None]:
         """The state a new invocation of ``thread`` starts from, and the thread's
@@ -365,8 +406,29 @@ class Ledger:
             elif reply.known:
                 self.waiters.setdefault(message.invocation_id, []).append(
                     (sender, message.ref))
+                if not running:
+                    self.elsewhere.add(message.invocation_id)
                 return
         self.send(sender, dataclasses.replace(reply, ref=message.ref))
+
+    def check_elsewhere(self, running: Mapping[str, Any]) -> None:
+        """Answer the waits on invocations this agent does not run that have ended
+        in the store (one read each; ``running``: what this agent runs now)."""
+        if self.store is None:
+            self.elsewhere.clear()
+            return
+        for invocation_id in list(self.elsewhere):
+            if invocation_id not in self.waiters or invocation_id in running:
+                self.elsewhere.discard(invocation_id)  # answered, or ours now
+                continue
+            try:
+                record = self.store.get_invocation(invocation_id)
+            except Exception as raw:  # noqa: BLE001 - the store is unreachable: later
+                self.log.warning("store_unavailable", code=as_store_error(raw).code)
+                return
+            if record is not None and record.status != "running":
+                self.elsewhere.discard(invocation_id)
+                self.publish(stored_result(record))
 
     def release(self, invocation_ids: list[str]) -> None:
         """Answer the waits held for these unfinished invocations: nothing runs them."""

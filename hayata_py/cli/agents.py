@@ -131,7 +131,10 @@ def list_agents(data_dir: Path, as_json: bool) -> None:
                       Text(str(counts.get("paused", "-"))),
                       Text(str(counts.get("unfinished", "-"))),
                       Text(dumps(paused) if paused is not None else "-"))
-    Console(highlight=False, soft_wrap=True).print(table)
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 1000  # never cut an invocation id a script may copy
+    console.print(table)
 
 
 def _payload(store_url: str | None, invocation_id: str | None) -> Any:

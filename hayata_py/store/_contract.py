@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Literal
 
+from hayata_py._errors import StoreError
 from hayata_py.store._records import InvocationRecord, QueuedRun, TaskRecord, ThreadRecord
 
 __all__ = ["TaskStore"]
@@ -144,6 +145,45 @@ class TaskStore(abc.ABC):
         Fenced: :class:`StaleWriter` unless ``token`` is current and ``owner`` is
         the recorded owner. Does not change the token.
         """
+
+    def create_invocations(
+        self, items: Sequence[tuple[InvocationRecord, int | None]], *, owner: str,
+        lease_seconds: float | None = None, max_running: int | None = 1,
+    ) -> list[int | StoreError]:
+        """Create several invocations, each ``(record, thread_version)`` as
+        :meth:`create_invocation` would, in one transaction where they all land
+        (group commit: one fsync for the burst); otherwise each on its own. Per
+        item: its token, or the :class:`StoreError` its own create raised."""
+        out: list[int | StoreError] = []
+        for record, version in items:
+            try:
+                out.append(self.create_invocation(record, owner=owner,
+                                                  lease_seconds=lease_seconds,
+                                                  max_running=max_running,
+                                                  thread_version=version))
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
+    def finish_invocations(
+        self, items: Sequence[tuple[str, int, str, Any, dict[str, Any] | None,
+                                    dict[str, Any] | None]],
+        *, lease_seconds: float | None = None,
+    ) -> list[InvocationRecord | StoreError | None]:
+        """Finish several invocations, each ``(invocation_id, token, status, result,
+        error, state)`` as :meth:`finish_invocation` would, in one transaction
+        where they all land; otherwise each on its own (a finish that starts a
+        thread's queued run always does). Per item: the run it started, None, or
+        the :class:`StoreError` its own finish raised."""
+        out: list[InvocationRecord | StoreError | None] = []
+        for invocation_id, token, status, result, error, state in items:
+            try:
+                out.append(self.finish_invocation(
+                    invocation_id, token=token, status=status,  # type: ignore[arg-type]
+                    result=result, error=error, state=state, lease_seconds=lease_seconds))
+            except StoreError as exc:
+                out.append(exc)
+        return out
 
     @abc.abstractmethod
     def renew_leases(
@@ -324,7 +364,9 @@ class TaskStore(abc.ABC):
         """Record the task's ``result``; it must be ``started`` (``task_not_started``).
 
         A finished task is never overwritten (``task_finished``); repeating the
-        identical completion is a no-op. Fenced (:class:`StaleWriter`).
+        identical completion is a no-op. Fenced (:class:`StaleWriter`), and
+        refused (``invocation_finished``) once the invocation has ended: no task
+        record changes after its invocation's end (a late edge's write never lands).
         """
 
     @abc.abstractmethod
@@ -333,7 +375,8 @@ class TaskStore(abc.ABC):
 
         Allowed from ``scheduled`` or ``started``; a finished task is never
         overwritten (``task_finished``); repeating the identical failure is a
-        no-op. Fenced (:class:`StaleWriter`).
+        no-op. Fenced (:class:`StaleWriter`); ``invocation_finished`` once the
+        invocation has ended, as for :meth:`mark_completed`.
         """
 
     @abc.abstractmethod

@@ -99,8 +99,12 @@ _TASK_FENCE = f"""
     AND EXISTS (SELECT 1 FROM hayata_invocations
                 WHERE hayata_invocations.invocation_id = hayata_tasks.invocation_id
                 AND hayata_invocations.token = ?
+                AND hayata_invocations.status = 'running'
                 AND hayata_invocations.{_FORMAT} {{lock}})
 """
+"""A task's result lands only while its invocation runs under the writer's token:
+once the invocation has ended (a timed-out task's edge that was frozen, say) its
+task records never change again."""
 
 COMPLETE_TASK = Stmt(
     f"""

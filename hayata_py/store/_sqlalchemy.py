@@ -22,6 +22,7 @@ from sqlalchemy.engine import URL, Connection
 from hayata_py._codec import FORMAT_VERSION, decode, encode
 from hayata_py._errors import InvocationBusy, StaleWriter, StoreError
 from hayata_py.store import _fast
+from hayata_py.store._batch import BatchWrites
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import EngineHolder, migrate, normalize_url
 from hayata_py.store._records import (
@@ -60,7 +61,7 @@ def open_store(url: str | URL, *, clock: Clock = time.time) -> TaskStore:
     return SqlTaskStore(url, clock=clock)
 
 
-class SqlTaskStore(TaskWrites, ThreadWrites, TaskStore):
+class SqlTaskStore(TaskWrites, ThreadWrites, BatchWrites, TaskStore):
     """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
 
     The constructor applies migrations (raising :class:`SchemaTooNew` for a

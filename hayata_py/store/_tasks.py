@@ -292,7 +292,7 @@ class TaskWrites:
                 raise _task_error(task_id, "task_not_started", f"is {row.status}, not started")
             self._update(conn, task_id, status=status, finished_at=self.clock(), **{column: data})
 
-        self._task_write(task_id, token, apply)
+        self._task_write(task_id, token, apply, running=True)
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
         self._finish(task_id, token, "completed", "result", result)

@@ -208,6 +208,24 @@ def test_schedule_on_terminal_refused(store: SqlTaskStore) -> None:
     assert store.get_tasks("inv-1") == []
 
 
+def test_no_task_result_lands_after_its_invocation_ended(store: SqlTaskStore) -> None:
+    """A late edge (frozen past its deadline, say) records nothing once the
+    invocation has ended: the task stays as the end found it."""
+    token = _running(store)
+    for name in ("a", "b"):
+        store.mark_started(task(name).task_id, token=token, system_instance="s", attempt=1,
+                           task=task(name))
+    store.finish_invocation("inv-1", token=token, status="failed",
+                            error={"code": "execution_timeout"})
+    before = store.get_tasks("inv-1")
+    assert _code(lambda: store.mark_completed(task("a").task_id, token=token,
+                                              result={"late": 1})) == "invocation_finished"
+    assert _code(lambda: store.mark_failed(task("b").task_id, token=token,
+                                           error={"code": "node_failed"})) \
+        == "invocation_finished"
+    assert store.get_tasks("inv-1") == before
+
+
 def test_get_tasks_order_and_filters(store: SqlTaskStore) -> None:
     """get_tasks orders by step then branch_index and filters by execution and step."""
     token = _running(store)

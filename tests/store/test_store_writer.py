@@ -141,3 +141,27 @@ def test_folded_checkpoint_refused_with_a_stale_token_writes_neither(
     assert (after.step, after.state, after.active_execution) == (
         before.step, before.state, before.active_execution)
     assert store.get_tasks("inv-1") == []
+
+
+def test_finish_many_records_ends_together_and_names_each_refusal(
+        store: SqlTaskStore, writer: TaskWriter) -> None:
+    """Group commit: the ends of tasks that ended together land in one
+    transaction; one that would be refused leaves the others to land on their own
+    and comes back as its own error."""
+    token = store.create_invocation(invocation(), owner="o1")
+    names = ("a", "b", "c")
+    for name in names:
+        writer.mark_started(task(name).task_id, token=token, system_instance="s", attempt=1,
+                            task=task(name))
+    assert writer.finish_many([(task("a").task_id, token, True, {"a": 1}),
+                               (task("b").task_id, token, False, {"code": "node_failed"})]
+                              ) == [None, None]
+    got = {t.node_id: (t.status, t.result, t.error) for t in store.get_tasks("inv-1")}
+    assert got["a"] == ("completed", {"a": 1}, None)
+    assert got["b"] == ("failed", None, {"code": "node_failed"})
+    # b is finished already: the batch cannot land whole, so each goes on its own.
+    errors = writer.finish_many([(task("c").task_id, token, True, {"c": 3}),
+                                 (task("b").task_id, token, True, {"b": 2})])
+    assert errors[0] is None and getattr(errors[1], "code", None) == "task_finished"
+    got = {t.node_id: (t.status, t.result) for t in store.get_tasks("inv-1")}
+    assert got["c"] == ("completed", {"c": 3}) and got["b"] == ("failed", None)
