@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor chaos soak docs clean
+.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-service chaos soak docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,15 @@ bench-memory-500: $(STAMP)
 # answers pings, forked like the runtime's), times an agent's processes.
 bench-memory-floor: $(STAMP)
 	$(PY) -m benchmarks.bench_memory_floor
+
+# Agents as services (issue 21): C conversations at once on one agent
+# (max_invocations=C) vs one compiled LangGraph graph (AsyncSqliteSaver),
+# C = 100, 1,000, 10,000 with a 200 ms llm step and 1,000 with 0 ms; writes
+# benchmarks/results/service.json. E.g. BENCH_SERVICE_ARGS=--quick.
+BENCH_SERVICE_ARGS ?=
+bench-service: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m benchmarks.bench_service $(BENCH_SERVICE_ARGS)
 
 # The long chaos campaign (>= 1,000 faults on SQLite and PostgreSQL); figures in
 # benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100.

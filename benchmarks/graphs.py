@@ -16,6 +16,10 @@ Graphs (node work is shared by both sides):
   the fixed per-invocation cost from the per-step cost.
 - ``steps100``: hayata_py only (workload 6, whole-system crash): 100 sequential
   trivial steps, then a ``gate`` node (idempotent) that blocks while a file exists.
+- ``service3`` (issue 21, :mod:`benchmarks.bench_service`): ``plan`` (sync,
+  trivial) -> ``llm`` (``async def``, awaits ``asyncio.sleep(input["delay"])``,
+  an LLM call's wait) -> ``answer`` (sync, trivial); built by
+  :func:`hy_service_config` and :func:`lg_service_graph`.
 
 hayata_py expresses a graph as a decision policy; LangGraph as a StateGraph.
 Node results: hayata_py merges a sequential node's dict into the state and
@@ -25,6 +29,7 @@ hands parallel results to the next decision; LangGraph merges every node's
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import os
 import time
@@ -140,7 +145,46 @@ def policy_steps100(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
     return hy.Finish({"steps": ctx.step})
 
 
+SERVICE_NODES = ("plan", "llm", "answer")
+
+
+def hy_plan(ctx: hy.NodeContext) -> dict[str, Any]:
+    return {"plan": f"plan {ctx.input['i']}"}
+
+
+async def hy_llm(ctx: hy.NodeContext) -> dict[str, Any]:
+    await asyncio.sleep(float(ctx.input["delay"]))
+    return {"llm": f"reply {ctx.input['i']}"}
+
+
+def hy_answer(ctx: hy.NodeContext) -> dict[str, Any]:
+    return {"answer": f"answer {ctx.input['i']}"}
+
+
+def policy_service3(ctx: hy.PolicyContext) -> hy.Next | hy.Finish:
+    if ctx.step < len(SERVICE_NODES):
+        return hy.Next(SERVICE_NODES[ctx.step], ctx.input)
+    return hy.Finish(dict(ctx.state))
+
+
 _HERE = "benchmarks.graphs"
+
+
+def hy_service_config(agent_id: str = "service3", *, max_invocations: int = 1,
+                      node_concurrency: dict[str, int] | None = None,
+                      edge_concurrency: dict[str, int] | None = None,
+                      execution_timeout: float = 600.0,
+                      lease_seconds: float | None = None) -> hy.AgentConfig:
+    """The ``service3`` agent: one agent serving ``max_invocations`` at once
+    (``lease_seconds`` None: the runtime's default)."""
+    extra: dict[str, Any] = {} if lease_seconds is None else {"lease_seconds": lease_seconds}
+    return hy.AgentConfig(
+        id=agent_id,
+        nodes={"plan": f"{_HERE}:hy_plan", "llm": f"{_HERE}:hy_llm",
+               "answer": f"{_HERE}:hy_answer"},
+        decision_policy=f"{_HERE}:policy_service3", execution_timeout=execution_timeout,
+        max_invocations=max_invocations, node_concurrency=node_concurrency or {},
+        edge_concurrency=edge_concurrency or {}, **extra)
 
 
 def hy_config(graph: str, agent_id: str | None = None) -> hy.AgentConfig:
@@ -240,6 +284,39 @@ def lg_graph(graph: str, checkpointer: Any) -> Any:
             g.add_edge(n, END)
     else:
         raise ValueError(graph)
+    return g.compile(checkpointer=checkpointer)
+
+
+class LGServiceState(TypedDict, total=False):
+    input: dict[str, Any]
+    results: Annotated[dict[str, Any], _merge]
+
+
+def _lg_plan(state: LGServiceState) -> dict[str, Any]:
+    return {"results": {"plan": f"plan {state['input']['i']}"}}
+
+
+async def _lg_llm(state: LGServiceState) -> dict[str, Any]:
+    await asyncio.sleep(float(state["input"]["delay"]))
+    return {"results": {"llm": f"reply {state['input']['i']}"}}
+
+
+def _lg_answer(state: LGServiceState) -> dict[str, Any]:
+    return {"results": {"answer": f"answer {state['input']['i']}"}}
+
+
+def lg_service_graph(checkpointer: Any) -> Any:
+    """The compiled ``service3`` graph (run with ``ainvoke``: ``llm`` is async)."""
+    from langgraph.graph import END, START, StateGraph
+
+    g = StateGraph(LGServiceState)
+    g.add_node("plan", _lg_plan)
+    g.add_node("llm", _lg_llm)
+    g.add_node("answer", _lg_answer)
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "llm")
+    g.add_edge("llm", "answer")
+    g.add_edge("answer", END)
     return g.compile(checkpointer=checkpointer)
 
 
