@@ -69,6 +69,7 @@ from tests.chaos.nodes import SERVICE, ServiceGraph, Step
 AGENT = "svc"
 CARRIED = "carried"  # the thread whose state goes on across every fault
 IN_FLIGHT = (8, 32)
+WAIT_CHUNK_S = 5.0  # a wait that long without an answer: the campaign asks the store
 UNFINISHED_POLL_S = 0.02  # unfinished() is an ask that reads the store: not every 2 ms
 
 
@@ -258,20 +259,44 @@ class ConcurrentCampaign(Campaign):
         return out
 
     def _wait(self, member: Member) -> hy.AgentResult | str:
-        """A wait on the member: its result, or the code that says why none came."""
+        """A wait on the member: its result, or the code that says why none came
+        (``unanswered``: the store ended it and the agent does not say so;
+        ``orphaned``: the store runs it under a lease nobody renews, and this
+        agent does not list it)."""
+        deadline = time.monotonic() + WAIT_S
         while True:
             agent = self.agent(AGENT)
             try:
-                return agent.wait(member.invocation, WAIT_S)
+                return agent.wait(member.invocation, WAIT_CHUNK_S)
             except hy.HayataError as exc:
                 if exc.code == "no_system":
                     self.restarts += 1
                     self.restart()
                     self.wait_whole()
                     continue
-                if exc.code in ("recovery_required", "timeout", "not_found"):
+                if exc.code in ("recovery_required", "not_found"):
                     return exc.code
-                raise
+                if exc.code != "timeout":
+                    raise
+            record = self._record_of(member)
+            if record is not None and record.status != "running":
+                return "unanswered"
+            if record is not None and self._orphaned(member):
+                return "orphaned"
+            if time.monotonic() > deadline:
+                return "timeout"
+
+    def _orphaned(self, member: Member) -> bool:
+        """Its lease ran out long ago (no owner renews it) and ``unfinished()`` does
+        not list it: nothing will ever run it."""
+        from tests.chaos.takeover import _scalar
+
+        expires = _scalar(self, "select lease_expires_at from hayata_invocations "
+                                "where invocation_id = :i", i=member.invocation)
+        if expires is None or float(expires) > time.time() - 4 * LEASE_SECONDS:
+            return False
+        listed = {u.invocation_id for u in self.agent(AGENT).unfinished()}
+        return member.invocation not in listed
 
     def _drive(self, member: Member) -> None:
         """Wait for ``member``; recover it, resolve or abandon it as it needs; until the
@@ -287,9 +312,11 @@ class ConcurrentCampaign(Campaign):
                 if status in ("completed", "failed"):
                     if got.ok != (status == "completed"):
                         member.terminal += 1  # a result that is not the store's
-                    member.outcome = member.outcome or (
+                    member.outcome = member.outcome if member.recovery is not Recovery.NONE \
+                        or member.outcome.startswith("wait") else (
                         "completed" if got.ok else f"failed ({got.error and got.error.code})")
-                    if member.recovery is Recovery.NONE and self._was_interrupted(member):
+                    if member.recovery is Recovery.NONE and self._was_interrupted(member) \
+                            and not member.outcome.startswith("wait"):
                         member.outcome = "auto-recovered"
                     return
                 # A terminal result for a run the store still runs (store_unavailable,
@@ -299,11 +326,19 @@ class ConcurrentCampaign(Campaign):
                 self.restart()
                 self.wait_whole()
                 continue
-            if got in ("timeout", "not_found"):
-                member.extra.append(Violation("invocation_lost", f"wait: {got}, store status "
-                                              f"{status}"))
-                member.outcome = "lost"
-                return
+            if got in ("timeout", "not_found", "unanswered", "orphaned"):
+                code = (record.error or {}).get("code") if record is not None else None
+                member.extra.append(Violation(f"wait_{got}", f"store status {status} ({code}), "
+                                              f"thread {member.thread}, enqueued "
+                                              f"{member.enqueued}; the agent's wait gave no "
+                                              "result"))
+                member.outcome = f"wait {got}"
+                # The violation is counted; a restart makes a new agent read the store
+                # (it lists what nobody runs), so the campaign can go on.
+                self.restarts += 1
+                self.restart()
+                self.wait_whole()
+                continue
             if status in ("completed", "failed"):
                 # The agent says it needs recovery, the store has ended it: an answer
                 # that is not the store's.
