@@ -10,6 +10,7 @@ feeds it crafted violating observations, so each rule is known to be able to fai
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -292,7 +293,7 @@ def check_thread(obs: ThreadObservation) -> list[Violation]:
                              f"seen {seen}, counted runs {counted}"))
     # 12. One run at a time: a run starts after the one before it on the thread ended.
     timed = [r for r in obs.runs if r.started is not None]
-    for before, after in zip(timed, timed[1:], strict=False):
+    for before, after in itertools.pairwise(timed):
         if before.ended is not None and after.started is not None \
                 and after.started < before.ended:
             out.append(Violation("thread_overlap", f"{name}: {after.invocation_id} started "

@@ -16,6 +16,7 @@ import pytest
 
 import hayata_py as hy
 from tests.chaos.nodes import SERVICE
+from tests.chaos.plan import STOP_EDGE_S
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -105,3 +106,59 @@ def test_a_wait_on_an_enqueued_run_that_another_system_started_gets_its_result(
             pytest.fail(f"A's wait on Y ({exc.code}) after {time.monotonic() - began:.1f}s; "
                         f"the store has Y {record.status}")
         assert result.ok and result.result == done.result
+
+
+def test_a_frozen_async_edge_writes_nothing_after_its_invocations_timed_out(
+        tmp_path: Path) -> None:
+    """Found by the concurrent campaign's frozen edge (``thread_overlap``: a
+    thread's next run started before the run before it had ended): an ``async
+    def`` edge running 8 invocations' tasks (each awaiting 0.2 s) is SIGSTOPped
+    for 1.3 s, past their ``execution_timeout`` (1 s); the agent fails the 8
+    invocations (``execution_timeout``). Thawed, the edge finishes the tasks and the store
+    records them ``completed``, after their invocations ended: a late write from
+    an edge the agent gave up on lands (the store's task record contradicts its
+    invocation's end, and on a thread its time overlaps the thread's next run).
+    A race between the edge's loop (the awaits ran out while frozen) and the
+    cancels: lost by the cancels in most rounds, so three rounds."""
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(SERVICE.config("svc", execution_timeout=1.0,
+                                                  lease_seconds=LEASE_S))
+        late = [_freeze_an_async_edge(system, agent, tmp_path / f"round-{n}")
+                for n in range(ROUNDS)]
+    assert late == [[]] * ROUNDS, "task records written after their invocation failed " \
+                                  "(task, status, seconds after), per round"
+
+
+ROUNDS = 3  # the edge's loop finishes the tasks before it sees the cancels in most rounds
+
+
+def _freeze_an_async_edge(system: hy.AgentSystem, agent: hy.AgentRef, where: Path
+                          ) -> list[tuple[str, str, float]]:
+    """One round: 8 tasks on one async edge, frozen past their deadline, thawed;
+    the task records written after their invocation failed."""
+    where.mkdir()
+    effects = [where / f"effects-{n}.log" for n in range(8)]
+    runs = [agent.run(SERVICE.input(str(e), ("llm",), wait=0.2)) for e in effects]
+    eventually(lambda: all(e.exists() for e in effects), 30, message="8 tasks started")
+    (edge,) = {int(e.read_text().split()[3]) for e in effects}
+    os.kill(edge, signal.SIGSTOP)
+    try:
+        time.sleep(STOP_EDGE_S)  # the fault's duration: frozen past the deadline
+    finally:
+        os.kill(edge, signal.SIGCONT)
+    for inv in runs:
+        result = agent.wait(inv, timeout=30)
+        assert result.error is not None and result.error.code == "execution_timeout"
+    # The thawed edge finished or dropped its tasks' coroutines at once (their
+    # awaits ran out while it was frozen): a task it runs now, after the
+    # failures were sent to it, ends after them.
+    marker = where / "marker.log"
+    assert agent.wait(agent.run(SERVICE.input(str(marker), ("llm",))), timeout=30).ok
+    late = []
+    for inv in runs:
+        ended = system.store.get_invocation(inv)
+        assert ended is not None
+        late += [(t.task_id, t.status, round(t.finished_at - ended.updated_at, 3))
+                 for t in system.store.get_tasks(inv)
+                 if t.finished_at is not None and t.finished_at > ended.updated_at]
+    return late
