@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
 from examples.drills.effects import append_effect
 
 Step = str | list[str] | dict[str, Any]
+GATE_S = 300.0  # the longest a node waits for a drill's gate
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,16 @@ def work(ctx: hy.NodeContext) -> dict[str, Any]:
 
 async def awork(ctx: hy.NodeContext) -> dict[str, Any]:
     """An ``async def`` campaign node (an LLM-like call): waits ``input["wait"]``
-    seconds on its edge's event loop, which runs several such tasks at once."""
+    seconds on its edge's event loop, which runs several such tasks at once, then
+    (a drill's held call) until the file ``input["gate"]`` exists."""
     _effect(ctx, "start")
     wait = float(ctx.input.get("wait", 0.0))
     if wait:
         await asyncio.sleep(wait)  # the call in flight
+    gate = ctx.input.get("gate")
+    deadline = time.monotonic() + GATE_S
+    while gate and not Path(gate).exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)  # the call in flight, until the drill opens the gate
     _effect(ctx, "end")
     return {ctx.node_id: f"{ctx.node_id}-done"}
 
