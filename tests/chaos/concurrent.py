@@ -47,7 +47,6 @@ from tests.chaos.campaign import (
     Outcome,
     Run,
     _parents,
-    eventually,
     line_count,
     poll,
     read_effects,
@@ -65,6 +64,7 @@ from tests.chaos.invariants import (
     check_thread,
 )
 from tests.chaos.nodes import SERVICE, ServiceGraph, Step
+from tests.helpers import eventually
 
 AGENT = "svc"
 CARRIED = "carried"  # the thread whose state goes on across every fault
@@ -180,7 +180,7 @@ class ConcurrentCampaign(Campaign):
         outcomes = Counter(m.outcome for m in self.members)
         rec = self._record(kind, AGENT, target, f"{len(self.members)} in flight", violations,
                            began)
-        rec.invocations = outcomes  # type: ignore[attr-defined]
+        rec.invocations = outcomes
         return rec
 
     def _launch(self, agent: hy.AgentRef) -> list[Member]:
@@ -347,7 +347,7 @@ class ConcurrentCampaign(Campaign):
                 self._at_fault(member)
                 return
             self._at_fault(member)
-            self._recover(member)
+            self._recover_member(member)
         raise CampaignError(f"{member.invocation} not settled after 8 rounds")
 
     def _was_interrupted(self, member: Member) -> bool:
@@ -388,7 +388,7 @@ class ConcurrentCampaign(Campaign):
                            f"{member.invocation} listed by unfinished()", CampaignError)
         return found if isinstance(found, hy.Unfinished) else None
 
-    def _recover(self, member: Member) -> None:
+    def _recover_member(self, member: Member) -> None:
         agent = self.agent(AGENT)
         entry = self._listed(member)
         if entry is None:

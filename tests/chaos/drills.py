@@ -41,7 +41,8 @@ def drill_config(n: int, per_edge: int, *, auto_recover: bool = False) -> hy.Age
                            "tests.chaos.nodes:awork", "count": "tests.chaos.nodes:count"},
         decision_policy="tests.chaos.nodes:policy", max_invocations=n + n // 10 + 1,
         edge_concurrency={HELD: per_edge, HELD_IDEMPOTENT: per_edge},
-        node_concurrency={HELD: 1, HELD_IDEMPOTENT: 1}, idempotent_nodes={HELD_IDEMPOTENT},
+        node_concurrency={HELD: 1, HELD_IDEMPOTENT: 1},
+        idempotent_nodes=frozenset({HELD_IDEMPOTENT}),
         auto_recover=auto_recover, execution_timeout=600.0)
 
 
@@ -135,13 +136,13 @@ def whole_system_kill(workdir: Path, n: int, per_edge: int, store_url: str | Non
                     problems.append(f"{inv} (enqueued) ended {result.error}")
         # Deal with the uncertain ones: resolve half, abandon half.
         for k, inv in enumerate(sorted(uncertain)):
-            entry = named.get(inv)
-            if entry is None:
+            uncertain_one = named.get(inv)
+            if uncertain_one is None:
                 continue
             if k % 2 == 0:
                 agent.abandon(inv)
             else:
-                for task_id in entry.task_ids:
+                for task_id in uncertain_one.task_ids:
                     agent.resolve_task(task_id, result={"resolved": task_id})
                 agent.recover(inv)
         for inv in uncertain:

@@ -154,7 +154,7 @@ def _freeze_an_async_edge(system: hy.AgentSystem, agent: hy.AgentRef, where: Pat
     # failures were sent to it, ends after them.
     marker = where / "marker.log"
     assert agent.wait(agent.run(SERVICE.input(str(marker), ("llm",))), timeout=30).ok
-    late = []
+    late: list[tuple[str, str, float]] = []
     for inv in runs:
         ended = system.store.get_invocation(inv)
         assert ended is not None
