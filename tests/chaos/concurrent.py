@@ -127,6 +127,7 @@ class ConcurrentCampaign(Campaign):
         self.threads: dict[str, list[Member]] = {}  # every run per thread, in order
         self.ended_runs: dict[str, ThreadRun] = {}
         self.thread_violations: set[str] = set()
+        self.queued_at_launch = 0
         self.concurrent = True
         self.faults = 0
         super().__init__(workdir, store_url, store_name, seed, graphs=(),
@@ -171,8 +172,6 @@ class ConcurrentCampaign(Campaign):
         except hy.HayataError as exc:
             return self._record(kind, AGENT, "-", "refused new run", [Violation(
                 "no_new_runs", f"run refused: {exc.code}: {exc}")], began)
-        queued = sum(len(agent.thread(t).queued) for t in {m.thread for m in self.members
-                                                             if m.thread})
         total = sum(2 * self.service.tasks(m.plan) for m in self.members)
         moment = self.rng.randrange(0, max(1, total // 2))
         poll(lambda: self._lines() >= moment or self._all_ended(), WAIT_S,
@@ -181,7 +180,7 @@ class ConcurrentCampaign(Campaign):
         target = inject(self, run)
         violations = self._settle(run)
         outcomes = Counter(m.outcome for m in self.members)
-        outcomes["(queued behind a run at launch)"] = queued
+        outcomes["(queued behind a run at launch)"] = self.queued_at_launch
         low = 8 * (len(self.members) // 8)
         rec = self._record(kind, AGENT, target, f"{low}-{low + 7} in flight", violations,
                            began)
@@ -195,12 +194,16 @@ class ConcurrentCampaign(Campaign):
         behind = {t: rng.randint(0, 2) for t in threads}
         behind[rng.choice(threads)] = max(1, behind[threads[0]])  # at least one enqueued
         free = max(0, n - len(threads) - sum(behind.values()))
+        # The threads' first runs, then the runs enqueued behind them (while the
+        # first ones run), then the runs without a thread.
         order: list[tuple[str | None, bool]] = [(t, False) for t in threads]
-        order += [(None, False)] * free
-        rng.shuffle(order)
         order += [(t, True) for t in threads for _ in range(behind[t])]
+        order += [(None, False)] * free
         members = []
+        self.queued_at_launch = -1
         for k, (thread, enqueued) in enumerate(order):
+            if k == len(threads) + sum(behind.values()):
+                self.queued_at_launch = sum(len(agent.thread(t).queued) for t in threads)
             effects = self.workdir / f"effects-{self.count}-{k}.log"
             plan = rng.choice(self.service.plans)
             data = self.service.input(str(effects), plan, rng.choice((0.0, 0.002, 0.01)),
@@ -213,6 +216,8 @@ class ConcurrentCampaign(Campaign):
             members.append(member)
             if thread is not None:
                 self.threads.setdefault(thread, []).append(member)
+        if self.queued_at_launch < 0:
+            self.queued_at_launch = sum(len(agent.thread(t).queued) for t in threads)
         return members
 
     def _lines(self) -> int:
