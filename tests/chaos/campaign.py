@@ -214,7 +214,8 @@ class Campaign:
         try:
             poll(whole_or_restarted, WAIT_S, "a whole supervision tree")
         except CampaignError as exc:
-            table = sorted(_parents(self.sys).items())
+            table = sorted((p.pid, ppid, _kind(p)) for p in _procs(self.sys)
+                           if (ppid := _parents(self.sys).get(p.pid)) is not None)
             raise CampaignError(f"{exc}; processes (pid, ppid, kind): {table}") from None
 
     # -- one fault ---------------------------------------------------------------------

@@ -30,6 +30,7 @@ every restart after a whole-system kill has it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
-from hayata_py.store import classify_task, open_store
+from hayata_py.store import TaskClass, classify_task, open_store
 from tests.chaos.campaign import (
     EXECUTION_TIMEOUT,
     LEASE_SECONDS,
@@ -178,7 +179,15 @@ class ConcurrentCampaign(Campaign):
              f"{moment} side-effect lines")
         run = self._target()
         target = inject(self, run)
-        violations = self._settle(run)
+        try:
+            violations = self._settle(run)
+        except CampaignError as exc:
+            # The system did not come back whole (or a wait hung): a violation of its
+            # own; a restart (auto_recover) and a second settling go on from there.
+            violations = [Violation("campaign_stuck", str(exc)[:2000])]
+            self.restarts += 1
+            self.restart()
+            violations += self._settle(run)
         outcomes = Counter(m.outcome for m in self.members)
         outcomes["(queued behind a run at launch)"] = self.queued_at_launch
         low = 8 * (len(self.members) // 8)
@@ -449,8 +458,12 @@ class ConcurrentCampaign(Campaign):
         member.terminal = handover.terminal
         member.recovery = handover.recovery
         member.refused, member.at_refusal = handover.refused, handover.at_refusal
-        member.at_fault = (handover.tasks_at_fault, handover.effects_at_fault,
-                           handover.active_at_fault)
+        # takeover.py classifies as a max_invocations=1 campaign does (no idempotent
+        # nodes there): an idempotent node's started task is a re-run, not uncertain.
+        tasks = tuple(dataclasses.replace(t, klass=TaskClass.RERUN)
+                      if t.klass is TaskClass.UNCERTAIN and t.node_id in self.service.idempotent
+                      else t for t in handover.tasks_at_fault)
+        member.at_fault = (tasks, handover.effects_at_fault, handover.active_at_fault)
         member.outcome = f"taken over, {handover.recovery.value}"
         if not isinstance(got, hy.AgentResult) or record is None \
                 or got.ok != (record.status == "completed"):
