@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-service chaos soak docs clean
+.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-service chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,14 +69,27 @@ bench-service: $(STAMP)
 	$(PY) -m benchmarks.bench_service $(BENCH_SERVICE_ARGS)
 
 # The long chaos campaign (>= 1,000 faults on SQLite and PostgreSQL); figures in
-# benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100.
+# benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100;
+# then the concurrent mode (8-32 invocations of one service agent in flight per
+# fault; CONCURRENT_FAULTS_PER_KIND=30: 5 kinds x 2 stores x 30) and the
+# whole-system kill drill with DRILL_INVOCATIONS in flight on both stores.
 FAULTS_PER_KIND ?= 100
+CONCURRENT_FAULTS_PER_KIND ?= 30
+DRILL_INVOCATIONS ?= 1000
 chaos: $(STAMP)
 	$(PY) -m benchmarks.chaos --faults-per-kind $(FAULTS_PER_KIND)
+	$(PY) -m benchmarks.chaos --concurrent --faults-per-kind $(CONCURRENT_FAULTS_PER_KIND)
+	$(PY) -m benchmarks.chaos --drill $(DRILL_INVOCATIONS)
 
-# Load and soak: 200 agents for 10 minutes from threads, asyncio and the CLI at once.
+# Soak: one service agent, 500 conversations with 100 in flight at a time, for
+# SOAK_MINUTES; memory, fds and processes sampled every 10 s must stay flat after
+# warm-up (benchmarks/results/soak_service.json). soak-agents: 200 agents from
+# threads, asyncio and the CLI at once (benchmarks/results/chaos/soak.json).
 SOAK_MINUTES ?= 10
 soak: $(STAMP)
+	$(PY) -m benchmarks.soak_service --minutes $(SOAK_MINUTES)
+
+soak-agents: $(STAMP)
 	$(PY) -m benchmarks.soak --agents 200 --minutes $(SOAK_MINUTES)
 
 # The reference docs in site/ (MkDocs + mkdocstrings); --strict turns every

@@ -67,6 +67,8 @@ class Outcome:
     outcome: str
     violations: list[Violation]
     seconds: float
+    invocations: Counter[str] = field(default_factory=Counter)
+    """The concurrent mode: how each invocation in flight ended (``concurrent.py``)."""
 
 
 @dataclass
@@ -83,12 +85,14 @@ class Figures:
         for o in self.outcomes:
             row = rows.setdefault(f"{o.kind}/{o.store}", {
                 "kind": o.kind, "store": o.store, "runs": 0, "violations": 0,
-                "outcomes": Counter(), "targets": Counter(), "seconds": 0.0})
+                "outcomes": Counter(), "targets": Counter(), "seconds": 0.0,
+                "invocations": Counter()})
             row["runs"] += 1
             row["violations"] += len(o.violations)
             row["outcomes"][o.outcome] += 1
             row["targets"][o.target] += 1
             row["seconds"] += o.seconds
+            row["invocations"].update(o.invocations)
         return rows
 
     def violations(self) -> list[str]:
@@ -210,7 +214,8 @@ class Campaign:
         try:
             poll(whole_or_restarted, WAIT_S, "a whole supervision tree")
         except CampaignError as exc:
-            table = sorted(_parents(self.sys).items())
+            table = sorted((p.pid, ppid, _kind(p)) for p in _procs(self.sys)
+                           if (ppid := _parents(self.sys).get(p.pid)) is not None)
             raise CampaignError(f"{exc}; processes (pid, ppid, kind): {table}") from None
 
     # -- one fault ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ feeds it crafted violating observations, so each rule is known to be able to fai
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -228,3 +229,81 @@ def orphans(processes: Mapping[int, int], admin_pid: int) -> list[int]:
     the admin's own parent is outside by design."""
     return sorted(pid for pid, ppid in processes.items()
                   if pid != admin_pid and ppid not in processes)
+
+
+# -- conversation threads (the concurrent campaign) -------------------------------------
+
+
+@dataclass(frozen=True)
+class ThreadRun:
+    """One run on a thread as the campaign saw it at the end: ``status`` the
+    store's (``completed``/``failed``; ``running``/``queued``/``lost`` for one
+    that never ended); ``counted``: its ``count`` task completed by running
+    (not by ``resolve_task``), so its increment is in the thread's state;
+    ``started``/``ended``: its first task start and last task end (store
+    times; None without tasks)."""
+
+    invocation_id: str
+    status: str
+    counted: bool
+    started: float | None = None
+    ended: float | None = None
+
+
+@dataclass(frozen=True)
+class ThreadObservation:
+    """A conversation thread at the end of a fault: ``runs`` every run ever made
+    on it, in the order they were made (the order a thread runs them);
+    ``version``, ``state``, ``status``, ``queued``, ``invocations`` (newest
+    first, at most ``listed_max``): what ``agent.thread()`` says."""
+
+    thread_id: str
+    runs: tuple[ThreadRun, ...]
+    version: int
+    state: Mapping[str, Any]
+    status: str
+    queued: tuple[str, ...]
+    invocations: tuple[tuple[str, str], ...]
+    listed_max: int = 50
+
+
+def check_thread(obs: ThreadObservation) -> list[Violation]:
+    """Every violated invariant of a thread: its final state is the one the runs
+    that completed on it made, one at a time, each once."""
+    out: list[Violation] = []
+    name = obs.thread_id
+    # 10. Nothing left running or queued: every enqueued run started and ended.
+    if obs.status != "idle" or obs.queued:
+        out.append(Violation("thread_stuck", f"{name}: status {obs.status}, queued "
+                             f"{list(obs.queued)}"))
+    for run in obs.runs:
+        if run.status not in ("completed", "failed"):
+            out.append(Violation("thread_run_lost", f"{name}: {run.invocation_id} "
+                                 f"{run.status}"))
+    # 11. The version counts the completed runs; the state holds each counted
+    # increment once, in the order the runs were made.
+    completed = [r for r in obs.runs if r.status == "completed"]
+    if obs.version != len(completed):
+        out.append(Violation("thread_version", f"{name}: version {obs.version}, "
+                             f"{len(completed)} completed run(s)"))
+    counted = [r.invocation_id for r in completed if r.counted]
+    seen = list(obs.state.get("seen", []))
+    if seen != counted or int(obs.state.get("count", 0)) != len(counted):
+        out.append(Violation("thread_state", f"{name}: count {obs.state.get('count')}, "
+                             f"seen {seen}, counted runs {counted}"))
+    # 12. One run at a time: a run starts after the one before it on the thread ended.
+    timed = [r for r in obs.runs if r.started is not None]
+    for before, after in itertools.pairwise(timed):
+        if before.ended is not None and after.started is not None \
+                and after.started < before.ended:
+            out.append(Violation("thread_overlap", f"{name}: {after.invocation_id} started "
+                                 f"{before.ended - after.started:.3f}s before "
+                                 f"{before.invocation_id} ended"))
+    # 13. The thread lists its invocations, each once, newest first.
+    made = [(r.invocation_id, r.status) for r in obs.runs
+            if r.status in ("completed", "failed", "running")]
+    want = list(reversed(made))[:obs.listed_max]
+    if list(obs.invocations) != want:
+        out.append(Violation("thread_invocations", f"{name}: lists {list(obs.invocations)}, "
+                             f"made {want}"))
+    return out

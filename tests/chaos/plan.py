@@ -91,3 +91,29 @@ def run_campaign(store: str, faults_per_kind: int, seed: int, workdir: Path,
             campaign.close()
     campaign.figures.restarts = campaign.restarts  # type: ignore[attr-defined]
     return campaign.figures
+
+
+def run_concurrent_campaign(store: str, faults_per_kind: int, seed: int, workdir: Path,
+                            kinds: tuple[str, ...] = KINDS,
+                            in_flight: tuple[int, int] = (8, 32),
+                            progress: Callable[[str], None] | None = None) -> Figures:
+    """The concurrent mode (``tests/chaos/concurrent.py``): each fault hits
+    ``in_flight`` invocations of one service agent, on threads and enqueued."""
+    from tests.chaos.concurrent import ConcurrentCampaign
+
+    rng = random.Random(seed)
+    order = [kind for kind in kinds for _ in range(faults_per_kind)]
+    rng.shuffle(order)
+    with store_url(store, workdir) as (url, server):
+        campaign = ConcurrentCampaign(workdir, url, store, seed, in_flight)
+        try:
+            for n, kind in enumerate(order, 1):
+                outcome = campaign.many(kind, injector(kind, store, server, campaign.rng))
+                if progress is not None:
+                    progress(f"{n}/{len(order)} concurrent {kind}/{store} {outcome.target}: "
+                             f"{outcome.outcome} {dict(outcome.invocations)} "
+                             f"{outcome.seconds:.2f}s {[str(v) for v in outcome.violations]}")
+        finally:
+            campaign.close()
+    campaign.figures.restarts = campaign.restarts  # type: ignore[attr-defined]
+    return campaign.figures

@@ -142,9 +142,12 @@ def _recover(campaign: Campaign, run: Run, agent: hy.AgentRef
     """recover() on the second system until it claims; (how, refused task ids,
     effects at the refusal, a store time at or after the claim)."""
     deadline = time.monotonic() + WAIT_S
+    # A service agent (the concurrent campaign) sees every invocation of the frozen
+    # system unfinished: it takes over the one named.
+    named = run.invocation if getattr(campaign, "concurrent", False) else None
     while True:
         try:
-            agent.recover()
+            agent.recover(named)
             return Recovery.RECOVERED, (), None, time.time()
         except hy.RecoveryRejected as exc:
             if exc.code == "task_execution_uncertain":
@@ -156,7 +159,7 @@ def _recover(campaign: Campaign, run: Run, agent: hy.AgentRef
                     return Recovery.ABANDONED, refused, at_refusal, claimed
                 for task_id in refused:
                     agent.resolve_task(task_id, result={"resolved": task_id})
-                agent.recover()
+                agent.recover(named)
                 return Recovery.RESOLVED, refused, at_refusal, claimed
             if exc.code != "invocation_busy" or time.monotonic() > deadline:
                 raise

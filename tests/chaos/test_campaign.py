@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.chaos import disk, faults
 from tests.chaos.campaign import Campaign, Outcome
-from tests.chaos.plan import KINDS, run_campaign
+from tests.chaos.plan import KINDS, run_campaign, run_concurrent_campaign
 
 FAULTS = int(os.environ.get("HAYATA_CHAOS_FAULTS", "30"))
+CONCURRENT_FAULTS = int(os.environ.get("HAYATA_CHAOS_CONCURRENT_FAULTS", "3"))
 SEED = int(os.environ.get("HAYATA_CHAOS_SEED", "20261201"))
 
 
@@ -38,6 +40,31 @@ def test_short_campaign(store: str, tmp_path: Path) -> None:
     assert figures.violations() == [], f"seed {SEED}"
     assert {r["kind"] for r in table.values()} == set(KINDS)
     assert all(r["runs"] == FAULTS for r in table.values())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_concurrent_campaign(store: str, tmp_path: Path) -> None:
+    """Every fault kind with 8-32 invocations of one service agent in flight (on
+    threads, enqueued behind each other, without a thread): every invariant per
+    invocation and per thread (``tests/chaos/concurrent.py``).
+    ``HAYATA_CHAOS_CONCURRENT_FAULTS`` faults of each kind per store (default 3:
+    about 25 s a store on a 2-core machine; ``make chaos`` runs it long)."""
+    began = time.monotonic()
+    figures = run_concurrent_campaign(store, CONCURRENT_FAULTS, SEED, tmp_path, KINDS)
+    table = figures.table()
+    print({k: (r["runs"], dict(r["invocations"]), dict(r["targets"])) for k, r in table.items()},
+          f"{time.monotonic() - began:.1f}s")
+    assert figures.violations() == [], f"seed {SEED}"
+    assert {r["kind"] for r in table.values()} == set(KINDS)
+    assert all(r["runs"] == CONCURRENT_FAULTS for r in table.values())
+    ended = Counter[str]()
+    for r in table.values():
+        ended.update(r["invocations"])
+    queued = ended.pop("(queued behind a run at launch)", 0)
+    assert sum(ended.values()) >= 8 * len(KINDS) * CONCURRENT_FAULTS
+    assert queued > 0  # runs did wait behind a running one (counted once all were made)
 
 
 @pytest.mark.slow

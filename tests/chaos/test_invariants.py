@@ -9,7 +9,17 @@ from collections import Counter
 import pytest
 
 from hayata_py.store import TaskClass
-from tests.chaos.invariants import Observation, Recovery, Task, check, orphans, parse_effects
+from tests.chaos.invariants import (
+    Observation,
+    Recovery,
+    Task,
+    ThreadObservation,
+    ThreadRun,
+    check,
+    check_thread,
+    orphans,
+    parse_effects,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -122,3 +132,50 @@ def test_a_write_by_a_replaced_instance_is_named(change: dict[str, object]) -> N
     assert "replaced_instance_wrote" in rules(obs)
     assert "replaced_instance_wrote" not in rules(dataclasses.replace(
         obs, replaced_instance=None))
+
+
+# -- threads (the concurrent campaign) ---------------------------------------------------
+
+def _thread(**changes: object) -> ThreadObservation:
+    """Three runs on a thread: two completed (the second's counter resolved by
+    hand, so not counted), one failed; the thread idle."""
+    runs = (ThreadRun("i1", "completed", True, 1.0, 2.0),
+            ThreadRun("i2", "completed", False, 2.5, 3.0),
+            ThreadRun("i3", "failed", True, 3.5, 4.0))
+    base = ThreadObservation("t", runs, 2, {"count": 1, "seen": ["i1"]}, "idle", (),
+                             (("i3", "failed"), ("i2", "completed"), ("i1", "completed")))
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def thread_rules(obs: ThreadObservation) -> set[str]:
+    return {v.rule for v in check_thread(obs)}
+
+
+def test_a_clean_thread_has_no_violation() -> None:
+    assert check_thread(_thread()) == []
+
+
+@pytest.mark.parametrize(("changes", "rule"), [
+    ({"status": "running"}, "thread_stuck"),
+    ({"queued": ("i4",)}, "thread_stuck"),
+    ({"version": 3}, "thread_version"),            # a failed run counted as completed
+    ({"version": 1}, "thread_version"),            # a completed run lost
+    ({"state": {"count": 2, "seen": ["i1", "i1"]}}, "thread_state"),  # counted twice
+    ({"state": {"count": 0, "seen": []}}, "thread_state"),            # an increment lost
+    ({"state": {"count": 2, "seen": ["i1", "i3"]}}, "thread_state"),  # a failed run's state kept
+    ({"invocations": (("i2", "completed"), ("i1", "completed"))}, "thread_invocations"),
+])
+def test_each_thread_rule_can_fail(changes: dict[str, object], rule: str) -> None:
+    assert rule in thread_rules(_thread(**changes))
+
+
+def test_runs_on_a_thread_that_overlap_or_never_end_are_named() -> None:
+    overlapping = (*_thread().runs[:2], ThreadRun("i3", "failed", True, 2.9, 4.0))
+    assert thread_rules(_thread(runs=overlapping)) == {"thread_overlap"}
+    lost = (*_thread().runs[:2], ThreadRun("i3", "lost", False))
+    assert "thread_run_lost" in thread_rules(_thread(runs=lost))
+
+
+def test_only_the_newest_invocations_are_compared_with_the_listing() -> None:
+    listed = (("i3", "failed"), ("i2", "completed"))
+    assert check_thread(_thread(invocations=listed, listed_max=2)) == []
