@@ -107,14 +107,23 @@ class AgentActor(Admission, SupervisedActor):
         """Running invocations end as ``agent_stopped``, unless the node supervisor
         died (the agent restarts with it, nothing failed): then they are kept."""
         self._commit()  # the creates and finishes already under way first
+        # From here on every write is made at once: no message to itself would
+        # come back to a stopping actor (an end recorded late is never recorded).
+        self.batching = False
         if not self.running:
             return
         lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
         if lost:
             self.pool = EdgePool(self.spec)  # its nodes and edges are dead: send them nothing
         stop = m.Stop(m.StopKind.NODES_LOST if lost else m.StopKind.REQUESTED)
-        for run in list(self.running.values()):
-            self._feed(run, stop)
+        # An end can start its thread's next queued run (the store does, with the
+        # end): that one is stopped too, or it would be left running with nobody
+        # to run it.
+        for _ in range(100_000):
+            if not self.running:
+                break
+            for run in list(self.running.values()):
+                self._feed(run, stop)
 
     # -- messages -> events ----------------------------------------------------------
 
