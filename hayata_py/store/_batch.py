@@ -13,11 +13,12 @@ Mixed into :class:`~hayata_py.store._sqlalchemy.SqlTaskStore`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hayata_py._codec import encode
 from hayata_py._errors import EncodingError, StoreError
 from hayata_py.store import _fast
+from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import EngineHolder
 from hayata_py.store._records import InvocationRecord
 from hayata_py.store._rows import invocation_values
@@ -56,31 +57,18 @@ class BatchWrites:
                     if record.thread_id is not None:
                         self._note_threaded(record.invocation_id)
                 return [1] * len(items)
-        out: list[int | StoreError] = []
-        for record, version in items:
-            try:
-                out.append(self.create_invocation(record, owner=owner,
-                                                  lease_seconds=lease_seconds,
-                                                  max_running=max_running,
-                                                  thread_version=version))
-            except StoreError as exc:
-                out.append(exc)
-        return out
+        # Each on its own: the contract's plain loop.
+        return TaskStore.create_invocations(cast(TaskStore, self), items, owner=owner,
+                                            lease_seconds=lease_seconds,
+                                            max_running=max_running)
 
     def finish_invocations(
         self, items: Sequence[Finish], *, lease_seconds: float | None = None,
     ) -> list[InvocationRecord | StoreError | None]:
         if len(items) > 1 and self._batch_finish(items):
             return [None] * len(items)
-        out: list[InvocationRecord | StoreError | None] = []
-        for invocation_id, token, status, result, error, state in items:
-            try:
-                out.append(self.finish_invocation(
-                    invocation_id, token=token, status=status,
-                    result=result, error=error, state=state, lease_seconds=lease_seconds))
-            except StoreError as exc:
-                out.append(exc)
-        return out
+        return TaskStore.finish_invocations(cast(TaskStore, self), items,
+                                            lease_seconds=lease_seconds)
 
     def _batch_finish(self, items: Sequence[Finish]) -> bool:
         """The happy path of every finish in one transaction (True: all landed)."""
