@@ -325,11 +325,14 @@ class AgentActor(Admission, SupervisedActor):
         """A task's deadline runs from the moment an edge gets it: one that waits for
         a free edge (behind other invocations' tasks) is armed when it is sent."""
         key = cmd.key
-        if key is not None:
+        if key is not None and not self.ledger.single:
             step = int(cmd.execution_id.rpartition(":")[2])
             task_id = task_id_for(run.inv.id, step, key.node_id, key.item)
             if self.pool.waiting(key.node_id, task_id):
                 self.deferred.setdefault(run.inv.id, {})[task_id] = cmd
+                # A safety net until then: a task never waits for an edge for ever.
+                self.deadlines.arm_execution(cmd.execution_id,
+                                             cmd.seconds + max(60.0, 10 * cmd.seconds), key)
                 return
         self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, key)
 
