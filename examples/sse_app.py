@@ -6,11 +6,21 @@ Run it with ``python examples/sse_app.py`` (needs ``pip install
 
     curl -N 'http://127.0.0.1:8000/ask?q=what+is+an+actor'
 
-Each response is an ``text/event-stream``: one SSE event per ``AgentEvent``
+Each response is an ``text/event-stream``: first an ``event: run`` naming the
+invocation and the URL of its events, then one SSE event per ``AgentEvent``
 (``event:`` its type, ``id:`` its sequence, ``data:`` its data as JSON), then
 an ``event: result``. An agent runs one invocation at a time, so the app
 keeps a small pool of agents; a client that goes away detaches from its run,
 which finishes anyway, and its agent goes back to the pool after that.
+
+A client that lost its connection (a page reload, a network change) reads on
+at ``/runs/<invocation_id>/events``: a browser's ``EventSource`` sends the
+last ``id:`` it saw as the ``Last-Event-ID`` header when it reconnects (or
+pass ``?after=N``), and gets the events after it from the agent's durable
+event log, then the live ones as they are logged, then the result: nothing
+missed, nothing twice, from any process of the app::
+
+    const source = new EventSource(`/runs/${invocationId}/events`);
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +47,8 @@ from starlette.routing import Route
 import hayata_py as hy
 
 AGENTS = int(os.environ.get("HAYATA_SSE_AGENTS", "2"))
+TOKEN_DELAY = float(os.environ.get("HAYATA_SSE_TOKEN_DELAY", "0"))
+"""Seconds between two tokens of the stand-in LLM (0: as fast as it can)."""
 
 
 def answer(ctx: hy.NodeContext) -> dict[str, Any]:
@@ -44,6 +57,7 @@ def answer(ctx: hy.NodeContext) -> dict[str, Any]:
     assert ctx.streamer is not None
     for word in words:
         ctx.streamer({"token": word})
+        time.sleep(TOKEN_DELAY)  # a real model's time per token
     return {"answer": " ".join(words)}
 
 
@@ -67,6 +81,7 @@ def sse(event: str, data: Any, ident: int | None = None) -> str:
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
     data_dir = os.environ.get("HAYATA_DATA") or tempfile.mkdtemp(prefix="hayata-sse-")
     async with hy.AsyncAgentSystem(data_dir) as system:
+        app.state.system = system
         free: asyncio.Queue[hy.AsyncAgentRef] = asyncio.Queue()
         for agent in await asyncio.gather(*(system.start_agent(config(f"sse-{i}"))
                                             for i in range(AGENTS))):
@@ -90,6 +105,8 @@ async def ask(request: Request) -> Response:
     async def events() -> AsyncIterator[str]:
         done = False
         try:
+            yield sse("run", {"invocation_id": invocation,
+                              "events": f"/runs/{invocation}/events"})
             async for message in agent.messages(invocation, timeout=60):
                 if isinstance(message, hy.AgentEvent):
                     yield sse(message.type, message.data, message.sequence)
@@ -108,6 +125,35 @@ async def ask(request: Request) -> Response:
                              headers={"Cache-Control": "no-cache"})
 
 
+async def run_events(request: Request) -> Response:
+    """The events of a run after ``Last-Event-ID`` (or ``?after=``), from the
+    durable log, followed to the run's end, then its result."""
+    invocation = request.path_params["invocation_id"]
+    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    if not raw.isdigit():
+        return JSONResponse({"error": f"Last-Event-ID (or after) must be the sequence of an "
+                             f"event (an integer >= 0), got {raw!r}"}, status_code=400)
+    system: hy.AsyncAgentSystem = request.app.state.system
+    store = system.sync.store
+    record = None if store is None else await asyncio.to_thread(store.get_invocation,
+                                                                invocation)
+    if record is None:
+        return JSONResponse({"error": f"no invocation {invocation!r}"}, status_code=404)
+    agent = await system.agent(record.agent_id)
+
+    async def events() -> AsyncIterator[str]:
+        async for event in agent.events(invocation, after=int(raw), follow=True, timeout=60):
+            yield sse(event.type, event.data, event.sequence)
+        result = await agent.get_result(invocation)
+        if result is not None:
+            error = result.error.to_dict() if result.error else None
+            yield sse("result", {"invocation_id": invocation, "ok": result.ok,
+                                 "result": result.result, "error": error})
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
 async def release(agent: hy.AsyncAgentRef, invocation: str,
                   free: asyncio.Queue[hy.AsyncAgentRef]) -> None:
     try:
@@ -116,7 +162,8 @@ async def release(agent: hy.AsyncAgentRef, invocation: str,
         free.put_nowait(agent)
 
 
-app = Starlette(routes=[Route("/ask", ask)], lifespan=lifespan)
+app = Starlette(routes=[Route("/ask", ask), Route("/runs/{invocation_id}/events", run_events)],
+                lifespan=lifespan)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,10 @@ from hayata_py._errors import AgentAlreadyStarted, AgentNotFound, ConfigError, H
 from hayata_py._inbox import Inbox
 from hayata_py._receiver import Receiver
 from hayata_py._ref import ASK_TIMEOUT, REMOTE_ASK_TIMEOUT, AgentRef
+from hayata_py._retention import parse_age
 from hayata_py._storage import refuse_read_only
 from hayata_py.messages import CALLER
-from hayata_py.store import TaskStore
+from hayata_py.store import PruneReport, TaskStore
 from supervisors import ChildSpec, Kind, Start, SupervisorError, SupervisorRef, System
 
 if TYPE_CHECKING:
@@ -243,6 +244,18 @@ class AgentSystem:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    def prune(self, older_than: float | str, *, agent_id: str | None = None) -> PruneReport:
+        """Delete the finished (completed or failed) invocations last updated more
+        than ``older_than`` ago (seconds, or ``"7d"``, ``"12h"``, ``"30m"``,
+        ``"90s"``, ``"2w"``) with their task records and events (of ``agent_id``
+        only, if given); never a running or paused one. Returns what was deleted
+        (``ConfigError("older_than")`` for an age it cannot read: nothing deleted)."""
+        seconds = parse_age(older_than, "older_than")
+        if agent_id is not None and (not isinstance(agent_id, str) or not agent_id):
+            raise ConfigError("agent_id", f"must be an agent id (a non-empty str), got "
+                              f"{agent_id!r}")
+        return self.store.prune(seconds, agent_id=agent_id)
 
     def shutdown(self) -> None:
         """Stop every agent and process this system started (idempotent)."""

@@ -33,6 +33,7 @@ from hayata_py import _ref
 from hayata_py._api import AgentSystem, check_options
 from hayata_py._config import AgentConfig
 from hayata_py._errors import HayataError, TimeoutError_
+from hayata_py._eventlog_read import POLL, LogReader
 from hayata_py._ref import (
     ASK_TIMEOUT,
     AgentRef,
@@ -212,6 +213,28 @@ class AsyncAgentRef:
                     ) -> list[tuple[TaskRecord, TaskClass]]:
         """The durable task records of an invocation with their recovery class."""
         return await self.system.call(self.sync.tasks, invocation_id)
+
+    def events(self, invocation_id: str, *, after: int = 0, follow: bool = False,
+               timeout: float | None = None) -> AsyncIterator[AgentEvent]:
+        """``async for`` the invocation's logged events after sequence ``after``,
+        as :meth:`AgentRef.events` yields them (read from the store; ``not_found``
+        and bad arguments are raised by the first ``__anext__``)."""
+        check_id(invocation_id, "invocation_id")
+        return self._events(invocation_id, after, follow, timeout)
+
+    async def _events(self, invocation_id: str, after: int, follow: bool,
+                      timeout: float | None) -> AsyncIterator[AgentEvent]:
+        reader = await self.system.call(LogReader, self.sync._store(), self.sync.id,
+                                        invocation_id, after=after, follow=follow,
+                                        timeout=timeout)
+        while True:
+            events, over = await self.system.call(reader.poll)
+            for event in events:
+                yield event
+            if over:
+                return
+            if not events:
+                await asyncio.sleep(POLL)
 
     async def _address(self) -> Any:
         ref = self.sync

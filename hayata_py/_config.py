@@ -95,6 +95,11 @@ class AgentConfig:
     - ``circuit``: node id -> :class:`CircuitBreaker`: after that many failures of
       the node within its window its tasks fail at once (``circuit_open``)
       until a probe after the cool-down succeeds (docs/guide/circuit-breakers.md).
+    - ``compensate``: node id -> its compensator (a module-level function or
+      ``"package.module:function"``): when an invocation ends failed or is
+      abandoned, each completed task of that node is undone by it, once,
+      latest first; it is called like a node, ``ctx.input`` holding the task's
+      ``task_id``, ``node_id``, ``input`` and ``result`` (docs/guide/compensation.md).
     """
 
     id: str
@@ -120,6 +125,7 @@ class AgentConfig:
     auto_recover: bool = False
     cache: Mapping[str, CachePolicy] = field(default_factory=dict)
     circuit: Mapping[str, CircuitBreaker] = field(default_factory=dict)
+    compensate: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -205,6 +211,8 @@ class AgentSpec:
     """Node id -> its cache policy (``key`` an import path or None)."""
     circuit: dict[str, CircuitBreaker] = field(default_factory=dict)
     """Node id -> its circuit breaker (nodes without one are always let through)."""
+    compensate: dict[str, str] = field(default_factory=dict)
+    """Node id -> its compensator's import path."""
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -264,6 +272,8 @@ def validate_config(config: Any) -> AgentSpec:
                      cache=validate_cache(config.cache, nodes),
                      circuit=_per_node(config.circuit, "circuit", "hy.CircuitBreaker", nodes,
                                        checked),
+                     compensate=_per_node(config.compensate, "compensate",
+                                          "compensator function", nodes, callable_path),
                      **_service(config, nodes))
 
 

@@ -76,8 +76,16 @@ class _Stream:
             return self.result
         return None
 
+    def _last(self) -> int | None:
+        """The run's last event: its terminal one, or the one its result names
+        (the run's later events were never stored: ``AgentResult.last_event``)."""
+        if self.result is not None and self.result.last_event is not None:
+            return self.result.last_event
+        return self.terminal
+
     def ready_for_result(self) -> bool:
-        return not self.streamed or (self.terminal is not None and self.terminal < self.next)
+        last = self._last()
+        return not self.streamed or (last is not None and last < self.next)
 
     def complete(self) -> bool:
         """Everything of the run is here (nothing needs its agent any more)."""
@@ -85,8 +93,8 @@ class _Stream:
             return False
         if not self.streamed:
             return True
-        return self.terminal is not None and all(
-            s in self.events for s in range(self.next, self.terminal + 1))
+        last = self._last()
+        return last is not None and all(s in self.events for s in range(self.next, last + 1))
 
 
 class Inbox:
@@ -139,12 +147,14 @@ class Inbox:
 
     # -- callers -------------------------------------------------------------------
 
-    def expect(self, invocation_id: str, source: Any, streamed: bool, run: int = 0) -> None:
+    def expect(self, invocation_id: str, source: Any, streamed: bool, run: int = 0,
+               first: int = 1) -> None:
         """The agent at ``source`` accepted a run (or a recovery) of
-        ``invocation_id`` for this inbox, as run ``run``: start its stream afresh."""
+        ``invocation_id`` for this inbox, as run ``run`` whose first event is
+        ``first``: start its stream afresh."""
         with self._lock:
             old = self._streams.pop(invocation_id, None)
-            stream = _Stream(source, streamed, run)
+            stream = _Stream(source, streamed, run, next=first)
             if old is not None:
                 stream.wakeups = old.wakeups
             self._streams[invocation_id] = stream

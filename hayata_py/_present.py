@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hayata_py._invocation.compensation import is_compensation
 from hayata_py.messages import AgentEvent, AgentResult
 from hayata_py.store import InvocationRecord, TaskRecord, TaskStore, classify_task, task_id_for
 
@@ -31,14 +32,25 @@ def result_json(result: AgentResult) -> dict[str, Any]:
             "error": result.error.to_dict() if result.error is not None else None}
 
 
+def compensates(task: TaskRecord) -> str | None:
+    """The task that ``task`` undoes, if it is a compensation (else None)."""
+    if not is_compensation(task.execution_id) or not isinstance(task.input, dict):
+        return None
+    undone = task.input.get("task_id")
+    return undone if isinstance(undone, str) else None
+
+
 def task_row(task: TaskRecord, idempotent: bool = False) -> dict[str, Any]:
-    """One task as ``tasks --json`` prints it."""
+    """One task as ``tasks --json`` prints it (``compensates``: the task a
+    compensation undoes; None for every other task)."""
+    undoes = compensates(task)
+    idempotent = idempotent and undoes is None  # a compensation is never re-run
     return {"task_id": task.task_id, "invocation_id": task.invocation_id, "step": task.step,
             "node_id": task.node_id, "branch": task.branch_index, "status": task.status,
             "attempt": task.attempt,
             "classification": classify_task(task, idempotent=idempotent).value,
             "resolved": task.resolved, "cached": task.cached, "result": task.result,
-            "error": task.error}
+            "error": task.error, "compensates": undoes}
 
 
 def task_rows(store: TaskStore, invocation: InvocationRecord,

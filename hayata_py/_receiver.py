@@ -12,8 +12,9 @@ carried out by the receiver's loop, so a busy or stopped actor never blocks
 the thread (or event loop) that asked for the send. Other threads wake the
 loop through a pipe the transport watches.
 
-This is the only module that touches Thespian's transport internals
-(``_systemBase``, ``_run_transport``, ``set_watch``, ``TransmitIntent``),
+This is the only module of the caller's side that touches Thespian's
+transport internals (``_systemBase``, ``_run_transport``, ``set_watch``,
+``TransmitIntent``; the agent's :mod:`hayata_py._actors.transmits` reads two more),
 pinned by ``thespian<5`` and by the tests of the CALLER inbox.
 """
 

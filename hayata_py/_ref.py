@@ -16,6 +16,7 @@ from thespian.actors import PoisonMessage
 from hayata_py._actors.agent import validate_run
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
+from hayata_py._eventlog_read import LogReader, read_events
 from hayata_py._ref_system import RefSystem
 from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
 from hayata_py.messages import (
@@ -190,7 +191,7 @@ class AgentRef:
             raise HayataError(f"unexpected answer to {type(message).__name__}: {reply!r}",
                               code="protocol_error")
         if caller:
-            inbox.expect(reply.invocation_id, address, stream, reply.run)
+            inbox.expect(reply.invocation_id, address, stream, reply.run, reply.first)
         return reply.invocation_id
 
     def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False,
@@ -342,8 +343,11 @@ class AgentRef:
         run, idempotent uncertain ones re-run. Raises :class:`RecoveryRejected`:
         ``nothing_to_recover``, ``task_execution_uncertain`` (``details`` name
         ``task_ids`` and ``node_ids``; nothing was run), ``invocation_busy``.
-        With ``subscriber=hy.CALLER`` the recovered run's stream starts afresh
-        at sequence 1: nothing of the interrupted run is mixed into it.
+        With ``subscriber=hy.CALLER`` the recovered run's stream starts afresh,
+        numbered on from the last event in the invocation's log: nothing of
+        the interrupted run is mixed into it. A failing invocation (its
+        compensations were running: ``AgentConfig.compensate``) goes on
+        undoing, never back to the policy.
         """
         if invocation_id is not None:
             check_id(invocation_id, "invocation_id")
@@ -416,7 +420,11 @@ class AgentRef:
         self._expect_ack(self._ask(ResolveTask(task_id, result), accept=_is(Ack, HayataError)))
 
     def abandon(self, invocation_id: str) -> None:
-        """End the unfinished invocation as failed (``abandoned``) and free the agent."""
+        """End the unfinished invocation as failed (``abandoned``) and free the agent.
+
+        With compensators (``AgentConfig.compensate``) its completed tasks are
+        undone first (the call returns once that has begun; :meth:`wait` for
+        the result, whose ``error.details["compensated"]`` lists them)."""
         check_id(invocation_id, "invocation_id")
         self._expect_ack(self._ask(Abandon(invocation_id), accept=_is(Ack, HayataError)))
 
@@ -426,6 +434,20 @@ class AgentRef:
             raise reply
         if not isinstance(reply, Ack):
             raise HayataError(f"unexpected answer: {reply!r}", code="protocol_error")
+
+    def events(self, invocation_id: str, *, after: int = 0, follow: bool = False,
+               timeout: float | None = None) -> Iterator[AgentEvent]:
+        """The invocation's events after sequence ``after``, from the store's event
+        log: readable from any process that opens the store (the caller that
+        crashed, another host), whether or not the agent runs. With ``follow``,
+        then the new ones as they are stored, until the invocation's latest run
+        ends (``TimeoutError`` after ``timeout`` s without one; None: as long as
+        it runs). ``HayataError(code="not_found")`` for an id that is not one of
+        this agent's invocations in the store; ``ConfigError`` for a bad
+        ``after``/``timeout`` (both at the call)."""
+        check_id(invocation_id, "invocation_id")
+        return read_events(LogReader(self._store(), self.id, invocation_id, after=after,
+                                     follow=follow, timeout=timeout))
 
     def tasks(self, invocation_id: str | None = None) -> list[tuple[TaskRecord, TaskClass]]:
         """The durable task records of an invocation of this agent (default: the

@@ -72,6 +72,9 @@ class RunAccepted:
     """This run's identity (a new one for every run, recovery and resume of the
     invocation): its events and result carry it, so a stream started afresh
     never takes late messages of an earlier run of the same invocation."""
+    first: int = 1
+    """The sequence of this run's first event: 1 for a new invocation; a recovered
+    or resumed run numbers on from the events its invocation already logged."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,12 @@ class AgentResult:
     run: int = field(default=0, compare=False)
     """The run it ends (``RunAccepted.run``); 0 from the store. Not compared: two
     results of an invocation are equal whichever run or source delivered them."""
+    last_event: int | None = field(default=None, compare=False)
+    """Set when the run's later events were never stored, so never sent (another
+    owner took the invocation over, or the agent stopped while the store was
+    away): the sequence of the last event its subscriber got (0: none); the
+    result follows that one instead of a terminal event. None: the run's
+    terminal event comes before the result, as always."""
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -105,12 +114,16 @@ class AgentResult:
 
 @dataclass(frozen=True)
 class AgentEvent:
-    """A streamed event; ``sequence`` starts at 1 per invocation and increases by 1.
+    """A streamed event; ``sequence`` starts at 1 per invocation and increases by 1,
+    across its runs (a recovered run numbers on from the last logged event).
 
     Types and ``data`` keys: ``invocation_started`` (input), ``node_started``
     (node_id, execution_id), ``node_partial_result`` (node_id, execution_id,
     edge_id, result), ``node_completed`` (node_id, execution_id),
     ``node_retrying`` (node_id, execution_id, attempt, delay, error),
+    ``compensation_started`` (node_id, task_id, compensation_id),
+    ``compensation_completed`` (node_id, task_id), ``compensation_failed``
+    (node_id, task_id, reason, message),
     ``invocation_completed`` (result), ``invocation_failed`` (reason, message,
     details), ``invocation_interrupted`` (the same keys; the invocation is
     kept for ``recover()``) and ``invocation_paused`` (payload, kind, nodes;

@@ -103,7 +103,7 @@ class System:
         # Every actor of this system learns its admin's address by inheritance.
         # (Unknown for a wildcard bind: then a dead member is not deregistered early.)
         os.environ[ADMIN_ENV] = "" if bind in ("", "0.0.0.0") else f"{bind}:{self.admin_port}"
-        begun = time.time()
+        begun = process_clock()
         self._asys = ActorSystem(
             SYSTEM_BASE, caps, logDefs=log_defs(), transientUnique=True
         )
@@ -350,8 +350,24 @@ def _port_taken(port: int) -> str:
             f"with connect({port})); choose another port, or omit it for a free one")
 
 
+def process_clock() -> float:
+    """Now, on the clock of ``psutil.Process.create_time()``.
+
+    On Linux that clock is the boot time (``btime``, whole seconds) plus the
+    start in clock ticks, so it can be up to a second or more off
+    ``time.time()``, and compared with it a process started just now can look
+    older than a moment taken before its start. Now on the same clock is the
+    boot time plus the time since boot (``/proc/uptime``); elsewhere
+    ``time.time()``."""
+    try:
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            return psutil.boot_time() + float(uptime.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return time.time()
+
+
 def _started_before(pid: int, moment: float) -> bool:
-    """The process ``pid`` was running before ``moment`` (a ``time.time()``)."""
+    """The process ``pid`` was running before ``moment`` (a :func:`process_clock`)."""
     try:
         return psutil.Process(pid).create_time() < moment - 0.5
     except psutil.Error:

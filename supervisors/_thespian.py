@@ -25,6 +25,10 @@
   addresses) to a debug ``thesplog`` on every send and receive, so the text is
   built whether or not debug logging is on. :func:`install_describe_patch`
   makes ``identify()`` return an object that builds that text when formatted.
+- **No zombie per system start.** Thespian starts an admin through a
+  process that forks the admin and exits, and detaches it from
+  ``multiprocessing``, so nothing waits for it: each start left a zombie in
+  the caller's process. :func:`install_reap_patch` waits for it.
 - **Conventions** (several systems, possibly on several hosts): Thespian reads
   its convention timings once, at import, from environment variables;
   :func:`configure_convention` sets them for the admins started afterwards.
@@ -47,6 +51,7 @@ from datetime import timedelta
 from typing import Any
 
 import thespian.system.admin.convention as _convention
+import thespian.system.multiprocCommon as _multiproc
 import thespian.system.transport.TCPTransport as _tcp
 from thespian.actors import ChildActorExited
 from thespian.system.addressManager import CannotPickleAddress
@@ -128,6 +133,23 @@ def install_exit_patch() -> None:
         return
     MultiProcReplicator._childExited = _child_exited
     MultiProcReplicator._supervisors_patched = True
+
+
+def _detach_and_reap(child: Any, _detach: Any = _multiproc.detach_child) -> None:
+    """``detach_child`` that still waits, in a thread, for the admin's launcher
+    (it exits as soon as it has forked the admin); actors' children are left to
+    Thespian, which reaps them."""
+    _detach(child)
+    if getattr(child, "name", None) == "ThespianAdmin":
+        threading.Thread(target=child.join, name="supervisors-reap", daemon=True).start()
+
+
+def install_reap_patch() -> None:
+    """Reap the process that launches each admin (see :func:`_detach_and_reap`)."""
+    if getattr(_multiproc.detach_child, "_supervisors_patched", False):
+        return
+    _detach_and_reap._supervisors_patched = True  # type: ignore[attr-defined]
+    _multiproc.detach_child = _detach_and_reap
 
 
 PLAIN_THESPIAN_ENV = "SUPERVISORS_PLAIN_THESPIAN"
@@ -418,5 +440,6 @@ def log_defs() -> dict[str, Any]:
 
 install_loopback_patch()
 install_exit_patch()
+install_reap_patch()
 install_selector_patch()
 install_describe_patch()

@@ -2,7 +2,7 @@
 importable by the edges).
 
 ``sleeper`` (``async def``) is driven by its input, a dict (or anything else:
-no options): ``dir`` (a directory: write ``start-<item>-<task>-<pid>`` there
+no options): ``dir`` (a directory: write ``start-<item>-<task>-<attempt>-<pid>`` there
 when it starts and ``end-...`` when it ends), ``expect`` (then wait until that
 many ``start-`` files exist: proof that so many ran at once), ``gate`` (wait
 until that file exists), ``sleep`` (seconds to ``await asyncio.sleep``),
@@ -29,7 +29,7 @@ def _spec(ctx: hy.NodeContext) -> dict[str, Any]:
 
 def _note(spec: dict[str, Any], ctx: hy.NodeContext, event: str) -> None:
     if spec.get("dir"):
-        name = f"{event}-{ctx.item}-{ctx.task_id[:12]}-{os.getpid()}"
+        name = f"{event}-{ctx.item}-{ctx.task_id[:12]}-{ctx.attempt}-{os.getpid()}"
         (Path(spec["dir"]) / name).touch()
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -109,3 +110,26 @@ def collect(agent: hy.AgentRef, inv: str, timeout: float = 60.0
     result = messages[-1]
     assert isinstance(result, hy.AgentResult), messages
     return [m for m in messages if isinstance(m, hy.AgentEvent)], result
+
+
+def assert_logged(store: Any, invocation_id: str, events: Sequence[Any]) -> None:
+    """The invocation's stored event log is gap-free from 1, and every event in
+    ``events`` (what a live subscriber saw, in order: consecutive sequences) is in
+    it, equal, under its sequence."""
+    stored = {e.sequence: e for e in store.get_events(invocation_id)}
+    assert sorted(stored) == list(range(1, len(stored) + 1)), sorted(stored)
+    if events:
+        first = events[0].sequence
+        assert [e.sequence for e in events] == list(range(first, first + len(events)))
+    for event in events:
+        kept = stored.get(event.sequence)
+        assert kept is not None, f"event {event.sequence} ({event.type}) is not in the log"
+        assert (kept.type, kept.data) == (event.type, event.data), (kept, event)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a child that a test stops with SIGINT (Ctrl-C): a shell
+    without job control starts background jobs with SIGINT ignored, and a child
+    inherits that, so a suite started in the background would send Ctrl-C to
+    children that ignore it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

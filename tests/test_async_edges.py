@@ -6,6 +6,7 @@ word, and running the reducers of two map steps at once."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from hayata_py._actors._protocol import (
     EnsureEdges,
     KillReason,
     Outcome,
+    Outcomes,
     Partial,
     Reduced,
     ReducerReady,
@@ -59,9 +61,11 @@ def run(task_id: str, collector: Any, spec: dict[str, Any], item: int = 0,
 
 
 def outcomes(system: System, collector: Any) -> list[Any]:
+    """What the stand-in got, with the Outcomes of tasks that ended together
+    (one message) taken apart."""
     got = system.ask(collector, ("got",), 10)
     assert isinstance(got, list)
-    return got
+    return [one for m in got for one in (m.outcomes if isinstance(m, Outcomes) else (m,))]
 
 
 def wait_for(system: System, collector: Any, count: int) -> list[Outcome]:
@@ -87,6 +91,32 @@ def test_four_tasks_run_at_once_on_one_edge_each_with_its_own_outcome(
     assert all(o.ok and o.error is None and o.edge_id == "sleeper.edge-1" for o in got)
     assert {o.result["pid"] for o in got} == {pid}
     assert sorted(o.result["value"] for o in got) == [0, 1, 2, 3]
+
+
+def test_a_restarted_agents_next_attempt_of_a_running_task_runs_and_reports_to_it(
+        rig: tuple[System, Any, Any, int], tmp_path: Path) -> None:
+    """The agent died while the edge ran task t; the restarted agent recovered the
+    invocation (new token) and sends t's next attempt to the same edge. That is no
+    duplicate: it runs, and its Outcome goes to the new agent (it was dropped as a
+    duplicate: the recovered invocation waited for its deadline). The same
+    attempt sent again is still a duplicate."""
+    system, edge, old_agent, _ = rig
+    new_agent = system.thespian.createActor("tests.edge_nodes.Collector")
+    gate = tmp_path / "gate"
+    spec = {"dir": str(tmp_path), "gate": str(gate)}
+    system.tell(edge, run("t", old_agent, spec))
+    eventually(lambda: len(starts(tmp_path)) == 1, timeout=30, message="attempt 1 started")
+    again = dataclasses.replace(run("t", new_agent, spec), token=1, attempt=2)
+    system.tell(edge, again)
+    system.tell(edge, again)  # a duplicate of attempt 2: ignored
+    eventually(lambda: len(starts(tmp_path)) == 2, timeout=30, message="attempt 2 started")
+    gate.touch()
+    got = wait_for(system, new_agent, 1)
+    assert [(o.task_id, o.ok) for o in got] == [("t", True)]
+    assert [o.task_id for o in wait_for(system, old_agent, 1)] == ["t"]
+    system.tell(edge, run("next", new_agent, {}))  # the edge goes on
+    assert [o.task_id for o in wait_for(system, new_agent, 2)] == ["t", "next"]
+    assert len(starts(tmp_path)) == 2
 
 
 def test_partials_of_a_shared_edge_come_before_their_outcome_and_are_counted(

@@ -270,9 +270,9 @@ A, B = TaskKey("a"), TaskKey("b")
 
 
 def running(nodes: Any = "a", retry: dict[str, hy.RetryPolicy] | None = None,
-            stream: bool = True) -> Invocation:
+            stream: bool = True, durable: bool = True) -> Invocation:
     m = Invocation(Seed("inv", "in", {}, stream=stream),
-                   Rules(frozenset({"a", "b"}), 5, 2.0,
+                   Rules(frozenset({"a", "b"}), 5, 2.0, durable=durable,
                          retry={"a": POLICY} if retry is None else retry))
     m.step(Begin())
     m.step(PolicyAnswered(hy.Next(nodes, 1)))
@@ -351,7 +351,8 @@ def test_a_close_sends_at_once_the_tasks_that_wait_for_the_circuit() -> None:
 
 
 def test_without_streaming_a_close_still_sends_the_waiting_task() -> None:
-    m = running(stream=False)
+    # Without a store (a durable agent logs every event, streamed or not).
+    m = running(stream=False, durable=False)
     m.step(TaskOutcome(EX, A, False, error=refusal()))
     assert short(m.step(CLOSED)) == [("dispatch", "a", 1, True), ("deadline",)]
 

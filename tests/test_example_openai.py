@@ -19,7 +19,7 @@ import pytest
 import hayata_py as hy
 from examples.openai_agent import config
 from tests.fake_openai import FakeOpenAI, serve
-from tests.helpers import collect, eventually
+from tests.helpers import collect, eventually, interruptible
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER = ["I", " emailed", " the", " page", " to", " you:", " The", " launch", " is",
@@ -84,13 +84,14 @@ def test_streams_retries_pauses_for_approval_then_sends_once(
     assert types[first - 1] == "node_started" and events[first - 1].data["node_id"] == "model"
     assert types[first + 5] == "node_completed"
 
+    paused_at = events[-1].sequence  # invocation_paused: the log goes on from it
     agent.resume(inv, {"approve": True}, subscriber=hy.CALLER, stream=True)
     events, result = collect(agent, inv, timeout=90)
 
     assert result.ok, result
     assert result.result["answer"] == "".join(ANSWER)
     assert partials(events) == ANSWER, "the final answer streamed in order"
-    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    assert [e.sequence for e in events] == list(range(paused_at + 1, paused_at + 1 + len(events)))
     sent = [json.loads(line) for line in outbox.read_text().splitlines()]
     assert len(sent) == 1, sent
     assert sent[0]["to"] == "team@example.com" and sent[0]["body"] == "The launch is on 12 May."
@@ -127,7 +128,8 @@ def test_the_script_asks_for_approval_on_stdin(fake: tuple[FakeOpenAI, str],
         script = subprocess.Popen(
             [sys.executable, "examples/openai_agent.py",
              f"Read {url}/pages/launch and email it to team@example.com"],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            preexec_fn=interruptible)
     try:
         out, _ = script.communicate("y\n", timeout=90)
     except subprocess.TimeoutExpired:

@@ -281,12 +281,31 @@ def test_max_steps() -> None:
         ("record", False, "max_steps_exceeded")]
 
 
-def test_not_streaming_emits_nothing_and_still_ends_once() -> None:
-    m = running(stream=False)
+def test_not_streaming_without_a_store_emits_nothing_and_still_ends_once() -> None:
+    m = running(stream=False, durable=False)
     cmds = m.step(DeadlinePassed(EX)) + m.step(ResultRecorded())
     assert [short(c) for c in cmds] == [("cancel", "a"), ("record", False, "execution_timeout"),
                                         ("end", False, "execution_timeout", False)]
     assert m.phase is Phase.ENDED
+
+
+def test_a_durable_machine_emits_every_event_for_its_log_even_unstreamed() -> None:
+    """The event log keeps every event of a durable agent's invocation, streamed or
+    not: the machine numbers them all."""
+    m = running(stream=False)
+    cmds = m.step(DeadlinePassed(EX)) + m.step(ResultRecorded())
+    assert [short(c) for c in cmds] == [("cancel", "a"), ("record", False, "execution_timeout"),
+                                        ("emit", "invocation_failed"),
+                                        ("end", False, "execution_timeout", False)]
+    emitted = [c for c in cmds if isinstance(c, Emit)]
+    assert [c.sequence for c in emitted] == [3]  # invocation_started, node_started before
+
+
+def test_a_recovered_machine_numbers_on_from_the_stored_log() -> None:
+    m = Invocation(Seed("inv", "in", {"s": 0}, stream=True, sequence=41),
+                   Rules(NODES, max_steps=3, execution_timeout=2.0, durable=True, owner="sys"))
+    first = [c for c in m.step(Begin()) if isinstance(c, Emit)]
+    assert [c.sequence for c in first] == [42]
 
 
 def test_task_ids_are_stable_and_distinct_per_step_and_node() -> None:
@@ -389,8 +408,8 @@ def test_any_interleaving_ends_once_in_order(plan: list[list[str]], stream: bool
     assert len(ends) == 1
     emits = [c for c in shell.log if isinstance(c, Emit)]
     assert [e.sequence for e in emits] == list(range(1, len(emits) + 1))
-    assert bool(emits) == stream
-    if stream:
+    assert bool(emits) == (stream or durable)  # a durable agent logs every event
+    if stream or durable:
         assert emits[-1].type in ("invocation_completed", "invocation_failed",
                                   "invocation_interrupted")
         completed: set[tuple[str, str]] = set()

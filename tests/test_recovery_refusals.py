@@ -38,6 +38,12 @@ def statuses(data: Path, invocation_id: str) -> dict[str, str]:
         return {t.node_id: t.status for t in store.get_tasks(invocation_id)}
 
 
+def started_logged(data: Path, invocation_id: str) -> set[str]:
+    with open_store(f"sqlite:///{data / 'hayata.db'}") as store:
+        return {e.data["node_id"] for e in store.get_events(invocation_id)
+                if e.type == "node_started"}
+
+
 def test_a_refused_recover_writes_nothing_so_a_live_edge_still_records(
         tmp_path: Path) -> None:
     data, log, gate = tmp_path / "data", tmp_path / "effects", tmp_path / "gate"
@@ -82,6 +88,11 @@ def test_a_recorded_final_failure_ends_the_step_despite_an_uncertain_sibling(
         inv = agent.run(spec)
         eventually(lambda: statuses(data, inv) == {"a": "started", "b": "started"},
                    timeout=30, message="both branches started")
+        # Freeze the agent once its last write before the wait committed (the log's
+        # node_started events): frozen inside a write transaction it would keep
+        # SQLite's write lock, and a's edge could not record its failure at all.
+        eventually(lambda: started_logged(data, inv) == {"a", "b"}, timeout=30,
+                   message="both branches' node_started in the log")
         agent_pid = find(system.tree(), "agent")
         assert agent_pid is not None
         os.kill(agent_pid["pid"], signal.SIGSTOP)  # too slow to act on a's failure

@@ -323,3 +323,41 @@ def test_binding_all_interfaces_drops_the_defaulted_loopback_advertisement(
     assert os.environ[T.ADVERTISE_ENV] == "10.1.2.3"
     T.prepare_environment("127.0.0.1")
     assert os.environ[T.ADVERTISE_ENV] == "127.0.0.1"
+
+
+def test_a_process_started_after_a_moment_is_not_older_than_it() -> None:
+    """Regression: the moment before a start was taken with ``time.time()`` and
+    compared with ``psutil``'s ``create_time()``, whose clock is the boot time in
+    whole seconds plus clock ticks: on a machine whose boot time had a fraction
+    above half a second, every freshly started admin looked older than the start,
+    and every ``System(admin_port=...)`` was refused as "port in use"."""
+    from supervisors._system import _started_before, process_clock
+
+    for _ in range(5):
+        moment = process_clock()
+        child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                                 stdin=subprocess.PIPE)
+        try:
+            assert not _started_before(child.pid, moment)
+            assert abs(psutil.Process(child.pid).create_time() - moment) < 0.5
+        finally:
+            child.kill()
+            child.wait(timeout=10)
+    assert _started_before(os.getpid(), process_clock() + 1.0)
+
+
+def test_starting_systems_leaves_no_zombie_in_the_caller() -> None:
+    """Regression: Thespian launches each admin through a process that forks it and
+    exits, detached from ``multiprocessing``: every start left a zombie here."""
+    def zombies() -> set[int]:
+        found = set()
+        for child in psutil.Process().children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if child.status() == psutil.STATUS_ZOMBIE:
+                    found.add(child.pid)
+        return found
+
+    before = zombies()
+    for _ in range(2):
+        System().shutdown()
+    eventually(lambda: not (zombies() - before), 10.0, 0.01, "the admins' launchers reaped")

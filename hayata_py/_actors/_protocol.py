@@ -46,6 +46,9 @@ class RunTask:
     """Exception classes (``module:Class``) that make a failure retryable."""
     thread: str | None = None
     """The invocation's conversation thread (``ctx.thread``)."""
+    function: str = ""
+    """A compensation: the compensator to run instead of the node's function
+    (one at a time, even on an edge that runs several tasks at once)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,21 @@ class Outcome:
     error: ErrorInfo | None = None
     partials: int = 0
     item: int | None = None
+
+
+@dataclass(frozen=True)
+class RunTasks:
+    """Agent -> edge: several :class:`RunTask` decided together, in order (a
+    batching agent's; one message instead of one each)."""
+
+    tasks: tuple[RunTask, ...]
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Edge -> agent: the :class:`Outcome` of tasks that ended together, in order."""
+
+    outcomes: tuple[Outcome, ...]
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
 from hayata_py._actors import pauses, recoveries
 from hayata_py._actors.boundary import validate_run
+from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.running import Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
@@ -41,6 +42,7 @@ class Admission:
     rules: m.Rules
     spans: InvocationSpans
     deadlines: Deadlines
+    events: EventLog
     running: dict[str, Running]
     queued: dict[str, Queued]
     creating: list[Creating]
@@ -102,9 +104,10 @@ class Admission:
         if finishing:
             ends = self.ledger.finish_many([(run.inv.id, run.token, cmd)
                                             for run, cmd in finishing])
-            for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
-                run.next_started = started
-                self._feed(run, refused or m.ResultRecorded())
+            with self.events.batched():  # the ends' events: one write
+                for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
+                    run.next_started = started
+                    self._feed(run, refused or m.ResultRecorded())
 
     def _created(self, pending: Creating, token: int | StoreError) -> None:
         """A create came back: begin the invocation, or answer why not."""
@@ -193,7 +196,8 @@ class Admission:
         seed = m.Seed(record.invocation_id, record.input, dict(record.state), stream,
                       record.step, record.last_result, record.parallel_results,
                       resume_value=pauses.resumed_value(record) if recover else value,
-                      thread=record.thread_id)
+                      thread=record.thread_id, sequence=self.events.last(record.invocation_id),
+                      compensation=self.ledger.compensations(record.invocation_id))
         self.log.info("invocation_recovered" if recover else "invocation_resumed",
                       invocation_id=seed.invocation_id, step=seed.step, automatic=automatic)
         self._begin(seed, token, subscriber, sender, resume, automatic, request)
@@ -229,7 +233,8 @@ class Admission:
         self.running[seed.invocation_id] = run
         self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
         if sender is not None:
-            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id))
+            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id,
+                                                     first=seed.sequence + 1))
         self.log.info("invocation_started", invocation_id=seed.invocation_id)
         self._feed(run, first)
 

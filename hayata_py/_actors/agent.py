@@ -38,17 +38,21 @@ from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.circuit_gate import CircuitGate
 from hayata_py._actors.edges import EdgePool, edge_died, run_task
+from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
+from hayata_py._actors.outbox import Outbox
 from hayata_py._actors.running import Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines, Due, invocation_of
+from hayata_py._actors.transmits import busy_targets
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import HayataError
+from hayata_py._invocation.compensation import is_compensation
 from hayata_py.messages import (
     Abandon,
-    AgentEvent,
+    Ack,
     AgentResult,
     GetResult,
     GetStatus,
@@ -66,6 +70,9 @@ from supervisors import SupervisedActor
 ELSEWHERE_CHECK = 1.0
 """Seconds between two looks at the store for waited-for invocations that this
 agent does not run (queued ones, ones another system took over)."""
+OUTBOX_RECHECK = 0.002
+"""Seconds until the agent looks again whether sends it holds (their target was
+still receiving an earlier message) may go, when no message comes meanwhile."""
 
 
 class AgentActor(Admission, SupervisedActor):
@@ -82,7 +89,8 @@ class AgentActor(Admission, SupervisedActor):
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
                              map_concurrency=spec.map_concurrency, reduce_check=import_problem,
                              node_timeouts=spec.node_timeouts, retry=spec.retry,
-                             pause_before=spec.pause_before, pause_after=spec.pause_after)
+                             pause_before=spec.pause_before, pause_after=spec.pause_after,
+                             compensate=spec.compensate)
         self.running: dict[str, Running] = {}
         # Run identities: unique across this agent's restarts too (a random start).
         self.run_ids = itertools.count(random.randrange(1, 2**62))
@@ -93,6 +101,7 @@ class AgentActor(Admission, SupervisedActor):
         self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
         self.nodes_sup: procs.Identity | None = None  # the node supervisor process
         self.deadlines = Deadlines(self.wakeupAfter)
+        self.events = EventLog(self.ledger.store, self.log, self.send, self.deadlines.arm)
         self.auto_pending = spec.auto_recover and bool(self.ledger.unfinished)
         # Group commit, for an agent serving many invocations: creates and finishes
         # that arrive together share one transaction (one fsync). One invocation
@@ -101,15 +110,18 @@ class AgentActor(Admission, SupervisedActor):
         self.creating: list[Creating] = []
         self.finishing: list[tuple[Running, m.RecordResult]] = []
         self.commit_pending = False
+        self.outbox = Outbox()  # while batching: sends to nodes, edges, reducers
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
         """Running invocations end as ``agent_stopped``, unless the node supervisor
         died (the agent restarts with it, nothing failed): then they are kept."""
         self._commit()  # the creates and finishes already under way first
+        self._flush_outbox(force=True)
         # From here on every write is made at once: no message to itself would
         # come back to a stopping actor (an end recorded late is never recorded).
         self.batching = False
+        self.events.stopping = True
         if not self.running:
             return
         lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
@@ -124,26 +136,33 @@ class AgentActor(Admission, SupervisedActor):
                 break
             for run in list(self.running.values()):
                 self._feed(run, stop)
+        self.events.close()
 
     # -- messages -> events ----------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        self._on_message(message, sender)
+        if self.outbox:
+            self._flush_outbox()
+
+    def _flush_outbox(self, force: bool = False) -> None:
+        """Send what the outbox holds for targets with nothing on its way (all of
+        it if ``force``); look again soon if something is still held."""
+        for to, message in self.outbox.take(() if force else busy_targets(self)):
+            self.send(to, message)
+        if self.outbox:
+            self.deadlines.arm(time.monotonic() + OUTBOX_RECHECK)
+
+    def _on_message(self, message: Any, sender: Any) -> None:
         if drop_malformed(self.log, message):
             return
         if isinstance(message, Commit):
             self._commit()
         elif isinstance(message, p.Outcome):
-            self._sends(self.pool.done(message.task_id))
-            self.cache.completed(message)
-            self._circuit(self.gate.outcome(message.node_id, message.task_id, message.ok,
-                                            message.error))
-            run = self._running(message.execution_id)
-            if run is not None:
-                self.spans.task_ended(run.inv.id, message.task_id, message.error)
-                self._feed(run, m.TaskOutcome(
-                    message.execution_id, m.TaskKey(message.node_id, message.item),
-                    message.ok, message.result, message.error, message.partials))
-            self._arm_retire()
+            self._on_outcome(message)
+        elif isinstance(message, p.Outcomes):
+            for outcome in message.outcomes:
+                self._on_outcome(outcome)
         elif isinstance(message, p.Partial):
             run = self._running(message.execution_id)
             if run is not None:
@@ -190,7 +209,12 @@ class AgentActor(Admission, SupervisedActor):
         elif isinstance(message, ResolveTask):
             self._reply(sender, message, recoveries.resolve(self.ledger, message))
         elif isinstance(message, Abandon):
-            answer, started = recoveries.abandon(self.ledger, message)
+            abandoned = recoveries.abandon(self.ledger, message)
+            if isinstance(abandoned, recoveries.Undoing):  # undone first, then it fails
+                self._reply(sender, message, Ack(message.invocation_id))
+                self._resume(abandoned.recovered, None, False, None, True)
+                return
+            answer, started = abandoned
             self._reply(sender, message, answer)
             if started is not None:
                 self._start_queued(started)
@@ -236,7 +260,7 @@ class AgentActor(Admission, SupervisedActor):
             run = self._running(task.execution_id)
             if run is None:
                 continue
-            if task.node_id in self.spec.idempotent_nodes:
+            if task.node_id in self.spec.idempotent_nodes and not task.function:
                 # The node may run again: the task runs at once on another edge, as
                 # recovery would run it (attempt + 1, the same idempotency key).
                 self.log.info("task_rerun", task_id=task.task_id, attempt=task.attempt + 1)
@@ -246,7 +270,8 @@ class AgentActor(Admission, SupervisedActor):
             self.spans.task_ended(run.inv.id, task.task_id, error)
             failed.append((run, task))
         for run, task in failed:  # spans first: the first failure cancels its siblings
-            self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
+            if not task.function:  # a compensator's death does not count for the node
+                self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
             self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
                                           False, error=error))
 
@@ -265,21 +290,22 @@ class AgentActor(Admission, SupervisedActor):
 
     def _do(self, run: Running, cmd: Any) -> m.Event | None:
         inv = run.inv
-        if isinstance(cmd, m.Emit):
-            if run.subscriber is not None:
-                self.send(run.subscriber, AgentEvent(inv.id, cmd.type, cmd.sequence, cmd.data,
-                                                     run.run_id))
+        if isinstance(cmd, m.Emit):  # stored first, then sent (eventlog.py)
+            self.events.emit(inv.id, run.token, cmd, run.subscriber if inv.stream else None,
+                             run.run_id)
         elif isinstance(cmd, m.Dispatch):
             self.spans.task_started(inv.id, cmd.task_id, cmd.key.node_id, cmd.execution_id,
                                     cmd.key.item)
             folded = self.ledger.folded_record(inv.id, run.folded, cmd)
             # A cached result first (the node is not called, so no circuit applies),
             # then an open circuit (a recorded failure): neither reaches an edge.
-            done = self.cache.lookup(inv.id, run.token, cmd, folded) \
-                or self.gate.refuse(run, cmd)
-            if done is not None:
-                self.spans.task_ended(inv.id, cmd.task_id, done.error)
-                return done
+            # A compensation always runs.
+            if cmd.function is None:
+                done = self.cache.lookup(inv.id, run.token, cmd, folded) \
+                    or self.gate.refuse(run, cmd)
+                if done is not None:
+                    self.spans.task_ended(inv.id, cmd.task_id, done.error)
+                    return done
             self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
                                                     run.token, folded)))
         elif isinstance(cmd, m.CallPolicy):
@@ -296,7 +322,11 @@ class AgentActor(Admission, SupervisedActor):
                 self.finishing.append((run, cmd))
                 self._commit_soon()
                 return None
-            refused, run.next_started = self.ledger.finish(inv.id, run.token, cmd)
+            # The run's unwritten events and its terminal one ride on this commit.
+            taken = self.events.take(inv.id)
+            refused, run.next_started = self.ledger.finish(
+                inv.id, run.token, cmd, self.events.stored(taken, cmd.event, inv.id))
+            self.events.written(inv.id, taken, cmd.event, refused is None)
             return refused or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
             self._arm_deadline(run, cmd)
@@ -346,17 +376,37 @@ class AgentActor(Admission, SupervisedActor):
             answer = dataclasses.replace(answer, ref=ref)  # type: ignore[type-var]
         self.send(to, answer)
 
+    def _on_outcome(self, message: p.Outcome) -> None:
+        self._sends(self.pool.done(message.task_id))
+        if not is_compensation(message.execution_id):  # a compensator: neither
+            self.cache.completed(message)
+            self._circuit(self.gate.outcome(message.node_id, message.task_id,
+                                            message.ok, message.error))
+        run = self._running(message.execution_id)
+        if run is not None:
+            self.spans.task_ended(run.inv.id, message.task_id, message.error)
+            self._feed(run, m.TaskOutcome(
+                message.execution_id, m.TaskKey(message.node_id, message.item),
+                message.ok, message.result, message.error, message.partials))
+        self._arm_retire()
+
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
+        """Send to nodes, edges and reducers; while batching, through the outbox
+        (once the message being handled is done, together per target)."""
         for address, message in sends:
             if self.deferred and isinstance(message, p.RunTask):
                 waited = self.deferred.get(message.invocation_id, {}).pop(message.task_id, None)
                 if waited is not None:
                     self.deadlines.arm_execution(waited.execution_id, waited.seconds,
                                                  waited.key)
-            self.send(address, message)
+            if self.batching:
+                self.outbox.put(address, message)  # sent after this message (outbox)
+            else:
+                self.send(address, message)
 
     def _end(self, run: Running, end: m.End) -> None:
         inv = run.inv
+        self.events.ending(inv.id)  # its last events stored and sent, then the bookkeeping
         del self.running[inv.id]
         self.deadlines.forget(inv.id)
         self.deferred.pop(inv.id, None)
@@ -367,8 +417,7 @@ class AgentActor(Admission, SupervisedActor):
         result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
                              if end.paused else "interrupted" if end.kept else "",
                              run=run.run_id)
-        if run.subscriber is not None:
-            self.send(run.subscriber, result)
+        self.events.result(run.subscriber, result)
         self.ledger.publish(result)
         if end.kept:
             self.ledger.keep(inv.id, self.ledger.record_of(inv.id, inv.input, inv.checkpoint()))
@@ -382,6 +431,7 @@ class AgentActor(Admission, SupervisedActor):
 
     def _on_timer(self, at: Any) -> None:
         self.deadlines.fired(at)
+        self.events.due()
         if self.deadlines.renewal_due() and self.running:
             self._renew()
         for kind, (execution_id, key) in self.deadlines.pop_due():
@@ -398,7 +448,8 @@ class AgentActor(Admission, SupervisedActor):
         if not self.running:
             self.deadlines.renew_at = float("inf")
         retire = self.pool.next_retire(time.monotonic())
-        self.deadlines.rearm(retire if retire is not None else float("inf"))
+        self.deadlines.rearm(min(retire if retire is not None else math.inf,
+                                 self.events.flush_at))
 
     def _arm_elsewhere(self) -> None:
         if self.elsewhere_at == math.inf:

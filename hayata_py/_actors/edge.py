@@ -46,8 +46,10 @@ from hayata_py._actors._protocol import (
     EdgeReady,
     EdgeStarted,
     Outcome,
+    Outcomes,
     Partial,
     RunTask,
+    RunTasks,
 )
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.durable import as_store_error, writer_for
@@ -150,10 +152,16 @@ class EdgeActor(SupervisedActor):
         if drop_malformed(self.log, message):
             return
         if isinstance(message, RunTask):
-            if self.loop is None:
+            if self.loop is None or message.function:
                 self._run(message)
             else:
-                self._start(message, self.loop)
+                self._start_many([message], self.loop)
+        elif isinstance(message, RunTasks):
+            if self.loop is None:
+                for task in message.tasks:
+                    self._run(task)
+            else:
+                self._start_many(list(message.tasks), self.loop)
         elif isinstance(message, WatchMessage):
             self._drain()
         elif isinstance(message, CancelRun):
@@ -198,6 +206,19 @@ class EdgeActor(SupervisedActor):
     def _report(self, execute: RunTask, span: telemetry.Span, result: Any,
                 error: ErrorInfo | None, streamer: _Streamer | None) -> None:
         """Close the task's span and send its Outcome (recorded before, by the caller)."""
+        self.send(execute.agent, self._outcome(execute, span, result, error, streamer))
+
+    def _send_outcomes(self, outcomes: list[tuple[Any, Outcome]]) -> None:
+        """Send (agent, Outcome) pairs: those for one agent as one message."""
+        by_agent: dict[Any, tuple[Any, list[Outcome]]] = {}  # ActorAddress: unhashable
+        for agent, outcome in outcomes:
+            by_agent.setdefault(agent.addressDetails, (agent, []))[1].append(outcome)
+        for agent, mine in by_agent.values():
+            self.send(agent, mine[0] if len(mine) == 1 else Outcomes(tuple(mine)))
+
+    def _outcome(self, execute: RunTask, span: telemetry.Span, result: Any,
+                 error: ErrorInfo | None, streamer: _Streamer | None) -> Outcome:
+        """Close the task's span; its Outcome."""
         if error is None:
             telemetry.span_stop(span, "completed")
         elif error.code == "node_failed" and "type" in error.details:
@@ -206,9 +227,8 @@ class EdgeActor(SupervisedActor):
         else:
             telemetry.span_stop(span, "failed", metadata={"error_code": error.code})
         partials = streamer.count if streamer else 0
-        self.send(execute.agent, Outcome(execute.execution_id, execute.task_id,
-                                         execute.node_id, self.edge_id, error is None, result,
-                                         error, partials, execute.item))
+        return Outcome(execute.execution_id, execute.task_id, execute.node_id, self.edge_id,
+                       error is None, result, error, partials, execute.item)
 
     # -- several tasks at once, on the loop thread ---------------------------------
 
@@ -221,22 +241,43 @@ class EdgeActor(SupervisedActor):
         self.cancelling: dict[int, float] = {}  # run -> monotonic time it must end by
         self.timer_at: float | None = None
 
-    def _start(self, execute: RunTask, loop: LoopTasks) -> None:
-        """Record ``started``, then hand the call to the loop (it runs beside the others)."""
-        if execute.task_id in self.running:
-            return  # a duplicate of a task that runs here
-        span = self._span(execute)
-        error = self._record_start(execute)
-        if error is not None:
-            self._report(execute, span, None, error, None)
-            return
-        run = next(self.runs)
-        streamer = _Streamer(
-            self.edge_id, execute, lambda: self.running.get(execute.task_id) == run,
-            lambda p: loop.post(PartialOut(run, p))) if execute.stream else None
-        self.running[execute.task_id] = run
-        self.active[run] = _Active(execute, span, streamer)
-        loop.start(run, resolve_callable(self.function), _context(execute, streamer))
+    def _start_many(self, tasks: list[RunTask], loop: LoopTasks) -> None:
+        """Record ``started`` of each (those that came together in one transaction),
+        then hand the calls to the loop (they run beside the others). A
+        compensation runs here, one at a time, after them."""
+        fresh: dict[str, RunTask] = {}
+        for execute in tasks:
+            if not execute.function and not self._runs_here(execute):
+                fresh.setdefault(execute.task_id, execute)  # else a duplicate
+        starting = list(fresh.values())
+        refused: list[tuple[Any, Outcome]] = []
+        for execute, error in zip(starting, self._record_starts(starting), strict=True):
+            span = self._span(execute)
+            if error is not None:
+                refused.append((execute.agent,
+                                self._outcome(execute, span, None, error, None)))
+                continue
+            run = next(self.runs)
+            streamer = _Streamer(
+                self.edge_id, execute, _running_check(self.running, execute.task_id, run),
+                _poster(loop, run)) if execute.stream else None
+            self.running[execute.task_id] = run
+            self.active[run] = _Active(execute, span, streamer)
+            loop.start(run, resolve_callable(self.function), _context(execute, streamer))
+        self._send_outcomes(refused)
+        for execute in tasks:
+            if execute.function:
+                self._run(execute)
+
+    def _runs_here(self, execute: RunTask) -> bool:
+        """This very attempt of the task runs here already (a duplicate). Another
+        attempt of it (a restarted agent recovered the invocation: a new token,
+        the next attempt) is not: it runs beside the old one, whose end the store
+        will refuse, and whose Outcome goes to the agent that is gone."""
+        run = self.running.get(execute.task_id)
+        found = None if run is None else self.active.get(run)
+        return found is not None and (found.execute.token, found.execute.attempt) == (
+            execute.token, execute.attempt)
 
     def _drain(self) -> None:
         """What the loop reported: send partials; record each ended task, then its Outcome."""
@@ -255,7 +296,8 @@ class EdgeActor(SupervisedActor):
             if self.cancelling.pop(event.run, None) is not None or found is None:
                 continue  # cancelled: its record stays "started", no Outcome
             del self.active[event.run]
-            self.running.pop(found.execute.task_id, None)
+            if self.running.get(found.execute.task_id) == event.run:  # not a newer attempt
+                del self.running[found.execute.task_id]
             result, error = self._ended(found.execute, event)
             ended.append((found, result, error))
         self._record_ends(ended)
@@ -275,8 +317,10 @@ class EdgeActor(SupervisedActor):
                 for found, result, error in ended])
             refused = [None if raw is None else self._refused_end(found.execute, raw)
                        for (found, _result, _error), raw in zip(ended, outcomes, strict=True)]
-        for (found, result, error), late in zip(ended, refused, strict=True):
-            self._report(found.execute, found.span, result, late or error, found.streamer)
+        self._send_outcomes([
+            (found.execute.agent,
+             self._outcome(found.execute, found.span, result, late or error, found.streamer))
+            for (found, result, error), late in zip(ended, refused, strict=True)])
 
     @staticmethod
     def _ended(execute: RunTask, event: Ended) -> tuple[Any, ErrorInfo | None]:
@@ -321,6 +365,20 @@ class EdgeActor(SupervisedActor):
 
     # -- durable records -----------------------------------------------------------
 
+    def _record_starts(self, tasks: list[RunTask]) -> list[ErrorInfo | None]:
+        """:meth:`_record_start` of each; those of one store in one transaction
+        when every one of them lands as the usual first start (one fsync)."""
+        if len(tasks) < 2 or len({t.store_url for t in tasks}) != 1 or not tasks[0].store_url:
+            return [self._record_start(t) for t in tasks]
+        try:
+            together = writer_for(tasks[0].store_url).start_many(
+                [_start_args(t) for t in tasks])
+        except Exception:  # noqa: BLE001 - one by one below: each refusal is named
+            together = False
+        if together:
+            return [None] * len(tasks)
+        return [self._record_start(t) for t in tasks]  # one by one: each refusal named
+
     def _record_start(self, execute: RunTask) -> ErrorInfo | None:
         """Record ``started`` durably before the node function runs (with the
         step's checkpoint, in the same transaction, when the agent sent one).
@@ -329,15 +387,8 @@ class EdgeActor(SupervisedActor):
         over) means the function must not run at all."""
         if not execute.store_url:
             return None
-        task = TaskRecord(
-            task_id=execute.task_id, invocation_id=execute.invocation_id,
-            execution_id=execute.execution_id, step=execute.step, node_id=execute.node_id,
-            branch_index=execute.branch_index, input=execute.input)
         try:
-            writer_for(execute.store_url).mark_started(
-                execute.task_id, token=execute.token, system_instance=execute.instance,
-                attempt=execute.attempt, task=task, checkpoint=execute.checkpoint,
-                retry=execute.retry or bool(execute.history))
+            writer_for(execute.store_url).mark_started(**_start_args(execute))
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             exc = as_store_error(raw)
             self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)
@@ -368,7 +419,26 @@ class EdgeActor(SupervisedActor):
 
     def _call(self, ctx: NodeContext, execute: RunTask) -> tuple[Any, ErrorInfo | None]:
         try:
-            result = call_node(resolve_callable(self.function), ctx)
+            result = call_node(resolve_callable(execute.function or self.function), ctx)
         except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
             return None, _failure(exc, execute)
         return _checked(ctx.node_id, result)
+
+
+def _start_args(execute: RunTask) -> dict[str, Any]:
+    """The arguments of the task's ``mark_started``."""
+    task = TaskRecord(
+        task_id=execute.task_id, invocation_id=execute.invocation_id,
+        execution_id=execute.execution_id, step=execute.step, node_id=execute.node_id,
+        branch_index=execute.branch_index, input=execute.input)
+    return {"task_id": execute.task_id, "token": execute.token,
+            "system_instance": execute.instance, "attempt": execute.attempt, "task": task,
+            "checkpoint": execute.checkpoint, "retry": execute.retry or bool(execute.history)}
+
+
+def _running_check(running: dict[str, int], task_id: str, run: int) -> Callable[[], bool]:
+    return lambda: running.get(task_id) == run
+
+
+def _poster(loop: LoopTasks, run: int) -> Callable[[Any], None]:
+    return lambda p: loop.post(PartialOut(run, p))

@@ -320,8 +320,8 @@ def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,
         branch_index=cmd.branch_index, item=cmd.key.item, token=token,
         attempt=cmd.attempt, store_url=spec.store_url, instance=spec.instance,
         agent_id=spec.id, checkpoint=checkpoint, history=cmd.history, retry=cmd.retry,
-        retry_on=policy.retry_on if policy else (),  # type: ignore[arg-type]
-        thread=inv.thread)
+        retry_on=() if cmd.function or not policy else policy.retry_on,  # type: ignore[arg-type]
+        thread=inv.thread, function=cmd.function or "")
 
 
 def edge_died(lost: EdgeLost) -> ErrorInfo:

@@ -46,6 +46,7 @@ from hayata_py._invocation import (
     RecordResult,
     WriteRefused,
 )
+from hayata_py._invocation.compensation import History, history
 from hayata_py.messages import (
     AgentResult,
     AgentStatus,
@@ -57,6 +58,7 @@ from hayata_py.messages import (
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
+    StoredEvent,
     TaskStore,
 )
 
@@ -186,7 +188,7 @@ class Ledger:
             cp.execution_id, cp.step, cp.nodes, cp.input, cp.parallel, cp.map, cp.reduce)
         return InvocationRecord(invocation_id, self.spec.id, "running", cp.step, cp.state,
                                 input, active, cp.parallel_results, cp.last_result,
-                                paused=paused)
+                                paused=paused, failing=cp.failing)
 
     def checkpoint(self, invocation_id: str, token: int, input: Any, cp: Checkpoint,
                    paused: dict[str, Any] | None = None) -> WriteRefused | None:
@@ -217,6 +219,7 @@ class Ledger:
         is written here, before any of its items is sent, and so is one that the
         machine will keep for recover() because a node of it cannot be placed."""
         return (self.store is not None and not getattr(cp, "map", False)
+                and cp.failing is None
                 and not any(n in unplaced for n in cp.nodes))
 
     def folded_record(self, invocation_id: str, folded: Checkpoint | None, task: Dispatch
@@ -231,11 +234,13 @@ class Ledger:
             return None
         return self.record_of(invocation_id, None, dataclasses.replace(folded, state=task.state))
 
-    def finish(self, invocation_id: str, token: int, record: RecordResult
+    def finish(self, invocation_id: str, token: int, record: RecordResult,
+               events: Sequence[StoredEvent] = ()
                ) -> tuple[WriteRefused | None, InvocationRecord | None]:
-        """Commit the terminal result before anyone is told. Returns the refusal,
-        or the invocation the store started in the same transaction: the next
-        queued run of the invocation's thread (None if there is none)."""
+        """Commit the terminal result (and ``events``, into the log) before anyone
+        is told. Returns the refusal, or the invocation the store started in the
+        same transaction: the next queued run of the invocation's thread (None
+        if there is none)."""
         if self.store is None:
             return None, None
         try:
@@ -243,12 +248,18 @@ class Ledger:
                 invocation_id, token=token, status="completed" if record.ok else "failed",
                 result=record.result,
                 error=record.error.to_dict() if record.error else None, state=record.state,
-                lease_seconds=self.spec.lease_seconds)
+                lease_seconds=self.spec.lease_seconds, events=events)
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             self.log.error("finish_refused", invocation_id=invocation_id,
                            code=as_store_error(raw).code)
             return _refused(raw), None
         return None, started
+
+    def compensations(self, invocation_id: str) -> History:
+        """Where the invocation's compensations stand (from all its task records)."""
+        if self.store is None or not self.spec.compensate:
+            return History()
+        return history(self.store.get_tasks(invocation_id), self.spec.compensate)
 
     def renew(self, tokens: Mapping[str, int]) -> dict[str, bool | None]:
         """Extend the leases of the running invocations (id -> token): per id True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hayata_py._actors import pauses
@@ -31,6 +31,7 @@ from hayata_py._errors import (
     StoreError,
 )
 from hayata_py._invocation import Hold, PauseKind, Resume
+from hayata_py._invocation.compensation import compensation_execution_id
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -39,7 +40,7 @@ from hayata_py.messages import (
     ResumePaused,
     Unfinished,
 )
-from hayata_py.store import InvocationRecord
+from hayata_py.store import InvocationRecord, TaskRecord
 
 Recovered = tuple[InvocationRecord, int, Resume]
 """What a recovery that goes on returns: the record it claimed, the new token,
@@ -78,8 +79,14 @@ def pick(ledger: Ledger, invocation_id: str | None) -> InvocationRecord | Recove
 
 
 def classify(ledger: Ledger, record: InvocationRecord) -> RecoveryRejected | Resume:
-    """What recovering ``record``'s interrupted step would do (reads its tasks)."""
+    """What recovering ``record``'s interrupted step would do (reads its tasks);
+    a failing one goes on with its compensations (none of them uncertain)."""
     assert ledger.store is not None
+    if record.failing is not None:
+        uncertain = ledger.compensations(record.invocation_id).uncertain
+        if uncertain:
+            return _uncertain_compensations(record, uncertain)
+        return Resume(failed=ErrorInfo.from_dict(record.failing))
     active = record.active_execution
     if active is None:
         return Resume()
@@ -90,6 +97,18 @@ def classify(ledger: Ledger, record: InvocationRecord) -> RecoveryRejected | Res
                           spec.retry.get(active.node_ids[0]))
     return resume_step(record, active, records, spec.idempotent_nodes, spec.retry,
                        time.time())
+
+
+def _uncertain_compensations(record: InvocationRecord, tasks: Sequence[TaskRecord]
+                             ) -> RecoveryRejected:
+    task_ids = [t.task_id for t in tasks]
+    return RecoveryRejected(
+        f"invocation {record.invocation_id} was running its compensations and "
+        f"{len(task_ids)} of them started without a recorded outcome (they may have "
+        "undone their task, or not): check the external system, then resolve_task() "
+        "each, or abandon()", code="task_execution_uncertain",
+        invocation_id=record.invocation_id, task_ids=task_ids,
+        node_ids=[t.node_id for t in tasks], compensations=True)
 
 
 def _waiting(record: InvocationRecord, early: Resume, unplaced: Mapping[str, str]
@@ -186,9 +205,8 @@ def resolve(ledger: Ledger, message: ResolveTask) -> Any:
     if task is not None:
         ledger.refresh(task.invocation_id)
     record = None if task is None else ledger.unfinished.get(task.invocation_id)
-    active = None if record is None else record.active_execution
-    if task is None or record is None or active is None \
-            or task.execution_id != active.execution_id:
+    current = None if record is None else _current_execution(record)
+    if task is None or record is None or current is None or task.execution_id != current:
         return RecoveryRejected(
             f"task {message.task_id!r} is not a task of the current step of an unfinished "
             "invocation", code="task_not_found", task_id=message.task_id)
@@ -211,9 +229,29 @@ def resolve(ledger: Ledger, message: ResolveTask) -> Any:
     return Ack(message.task_id)
 
 
-def abandon(ledger: Ledger, message: Abandon) -> tuple[Any, InvocationRecord | None]:
+def _current_execution(record: InvocationRecord) -> str | None:
+    """The execution whose uncertain tasks ``resolve_task`` may settle: the
+    interrupted step's, or the compensations' of a failing invocation."""
+    if record.failing is not None:
+        return compensation_execution_id(record.invocation_id)
+    active = record.active_execution
+    return None if active is None else active.execution_id
+
+
+@dataclasses.dataclass(frozen=True)
+class Undoing:
+    """What :func:`abandon` returns for an invocation with completed tasks to
+    undo: the claimed record, to run its compensations (they end it failed)."""
+
+    recovered: Recovered
+
+
+def abandon(ledger: Ledger, message: Abandon
+            ) -> tuple[Any, InvocationRecord | None] | Undoing:
     """End an unfinished invocation as failed (``abandoned``). Returns the answer
-    and the next queued run of its thread, which the store started with it."""
+    and the next queued run of its thread, which the store started with it; or,
+    when completed tasks of it are to be undone (``AgentConfig.compensate``),
+    the claimed record to run its compensations (they end it failed)."""
     ledger.refresh(message.invocation_id)
     record = ledger.unfinished.get(message.invocation_id)
     if record is None or ledger.store is None:
@@ -227,7 +265,13 @@ def abandon(ledger: Ledger, message: Abandon) -> tuple[Any, InvocationRecord | N
                                 code="not_found"), None
     error = ErrorInfo("abandoned", "the invocation was abandoned by the user", {})
     try:
+        undo = bool(ledger.compensations(record.invocation_id).todo)
         token = ledger.claim(record)
+        if undo:
+            ledger.unfinished.pop(record.invocation_id, None)
+            ledger.log.info("invocation_abandoned", invocation_id=record.invocation_id,
+                            compensating=True)
+            return Undoing((record, token, Resume(failed=error)))
         started = ledger.store.finish_invocation(
             record.invocation_id, token=token, status="failed", error=error.to_dict(),
             lease_seconds=ledger.spec.lease_seconds)

@@ -41,6 +41,9 @@ class Checkpoint:
     map: bool = False
     """The step is a map: ``nodes`` is its one node, ``input`` its items."""
     reduce: str | None = None
+    failing: dict[str, Any] | None = None
+    """The invocation is failing with this error (``ErrorInfo.to_dict()``) and
+    runs its compensations: a recovery goes on with them."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ class Dispatch:
     retry: bool = False
     """This attempt follows the task's recorded failure (a retry, also of a task
     that an open circuit refused before it ever ran: ``history`` empty)."""
+    function: str | None = None
+    """A compensation: run this compensator (import path) instead of the node's
+    function; no cache, no circuit, no retry."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,9 @@ class RecordResult:
     result: Any
     error: ErrorInfo | None
     state: dict[str, Any]
+    event: Emit | None = None
+    """The terminal event the machine emits once the result is recorded (None: it
+    emits none): the agent logs it in the same commit as the result."""
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from hayata_py._errors import ErrorInfo
-from hayata_py._invocation.commands import Checkpoint, Command
-from hayata_py._invocation.events import TaskKey
+from hayata_py._invocation.commands import Checkpoint, Command, RecordResult
+from hayata_py._invocation.compensation import Undo
+from hayata_py._invocation.events import TaskKey, WriteRefused
 from hayata_py._invocation.pause import Hold
 from hayata_py._invocation.state import Execution, Phase, Rules, Task
 
@@ -29,6 +30,14 @@ class Machine(Protocol):
     phase: Phase
     execution: Execution | None
     hold: Hold
+    undo: list[Undo]
+    """Completed tasks a compensator undoes if the invocation fails (oldest first)."""
+    undone: list[dict[str, str]]
+    undo_failed: list[dict[str, str]]
+    undoing: Task | None
+    """The compensation running now."""
+    failing: ErrorInfo | None
+    """The error the invocation ends with once its compensations have run."""
 
     def checkpoint(self) -> Checkpoint:
         """The invocation as it stands (what a recovery would start from)."""
@@ -49,4 +58,24 @@ class Machine(Protocol):
 
     def _fail(self, error: ErrorInfo) -> list[Command]:
         """End the invocation with ``error``."""
+        ...
+
+    def _cancel_all(self, timed_out: bool = False) -> list[Command]:
+        """Cancel the running step's tasks."""
+        ...
+
+    def _record(self, record: RecordResult) -> list[Command]:
+        """Commit the terminal result (FINISHING)."""
+        ...
+
+    def _on_refused(self, refused: WriteRefused) -> list[Command]:
+        """A write of the machine was refused."""
+        ...
+
+    def _lose_ownership(self) -> list[Command]:
+        """Another owner took the invocation over: stop, write nothing more."""
+        ...
+
+    def _interrupt(self, error: ErrorInfo) -> list[Command]:
+        """End this run without a durable result (kept for recover())."""
         ...

@@ -29,13 +29,14 @@ second deadline) return no command.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import holding, mapping, pause, reasons
+from hayata_py._invocation import compensating, holding, mapping, pause, reasons
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -48,6 +49,7 @@ from hayata_py._invocation.commands import (
     RecordResult,
     SaveCheckpoint,
 )
+from hayata_py._invocation.compensation import Undo
 from hayata_py._invocation.events import (
     Begin,
     CheckpointSaved,
@@ -96,11 +98,17 @@ class Invocation:
         self.resume_value = seed.resume_value
         self.thread = seed.thread
         self.phase = Phase.NEW
-        self.sequence = 0
+        self.sequence = seed.sequence
         self.execution: _Execution | None = None
         self._ending: RecordResult | None = None
         self.hold = pause.Hold(pause.PauseKind.POLICY)
         """The pause being recorded."""
+        history = seed.compensation
+        self.undo: list[Undo] = list(history.todo)
+        self.undone = list(history.done)
+        self.undo_failed = list(history.failed)
+        self.undoing: _Task | None = None
+        self.failing: ErrorInfo | None = None
 
     # -- the one entry point -------------------------------------------------------
 
@@ -115,6 +123,8 @@ class Invocation:
             return self._begin(event)
         if phase is Phase.NEW:
             return []
+        if phase is Phase.COMPENSATING:
+            return compensating.on_event(self, event)
         if isinstance(event, PolicyAnswered) and phase is Phase.DECIDING:
             return self._on_answer(event.answer)
         if isinstance(event, PolicyRaised) and phase is Phase.DECIDING:
@@ -162,7 +172,8 @@ class Invocation:
                           self.parallel_results, ex.id if ex else None,
                           ex.nodes if ex else (), ex.input if ex else None,
                           ex.parallel if ex else False, bool(ex and ex.map),
-                          ex.map.reduce if ex and ex.map else None)
+                          ex.map.reduce if ex and ex.map else None,
+                          self.failing.to_dict() if self.failing else None)
 
     # -- starting and deciding -----------------------------------------------------
 
@@ -172,6 +183,9 @@ class Invocation:
             return out + self._decide()
         out = self._emit("invocation_started",
                          {"input": self.input, "recovered": True, "step": self.step_no})
+        if event.failed is not None and event.execution_id is None:
+            self.phase = Phase.RUNNING  # it was failing: its compensations go on
+            return out + self._fail(event.failed)
         if event.execution_id is None:
             return out + self._decide()
         if event.failed is not None:
@@ -301,6 +315,11 @@ class Invocation:
             assert outcome.error is not None
             retried = holding.after_failure(self, ex, task, outcome.error)
             return self._fail(outcome.error) if retried is None else retried
+        if outcome.key.node_id in self.rules.compensate and not outcome.cached:
+            item = outcome.key.item
+            self.undo.append(Undo(task.task_id, outcome.key.node_id, self.step_no,
+                                  ex.input if item is None or ex.map is None
+                                  else ex.map.items[item], outcome.result))
         if ex.map is not None:
             return mapping.item_done(self, ex, outcome)
         ex.results[outcome.key.node_id] = outcome.result
@@ -355,6 +374,10 @@ class Invocation:
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:
             return self._interrupt(reasons.nodes_lost())
+        if self.rules.durable and self.rules.compensate and self.undo:
+            # Its compensations cannot run in a stopping agent: say it is failing,
+            # and keep it; recover() runs them.
+            return compensating.keep_failing(self, reasons.agent_stopped())
         return self._fail(reasons.agent_stopped())
 
     # -- ending ----------------------------------------------------------------------
@@ -377,11 +400,14 @@ class Invocation:
             # the store still holds the invocation running; kept for recover().
             return self._interrupt(reasons.task_record_refused(error))
         timed_out = error.code == "execution_timeout"
-        return self._cancel_all(timed_out) + self._record(
-            RecordResult(False, None, error, dict(self.state)))
+        # Undo the completed tasks of compensated nodes first (if any), then record.
+        return self._cancel_all(timed_out) + compensating.start(self, error)
 
     def _record(self, record: RecordResult) -> list[Command]:
         self.phase = Phase.FINISHING
+        kind, data = _terminal(record)
+        if self.stream or self.rules.durable:  # what _ended emits, if it is recorded
+            record = dataclasses.replace(record, event=Emit(self.sequence + 1, kind, data))
         self._ending = record
         return [record]
 
@@ -389,12 +415,9 @@ class Invocation:
         record = self._ending
         assert record is not None
         self.phase = Phase.ENDED
-        if record.ok:
-            return [*self._emit("invocation_completed", {"result": record.result}),
-                    End(True, record.result)]
-        assert record.error is not None
-        return [*self._emit("invocation_failed", _error_data(record.error)),
-                End(False, error=record.error)]
+        kind, data = _terminal(record)
+        return [*self._emit(kind, data),
+                End(True, record.result) if record.ok else End(False, error=record.error)]
 
     def _on_refused(self, refused: WriteRefused) -> list[Command]:
         if refused.fenced or refused.error.code == "stale_writer":
@@ -404,6 +427,7 @@ class Invocation:
         # invocation is kept for recover(), as the store says. A refused
         # checkpoint also means nothing of its step may run.
         what = {Phase.SAVING: "checkpoint refused",
+                Phase.COMPENSATING: "the checkpoint of its compensation refused",
                 Phase.PAUSING: "the pause could not be recorded"}.get(
             self.phase, "the terminal result could not be recorded")
         error = reasons.refused(refused.error, what)
@@ -428,10 +452,18 @@ class Invocation:
             End(False, error=error, kept=True)]
 
     def _emit(self, event_type: str, data: dict[str, Any]) -> list[Command]:
-        if not self.stream:
+        if not self.stream and not self.rules.durable:  # a durable agent logs them all
             return []
         self.sequence += 1
         return [Emit(self.sequence, event_type, data)]
+
+
+def _terminal(record: RecordResult) -> tuple[str, dict[str, Any]]:
+    """The terminal event of a recorded result."""
+    if record.ok:
+        return "invocation_completed", {"result": record.result}
+    assert record.error is not None
+    return "invocation_failed", _error_data(record.error)
 
 
 def _error_data(error: ErrorInfo) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hayata_py._invocation.compensation import History
 from hayata_py._invocation.events import TaskKey, TaskOutcome
 from hayata_py._invocation.retry import RetryPlan
 from hayata_py._policy import RetryPolicy
@@ -26,6 +27,8 @@ class Phase(enum.Enum):
     """A step's tasks are out (or a map step waits for its reducer)."""
     PAUSING = "pausing"
     """Waiting for the pause to be committed."""
+    COMPENSATING = "compensating"
+    """Failing: its compensations run, one at a time (``compensating.py``)."""
     FINISHING = "finishing"
     """Waiting for the terminal result to be committed."""
     ENDED = "ended"
@@ -58,6 +61,8 @@ class Rules:
     """Node id -> its retry policy (nodes without one are not retried)."""
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
+    compensate: Mapping[str, str] = field(default_factory=dict)
+    """Node id -> its compensator's import path (``AgentConfig.compensate``)."""
 
     def timeout_for(self, node_id: str) -> float:
         return self.node_timeouts.get(node_id, self.execution_timeout)
@@ -78,6 +83,12 @@ class Seed:
     """What ``resume()`` was given: the next decision sees it."""
     thread: str | None = None
     """The conversation thread the invocation runs on (``ctx.thread``)."""
+    sequence: int = 0
+    """The last event sequence the invocation's log already holds: a recovered or
+    resumed run numbers its events on from it."""
+    compensation: History = field(default_factory=History)
+    """What earlier runs completed and undid (from the task records): what a
+    failure of this run still has to undo."""
 
 
 @dataclass

@@ -15,7 +15,19 @@ from typing import Any
 import click
 
 from hayata_py._errors import HayataError
-from hayata_py.cli import agents, cache, logs, observe, pauses, ps, recovery, run, system, threads
+from hayata_py.cli import (
+    agents,
+    cache,
+    events,
+    logs,
+    observe,
+    pauses,
+    ps,
+    recovery,
+    run,
+    system,
+    threads,
+)
 from hayata_py.cli._common import EXIT_FAILED, CliError, from_hayata
 from supervisors import SupervisorError
 
@@ -61,6 +73,8 @@ cli.add_command(pauses.resume)
 cli.add_command(threads.threads)
 cli.add_command(threads.thread)
 cli.add_command(cache.cache_group)
+cli.add_command(events.events)
+cli.add_command(events.prune)
 cli.add_command(logs.logs)
 cli.add_command(observe.observe)
 

@@ -86,14 +86,18 @@ def tasks(agent_id: str, invocation_id: str | None, as_json: bool, data_dir: Pat
     step = f"step {invocation.step}" + (f", executing {doing}"
                                         if active is not None and invocation.status == "running"
                                         else "")
+    if invocation.failing is not None and invocation.status == "running":
+        step += (f", failing with {invocation.failing.get('code')}: undoing its completed "
+                 "tasks")
     click.echo(f"invocation {invocation.invocation_id} of {agent_id}: {invocation.status} "
                f"({step})")
     table = Table("TASK", "STEP", "NODE", "BRANCH", "STATUS", "ATTEMPT", "CLASS", "RESOLVED",
-                  "CACHED", box=None, pad_edge=False)
+                  "CACHED", "UNDOES", box=None, pad_edge=False)
     for row in rows:
         table.add_row(*(Text(str(row[key])) for key in (
             "task_id", "step", "node_id", "branch", "status", "attempt", "classification")),
-            Text("yes" if row["resolved"] else "-"), Text("yes" if row["cached"] else "-"))
+            Text("yes" if row["resolved"] else "-"), Text("yes" if row["cached"] else "-"),
+            Text(row["compensates"] or "-"))
     console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal:
         console.width = 1000  # never cut a task id that a script may copy
@@ -122,14 +126,16 @@ def _uncertain(exc: RecoveryRejected, agent_id: str, data_dir: Path, as_json: bo
     hint = cli_hint(data_dir)
     if as_json:
         click.echo(dumps({"kind": "rejected", "code": exc.code, **details}))
-    click.echo(f"Error: recovery refused [task_execution_uncertain]: task(s) "
+    what = "compensation(s)" if details.get("compensations") else "task(s)"
+    rerun = "" if details.get("compensations") else (
+        f", or run it again by restarting the agent (`hayata agent stop {agent_id}`, "
+        "`hayata agent start MODULE:ATTR`) with the node in idempotent_nodes")
+    click.echo(f"Error: recovery refused [task_execution_uncertain]: {what} "
                f"{', '.join(task_ids)} of node(s) {', '.join(details.get('node_ids', []))} "
                f"started but recorded no result. Check the external system, then record what "
                f"happened with `hayata resolve {agent_id} {task} --result JSON{hint}`, give up "
-               f"with `hayata abandon {agent_id} {inv}{hint}`, or run it again by restarting "
-               f"the agent (`hayata agent stop {agent_id}`, `hayata agent start MODULE:ATTR`) "
-               f"with the node in idempotent_nodes; then `hayata recover {agent_id}{hint}`",
-               err=True)
+               f"with `hayata abandon {agent_id} {inv}{hint}`{rerun}; then "
+               f"`hayata recover {agent_id}{hint}`", err=True)
     return EXIT_UNCERTAIN
 
 

@@ -68,12 +68,19 @@ from typing import Any, Literal
 
 from hayata_py._errors import StoreError
 from hayata_py.store._cache_contract import CacheContract
-from hayata_py.store._records import InvocationRecord, QueuedRun, TaskRecord, ThreadRecord
+from hayata_py.store._events_contract import EventContract
+from hayata_py.store._records import (
+    InvocationRecord,
+    QueuedRun,
+    StoredEvent,
+    TaskRecord,
+    ThreadRecord,
+)
 
 __all__ = ["TaskStore"]
 
 
-class TaskStore(CacheContract):
+class TaskStore(CacheContract, EventContract):
     """Durable invocation checkpoints and task records (see the module docs), and
     the node result cache (:class:`CacheContract`)."""
 
@@ -227,8 +234,14 @@ class TaskStore(CacheContract):
         error: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
         lease_seconds: float | None = None,
+        events: Sequence[StoredEvent] = (),
     ) -> InvocationRecord | None:
         """Make the invocation terminal with ``status``, ``result`` and ``error``.
+
+        ``events`` (of this invocation) go into its event log in the same
+        transaction, as :meth:`append_events` writes them (an event already
+        stored under its sequence is left as it is): the end of a run and its
+        last events cost one commit.
 
         ``state`` replaces the stored state when given. Clears owner and lease
         and frees the agent for a new invocation. Fenced (:class:`StaleWriter`).

@@ -17,8 +17,9 @@
   if dead), so a server restart between bursts goes unnoticed; connections
   in steady use skip the ping's round trip (SQLAlchemy's ``pool_pre_ping``
   would pay it on every transaction). A connection that dies mid-burst fails
-  that one call (nothing of it was written, or it is reported as an error)
-  and SQLAlchemy then replaces every pooled connection.
+  that one call (nothing of it was written, or it is reported as an error;
+  a read is made once more on a new connection) and SQLAlchemy then replaces
+  every pooled connection.
 * Migrations: checked and applied under a lock in one transaction (see
   :func:`migrate`).
 """
@@ -315,6 +316,7 @@ class EngineHolder:
         """
         deadline = time.monotonic() + self.retry_seconds
         delay = 0.002
+        reconnected = False
         while True:
             try:
                 with self.engine().connect() as conn:
@@ -323,6 +325,12 @@ class EngineHolder:
                     with conn.begin():
                         return fn(conn)
             except sa.exc.DBAPIError as exc:
+                if not write and exc.connection_invalidated and not reconnected:
+                    # A read on a pooled connection the server had closed (it
+                    # restarted, or ended the session): nothing was written, and
+                    # SQLAlchemy has replaced the pool; read once more on a new one.
+                    reconnected = True
+                    continue
                 if not _is_retryable(exc):
                     raise
                 if time.monotonic() > deadline:

@@ -49,6 +49,7 @@ __all__ = [
     "FINISH_ON_THREAD_WITH_STATE",
     "FREE_THREAD_COMPLETED",
     "FREE_THREAD_FAILED",
+    "INSERT_EVENT",
     "PG_AGENT_LOCK",
     "START_NEW_TASK",
     "TAKE_THREAD",
@@ -151,6 +152,14 @@ or :data:`FREE_THREAD_FAILED` follows in the same transaction. Params as
 :data:`FINISH_INVOCATION`."""
 FINISH_ON_THREAD_WITH_STATE = Stmt(_FINISH.format(state=", state = ?", thread="NOT NULL"))
 """Params as :data:`FINISH_INVOCATION_WITH_STATE`."""
+
+INSERT_EVENT = Stmt("""
+    INSERT INTO hayata_events (invocation_id, seq, type, data, created_at)
+    VALUES (?, ?, ?, ?, ?) ON CONFLICT (invocation_id, seq) DO NOTHING
+""")
+"""One event of the log, written with the finish of its invocation (an event
+already stored changes no row: the fast transaction then rolls back and the
+general path writes). Params: iid, seq, type, data, created_at."""
 
 _FREE_THREAD = """
     UPDATE hayata_threads SET {carry} running_invocation_id = NULL, updated_at = ?

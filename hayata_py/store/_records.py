@@ -26,7 +26,9 @@ __all__ = [
     "CachedResult",
     "InvocationRecord",
     "InvocationStatus",
+    "PruneReport",
     "QueuedRun",
+    "StoredEvent",
     "TaskRecord",
     "TaskStatus",
     "ThreadRecord",
@@ -93,6 +95,10 @@ class InvocationRecord:
     thread_id: str | None = None
     """The conversation thread the invocation runs on (``None``: no thread).
     Written once, at creation."""
+    failing: dict[str, Any] | None = None
+    """Set while a running invocation runs its compensations before it ends
+    failed (``AgentConfig.compensate``): the error it ends with. Written with
+    the checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,28 @@ class QueuedRun:
     input: Any
     stream: bool
     position: int
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """One event of an invocation's log: ``sequence`` 1, 2, ... without gaps;
+    ``type`` and ``data`` as the agent streamed them; ``created_at`` unix seconds."""
+
+    invocation_id: str
+    sequence: int
+    type: str
+    data: dict[str, Any]
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What :meth:`TaskStore.prune` deleted: finished invocations, with their
+    task records and events."""
+
+    invocations: int
+    tasks: int
+    events: int
 
 
 def task_id_for(invocation_id: str, step: int, node_id: str, item: int | None = None) -> str:

@@ -35,13 +35,16 @@ __all__ = [
 ]
 
 
-def _active_to_plain(active: ActiveExecution | None, paused: dict[str, Any] | None = None
-                    ) -> dict[str, Any] | None:
-    """The active execution column; a pause rides along in it (``"paused"``), with
-    or without an execution, so pausing needs no schema change."""
+def _active_to_plain(active: ActiveExecution | None, paused: dict[str, Any] | None = None,
+                     failing: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The active execution column; a pause (``"paused"``) and a failure whose
+    compensations run (``"failing"``) ride along in it, with or without an
+    execution, so neither needs a schema change."""
+    extra = ({"paused": paused} if paused is not None else {}) \
+        | ({"failing": failing} if failing is not None else {})
     if active is None:
-        return None if paused is None else {"paused": paused}
-    plain = ({"paused": paused} if paused is not None else {}) | {
+        return extra or None
+    plain = extra | {
         "execution_id": active.execution_id,
         "step": active.step,
         "node_ids": list(active.node_ids),
@@ -60,7 +63,8 @@ def checkpoint_values(record: InvocationRecord) -> dict[str, Any]:
         "step": int(record.step),
         "state": encode(record.state, key="state"),
         "active_execution": encode(
-            _active_to_plain(record.active_execution, record.paused), key="active_execution"
+            _active_to_plain(record.active_execution, record.paused,
+                             record.failing), key="active_execution"
         ),
         "parallel_results": encode(record.parallel_results, key="parallel_results"),
         "last_result": encode(record.last_result, key="last_result"),
@@ -121,8 +125,15 @@ def _paused_from_plain(raw: Any, where: str) -> dict[str, Any] | None:
     return paused
 
 
+def _failing_from_plain(raw: Any, where: str) -> dict[str, Any] | None:
+    failing = raw.get("failing") if isinstance(raw, dict) else None
+    if failing is not None and not (isinstance(failing, dict) and "code" in failing):
+        raise _corrupt(where, "active_execution", f"not a failure: {failing!r:.200}")
+    return failing
+
+
 def _active_from_plain(raw: Any, where: str) -> ActiveExecution | None:
-    if raw is None or (isinstance(raw, dict) and raw.keys() == {"paused"}):
+    if raw is None or (isinstance(raw, dict) and raw.keys() <= {"paused", "failing"}):
         return None
     column = "active_execution"
     if not isinstance(raw, dict) or not {"execution_id", "step", "node_ids"} <= raw.keys():
@@ -164,6 +175,7 @@ def invocation_from_row(row: Any) -> InvocationRecord:
         input=dec("input"),
         active_execution=_active_from_plain(active := dec("active_execution"), where),
         paused=_paused_from_plain(active, where),
+        failing=_failing_from_plain(active, where),
         parallel_results=dec("parallel_results", list, _NONE),
         last_result=dec("last_result"),
         result=dec("result"),

@@ -12,10 +12,11 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 __all__ = [
-    "HEAD_REVISION", "cache", "invocations", "metadata", "tasks", "thread_queue", "threads",
+    "HEAD_REVISION", "cache", "events", "invocations", "metadata", "tasks", "thread_queue",
+    "threads",
 ]
 
-HEAD_REVISION = "0003_cache"
+HEAD_REVISION = "0004_events"
 """The newest migration revision this code knows."""
 
 metadata = sa.MetaData()
@@ -110,3 +111,19 @@ cache = sa.Table(
     sa.Column("expires_at", sa.Double(), nullable=False),
 )
 """Cached node results (``AgentConfig.cache``): one per agent, node and key."""
+
+events = sa.Table(
+    "hayata_events",
+    metadata,
+    sa.Column(
+        "invocation_id",
+        sa.String(),
+        sa.ForeignKey("hayata_invocations.invocation_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.BigInteger(), primary_key=True),
+    sa.Column("type", sa.String(), nullable=False),
+    sa.Column("data", sa.LargeBinary(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+)
+"""The event log: each event of an invocation under its sequence number."""

@@ -12,7 +12,7 @@ transaction opens. Timestamps are float unix seconds from ``clock``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,9 +26,11 @@ from hayata_py.store._batch import BatchWrites
 from hayata_py.store._cache import CacheWrites
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import EngineHolder, migrate, normalize_url
+from hayata_py.store._events import EventWrites, insert_events
 from hayata_py.store._records import (
     TERMINAL_INVOCATION_STATUSES,
     InvocationRecord,
+    StoredEvent,
     TaskRecord,
 )
 from hayata_py.store._rows import (
@@ -68,7 +70,7 @@ _RENEW = sa.text(
 """One lease renewal, fenced (token, owner, running), for executemany."""
 
 
-class SqlTaskStore(CacheWrites, TaskWrites, ThreadWrites, BatchWrites, TaskStore):
+class SqlTaskStore(CacheWrites, EventWrites, TaskWrites, ThreadWrites, BatchWrites, TaskStore):
     """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
 
     The constructor applies migrations (raising :class:`SchemaTooNew` for a
@@ -326,6 +328,7 @@ class SqlTaskStore(CacheWrites, TaskWrites, ThreadWrites, BatchWrites, TaskStore
         error: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
         lease_seconds: float | None = None,
+        events: Sequence[StoredEvent] = (),
     ) -> InvocationRecord | None:
         if status not in TERMINAL_INVOCATION_STATUSES:
             raise StoreError(
@@ -340,14 +343,18 @@ class SqlTaskStore(CacheWrites, TaskWrites, ThreadWrites, BatchWrites, TaskStore
         if state is not None:
             values["state"] = encode(state, key="state")
         now = float(self.clock())
+        logged = [(e.sequence, e.type, encode(e.data, key="data")) for e in events
+                  if e.invocation_id == invocation_id]
+        inserts = [(_fast.INSERT_EVENT.text(self._db.is_sqlite),
+                    (invocation_id, seq, kind, data, now)) for seq, kind, data in logged]
         if self._threaded.pop(invocation_id, False):  # a hint: both paths check it
-            if self._db.write_all(_fast.finish_on_thread_statements(
-                    self._db.is_sqlite, invocation_id, token, status, now, values)):
+            if self._db.write_all([*_fast.finish_on_thread_statements(
+                    self._db.is_sqlite, invocation_id, token, status, now, values), *inserts]):
                 return None
         else:
             stmt = _fast.FINISH_INVOCATION if state is None else _fast.FINISH_INVOCATION_WITH_STATE
             fast = (status, now, *values.values(), invocation_id, token)
-            if self._db.write_one(stmt.text(self._db.is_sqlite), fast):
+            if self._db.write_all([(stmt.text(self._db.is_sqlite), fast), *inserts]):
                 return None
 
         def write(conn: Connection) -> InvocationRecord | None:
@@ -383,6 +390,8 @@ class SqlTaskStore(CacheWrites, TaskWrites, ThreadWrites, BatchWrites, TaskStore
                     **values,
                 )
             )
+            insert_events(conn, self._db.is_sqlite,
+                          [(invocation_id, *event) for event in logged], now)
             if row.thread_id is None:
                 return None
             return self._end_on_thread(

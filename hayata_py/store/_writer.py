@@ -85,19 +85,9 @@ class TaskWriter:
                      checkpoint: InvocationRecord | None = None,
                      retry: bool = False) -> TaskRecord:
         if task is not None and attempt >= 1 and task.task_id == task_id and not retry:
-            # The same checks as the store's before anything is written.
-            saved = None if checkpoint is None else _checkpoint_of(task_id, task, checkpoint)
-            row = task_values(task)
             now = float(self.clock())
-            params = (task_id, row["invocation_id"], row["execution_id"], row["step"],
-                      row["node_id"], row["branch_index"], row["input"], row["result"],
-                      row["error"], attempt, now, system_instance, False,
-                      row["invocation_id"], token)
-            statements = [(_fast.START_NEW_TASK, params)]
-            if saved is not None:
-                # The step's checkpoint first, in the same transaction: both or neither.
-                statements.insert(0, (_fast.CHECKPOINT, (
-                    now, *saved.values(), row["invocation_id"], token)))
+            statements = self._start_statements(task_id, token, system_instance, attempt,
+                                                task, checkpoint, now)
             if self._write_all(statements):
                 return dataclasses.replace(task, status="started", attempt=attempt,
                                            started_at=now, finished_at=None,
@@ -106,6 +96,42 @@ class TaskWriter:
         return self._full().mark_started(task_id, token=token, system_instance=system_instance,
                                          attempt=attempt, task=task, checkpoint=checkpoint,
                                          retry=retry)
+
+    def start_many(self, starts: list[dict[str, Any]]) -> bool:
+        """Several first starts (each the keyword arguments of :meth:`mark_started`)
+        in ONE transaction (one fsync for all): True if all were recorded; False
+        if nothing was written (one of them is not a plain first start, or would
+        be refused): the caller then records each on its own, which names each
+        refusal."""
+        now = float(self.clock())
+        statements: list[tuple[_fast.Stmt, tuple[Any, ...]]] = []
+        for start in starts:
+            task = start.get("task")
+            if task is None or start["attempt"] < 1 or task.task_id != start["task_id"] \
+                    or start.get("retry"):
+                return False
+            statements += self._start_statements(
+                start["task_id"], start["token"], start["system_instance"], start["attempt"],
+                task, start.get("checkpoint"), now)
+        return bool(statements) and self._write_all(statements)
+
+    @staticmethod
+    def _start_statements(task_id: str, token: int, system_instance: str | None,
+                          attempt: int, task: TaskRecord, checkpoint: InvocationRecord | None,
+                          now: float) -> list[tuple[_fast.Stmt, tuple[Any, ...]]]:
+        """The fenced statements of a first start (the step's checkpoint first: both
+        or neither), after the same checks as the store's."""
+        saved = None if checkpoint is None else _checkpoint_of(task_id, task, checkpoint)
+        row = task_values(task)
+        params = (task_id, row["invocation_id"], row["execution_id"], row["step"],
+                  row["node_id"], row["branch_index"], row["input"], row["result"],
+                  row["error"], attempt, now, system_instance, False,
+                  row["invocation_id"], token)
+        statements = [(_fast.START_NEW_TASK, params)]
+        if saved is not None:
+            statements.insert(0, (_fast.CHECKPOINT, (
+                now, *saved.values(), row["invocation_id"], token)))
+        return statements
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
         params = (float(self.clock()), encode(result, key="result"), task_id, token)

@@ -122,6 +122,24 @@ def tasks_of(system: hy.AgentSystem, invocation_id: str) -> tuple[Task, ...]:
                  for t in reading(lambda: system.store.get_tasks(invocation_id)))
 
 
+def logged(system: hy.AgentSystem, invocation_id: str) -> tuple[tuple[int, str, Any], ...]:
+    """The invocation's stored event log: (sequence, type, data) in order."""
+    return tuple((e.sequence, e.type, e.data)
+                 for e in reading(lambda: system.store.get_events(invocation_id)))
+
+
+def live(inbox: Any, invocation_id: str) -> tuple[tuple[int, str, Any], ...]:
+    """The events its CALLER subscriber received (in sequence order, up to the
+    first one missing: what a reader of the stream would have seen)."""
+    out = []
+    with contextlib.suppress(hy.HayataError):
+        while inbox is not None and (message := inbox.take(invocation_id)) is not None:
+            if not isinstance(message, hy.AgentEvent):
+                break
+            out.append((message.sequence, message.type, message.data))
+    return tuple(out)
+
+
 def read_effects(path: Path) -> Effects:
     return parse_effects(path.read_text()) if path.exists() else Counter()
 
@@ -229,15 +247,17 @@ class Campaign:
         graph = self.graphs[name]
         effects = self.workdir / f"effects-{self.count}.log"
         delay = self.rng.choice((0.0, 0.002, 0.01))
+        inbox = self.sys._inbox  # its live subscriber: this process (invariant 11)
         try:
-            inv = self.agent(name).run(graph.input(str(effects), delay))
+            inv = self.agent(name).run(graph.input(str(effects), delay), subscriber=hy.CALLER,
+                                       stream=True)
         except hy.HayataError as exc:
             return self._record(kind, name, "-", "refused new run", [Violation(
                 "no_new_runs", f"run refused: {exc.code}: {exc}")], began)
         moment = self.rng.randrange(0, 2 * len(graph.nodes))
         poll(lambda: line_count(effects) >= moment or self._finished(inv), WAIT_S,
              f"{moment} side-effect lines")
-        run = Run(name, graph, inv, effects)
+        run = Run(name, graph, inv, effects, inbox)
         self.handover = None
         target = inject(self, run)
         if self.handover is not None:
@@ -312,7 +332,8 @@ class Campaign:
             run.invocation, at_fault, effects_at_fault, tasks_of(self.sys, run.invocation),
             read_effects(run.effects), recovery, terminal, final.status, active, refused,
             at_refusal, processes, self.sys.admin_pid,
-            final_error=final.error.get("code") if final.error else None)
+            final_error=final.error.get("code") if final.error else None,
+            events=logged(self.sys, run.invocation), live_events=live(run.inbox, run.invocation))
         return obs, outcome
 
     def _recover(self, agent: hy.AgentRef, run: Run
@@ -345,6 +366,8 @@ class Run:
     spec: Graph
     invocation: str
     effects: Path
+    inbox: Any = None
+    """The CALLER inbox of the system that started it: what its subscriber got."""
 
 
 def _walk(tree: dict[str, Any]) -> Any:

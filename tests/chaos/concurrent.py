@@ -49,6 +49,7 @@ from tests.chaos.campaign import (
     Run,
     _parents,
     line_count,
+    logged,
     poll,
     read_effects,
     reading,
@@ -504,7 +505,7 @@ class ConcurrentCampaign(Campaign):
             member.terminal, final.status or "lost", at[2], member.refused, member.at_refusal,
             _parents(self.sys) if first else {}, self.sys.admin_pid,
             final_error=record.error.get("code") if record is not None and record.error
-            else None, **extra)
+            else None, events=logged(self.sys, member.invocation), **extra)
 
     def _thread(self, thread: str) -> ThreadObservation:
         info = self.agent(AGENT).thread(thread)

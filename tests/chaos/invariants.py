@@ -103,6 +103,10 @@ class Observation:
     tasks_at_takeover: tuple[Task, ...] = ()
     replaced_pids: frozenset[int] = frozenset()
     effects_after_takeover: tuple[tuple[str, str, int], ...] = ()
+    events: tuple[tuple[int, str, Any], ...] | None = None
+    """The invocation's stored event log at the end: (sequence, type, data)."""
+    live_events: tuple[tuple[int, str, Any], ...] = ()
+    """The events a live subscriber of its first run received."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,16 @@ def check(obs: Observation) -> list[Violation]:
     # 9. Fencing: nothing written or started by a replaced instance after the takeover.
     if obs.replaced_instance is not None:
         out.extend(_replaced_writes(obs, obs.replaced_instance))
+    # 11. The event log: gap-free from 1, and it has every event a live subscriber
+    # saw, equal, under the same sequence (an event is stored before it is sent).
+    if obs.events is not None:
+        stored = {seq: (kind, data) for seq, kind, data in obs.events}
+        if sorted(stored) != list(range(1, len(stored) + 1)):
+            out.append(Violation("event_log_gap", f"sequences {sorted(stored)}"))
+        for seq, kind, data in obs.live_events:
+            if stored.get(seq) != (kind, data):
+                out.append(Violation("event_log_disagrees", f"live {seq} {kind} {data!r}: "
+                                     f"stored {stored.get(seq)!r}"))
     return out
 
 

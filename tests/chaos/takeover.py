@@ -37,6 +37,8 @@ from tests.chaos.campaign import (
     CampaignError,
     Run,
     _parents,
+    live,
+    logged,
     poll,
     read_effects,
     reading,
@@ -133,7 +135,8 @@ def settle(campaign: Campaign, run: Run, handover: Handover) -> tuple[Observatio
         final_error=final.error.get("code") if final.error else None,
         replaced_instance=handover.old_instance, replaced_at=handover.replaced_at,
         tasks_at_takeover=handover.tasks_at_takeover, replaced_pids=handover.old_pids,
-        effects_after_takeover=late)
+        effects_after_takeover=late, events=logged(campaign.sys, run.invocation),
+        live_events=live(run.inbox, run.invocation))
     return obs, f"taken over, {handover.recovery.value}"
 
 

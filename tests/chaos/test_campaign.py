@@ -37,7 +37,8 @@ def test_short_campaign(store: str, tmp_path: Path) -> None:
     table = figures.table()
     print({k: (r["runs"], dict(r["outcomes"]), dict(r["targets"])) for k, r in table.items()},
           f"{time.monotonic() - began:.1f}s")
-    assert figures.violations() == [], f"seed {SEED}"
+    violations = figures.violations()
+    assert violations == [], f"seed {SEED}:\n" + "\n".join(map(str, violations))
     assert {r["kind"] for r in table.values()} == set(KINDS)
     assert all(r["runs"] == FAULTS for r in table.values())
 
@@ -56,7 +57,8 @@ def test_concurrent_campaign(store: str, tmp_path: Path) -> None:
     table = figures.table()
     print({k: (r["runs"], dict(r["invocations"]), dict(r["targets"])) for k, r in table.items()},
           f"{time.monotonic() - began:.1f}s")
-    assert figures.violations() == [], f"seed {SEED}"
+    violations = figures.violations()
+    assert violations == [], f"seed {SEED}:\n" + "\n".join(map(str, violations))
     assert {r["kind"] for r in table.values()} == set(KINDS)
     assert all(r["runs"] == CONCURRENT_FAULTS for r in table.values())
     ended = Counter[str]()
@@ -77,7 +79,8 @@ def test_postgres_restart_mid_invocation_stays_recoverable(tmp_path: Path) -> No
     no step, so it ran a started task again. The run is now kept for recover()
     (as the store says), and recover() classifies the step the store names."""
     figures = run_campaign("postgres", 6, SEED, tmp_path, ("store",))
-    assert figures.violations() == [], f"seed {SEED}"
+    violations = figures.violations()
+    assert violations == [], f"seed {SEED}:\n" + "\n".join(map(str, violations))
 
 
 @pytest.mark.timeout(120)

@@ -143,7 +143,9 @@ def _freeze_an_async_edge(system: hy.AgentSystem, agent: hy.AgentRef, where: Pat
     where.mkdir()
     effects = [where / f"effects-{n}.log" for n in range(8)]
     runs = [agent.run(SERVICE.input(str(e), ("llm",), wait=0.2)) for e in effects]
-    eventually(lambda: all(e.exists() for e in effects), 30, message="8 tasks started")
+    # A whole line each (the file exists a moment before its line is written).
+    eventually(lambda: all(e.exists() and e.read_text().endswith("\n") for e in effects), 30,
+               message="8 tasks started")
     (edge,) = {int(e.read_text().split()[3]) for e in effects}
     os.kill(edge, signal.SIGSTOP)
     try:

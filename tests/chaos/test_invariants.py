@@ -48,6 +48,10 @@ def rules(obs: Observation) -> set[str]:
 
 def test_a_clean_observation_has_no_violation() -> None:
     assert check(clean()) == []
+    log = ((1, "invocation_started", {"input": 1}), (2, "node_started", {"node_id": "a"}))
+    # A subscriber that saw a prefix of the log (the rest lost with a crash of the
+    # caller, or not sent yet) agrees with it.
+    assert check(dataclasses.replace(clean(), events=log, live_events=log[:1])) == []
 
 
 @pytest.mark.parametrize(("change", "rule"), [
@@ -73,6 +77,13 @@ def test_a_clean_observation_has_no_violation() -> None:
     ({"accepted_next": False}, "no_new_runs"),
     ({"final_status": "failed", "final_error": "store_unavailable"},
      "refused_write_failed_run"),
+    ({"events": ((1, "invocation_started", {}), (3, "invocation_completed", {}))},
+     "event_log_gap"),
+    ({"events": ((2, "invocation_started", {}),)}, "event_log_gap"),
+    ({"events": ((1, "invocation_started", {}),), "live_events": ((2, "node_started", {}),)},
+     "event_log_disagrees"),
+    ({"events": ((1, "invocation_started", {"input": 1}),),
+      "live_events": ((1, "invocation_started", {"input": 2}),)}, "event_log_disagrees"),
 ])
 def test_each_broken_rule_is_named(change: dict[str, object], rule: str) -> None:
     assert rule in rules(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]

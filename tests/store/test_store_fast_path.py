@@ -165,6 +165,27 @@ def test_postgres_killed_connection_is_replaced(
         store.close()
 
 
+@pytest.mark.postgres
+def test_postgres_read_on_a_killed_connection_reads_again(
+        pg_database: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read whose pooled connection the server ended (a restart, an
+    administrator's terminate: the chaos campaign's new runs read their thread
+    first) is made again on a new connection instead of failing the run."""
+    monkeypatch.setattr(_engine, "PG_PING_AFTER_IDLE_S", 3600.0)  # no ping: it must fail
+    url = pg_database
+    raw_execute(url, 'CREATE SCHEMA "read_kill"')
+    store = SqlTaskStore(f"{url}?options=-csearch_path%3Dread_kill", clock=clock)
+    try:
+        store.create_invocation(invocation(), owner="o1")
+        pids = [row[0] for row in store._db.run(
+            lambda conn: conn.exec_driver_sql("SELECT pg_backend_pid()").all(), write=False)]
+        raw_execute(url, "SELECT pg_terminate_backend(:pid)", pid=pids[0])
+        record = store.get_invocation("inv-1")
+        assert record is not None and record.invocation_id == "inv-1"
+    finally:
+        store.close()
+
+
 def test_many_threads_fast_writes(store: SqlTaskStore) -> None:
     """More threads than the pool holds write at once; exited threads' connections close."""
     n_threads = 24

@@ -112,7 +112,8 @@ def test_upgrade_from_0002_adds_the_cache(store_url: str) -> None:
         ("0002_threads",)]
     with open_store(store_url) as store:
         assert raw_execute(store_url, "SELECT version_num FROM alembic_version") == [
-            ("0003_cache",)]
+            (HEAD_REVISION,)]
+        assert store.get_events("inv-old") == []  # and 0004 made the event log
         (task,) = store.get_tasks("inv-old")
         assert (task.task_id, task.status, task.cached) == ("task-1", "started", False)
         assert store.cache_get("agent-1", "a", "k") is None

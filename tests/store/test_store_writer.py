@@ -165,3 +165,26 @@ def test_finish_many_records_ends_together_and_names_each_refusal(
     assert errors[0] is None and getattr(errors[1], "code", None) == "task_finished"
     got = {t.node_id: (t.status, t.result) for t in store.get_tasks("inv-1")}
     assert got["c"] == ("completed", {"c": 3}) and got["b"] == ("failed", None)
+
+
+def _start(name: str, token: int) -> dict[str, Any]:
+    return {"task_id": task(name).task_id, "token": token, "system_instance": "s",
+            "attempt": 1, "task": task(name), "checkpoint": None, "retry": False}
+
+
+def test_start_many_records_first_starts_together_or_writes_nothing(
+        store: SqlTaskStore, writer: TaskWriter) -> None:
+    """Group commit of starts (tasks that reached an async edge together): all in
+    one transaction; if one of them would not land (a start already recorded, a
+    stale token, a retry), nothing of the batch is written and False says so,
+    so the caller records each on its own and each refusal is named."""
+    token = store.create_invocation(invocation(), owner="o1")
+    assert writer.start_many([_start("a", token), _start("b", token)]) is True
+    assert {t.node_id: t.status for t in store.get_tasks("inv-1")} == {
+        "a": "started", "b": "started"}
+    assert writer.start_many([_start("c", token), _start("a", token)]) is False  # a again
+    assert writer.start_many([_start("d", token), {**_start("e", token), "retry": True}]
+                             ) is False  # a retry is never part of a batch
+    assert writer.start_many([_start("f", token), _start("g", token - 1)]) is False  # stale
+    assert sorted(t.node_id for t in store.get_tasks("inv-1")) == ["a", "b"]
+    assert writer.start_many([]) is False
