@@ -19,7 +19,9 @@
   would pay it on every transaction). A connection that dies mid-burst fails
   that one call (nothing of it was written, or it is reported as an error;
   a read is made once more on a new connection) and SQLAlchemy then replaces
-  every pooled connection.
+  every pooled connection. Each connection names its process in
+  ``pg_stat_activity.application_name`` (``hayata_py pid N``, unless the URL
+  sets ``application_name``), so an operator sees which process holds a lock.
 * Migrations: checked and applied under a lock in one transaction (see
   :func:`migrate`).
 """
@@ -46,7 +48,7 @@ from hayata_py.store._schema import HEAD_REVISION
 if TYPE_CHECKING:
     from alembic.config import Config
 
-__all__ = ["EngineHolder", "migrate", "normalize_url"]
+__all__ = ["EngineHolder", "migrate", "normalize_url", "pg_application_name"]
 
 T = TypeVar("T")
 
@@ -109,6 +111,21 @@ def _pg_ping_if_idle(engine: Engine) -> Callable[[Any, Any, Any], None]:
     return on_checkout
 
 
+def pg_application_name(url: URL) -> dict[str, Any]:
+    """The connect argument naming this process in ``pg_stat_activity`` (none if
+    the URL names the application itself)."""
+    if "application_name" in url.query:
+        return {}
+    return {"application_name": f"hayata_py pid {os.getpid()}"}
+
+
+def _pg_name_process(url: URL) -> Callable[[Any, Any, Any, dict[str, Any]], None]:
+    def on_connect(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+        cparams.update(pg_application_name(url))  # the connecting process, after any fork
+
+    return on_connect
+
+
 def create_engine(url: URL) -> Engine:
     """Create an engine configured as described in the module docs."""
     if url.get_backend_name() == "sqlite":
@@ -117,6 +134,7 @@ def create_engine(url: URL) -> Engine:
         sa.event.listen(engine, "begin", _sqlite_on_begin)
         return engine
     engine = sa.create_engine(url)
+    sa.event.listen(engine, "do_connect", _pg_name_process(url))
     sa.event.listen(engine, "checkin", _pg_on_checkin)
     sa.event.listen(engine, "checkout", _pg_ping_if_idle(engine))
     return engine

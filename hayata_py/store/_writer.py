@@ -37,6 +37,7 @@ from hayata_py.store._engine import (
     SQLITE_BUSY_TIMEOUT_S,
     _sqlite_on_connect,
     normalize_url,
+    pg_application_name,
     sqlite_transaction,
 )
 from hayata_py.store._records import InvocationRecord, TaskRecord
@@ -204,7 +205,8 @@ class TaskWriter:
             return conn, sqlite3.Error
         import psycopg
 
-        return psycopg.connect(self._target, autocommit=True), psycopg.Error
+        return (psycopg.connect(self._target, autocommit=True,
+                                **pg_application_name(normalize_url(self.url))), psycopg.Error)
 
     def _write_all(self, statements: list[tuple[_fast.Stmt, tuple[Any, ...]]]) -> bool:
         """Fenced statements as one committed transaction: True if each changed
