@@ -182,26 +182,23 @@ def _lines(run: Run) -> list[str]:
 
 def _freeze_outside_transaction(campaign: Campaign, run: Run, group: int) -> None:
     """SIGSTOP the process group ``group`` at a moment none of it holds an open
-    store transaction (tried again after the agent's next lease renewal
-    otherwise)."""
+    store transaction: caught inside one, it is thawed until the transactions
+    seen open have ended, and frozen again."""
+    held: frozenset[Any] = frozenset()
     for _ in range(FREEZE_TRIES):
         os.killpg(group, signal.SIGSTOP)
-        if not _busy(campaign):
+        held = _held(campaign, group)
+        if not held:
             return
         _thaw(group)
-        _next_renewal(campaign, run)
-    raise CampaignError(f"the system was inside a transaction at {FREEZE_TRIES} freezes")
+        seen = {h[:2] for h in held}
 
+        def ended(seen: set[Any] = seen) -> bool:
+            return not seen & {h[:2] for h in _held(campaign, group)}
 
-def _next_renewal(campaign: Campaign, run: Run) -> None:
-    seen = _expiry(campaign, run)
-    poll(lambda: _expiry(campaign, run) != seen or not _running(campaign, run), WAIT_S,
-         "a lease renewal")
-
-
-def _expiry(campaign: Campaign, run: Run) -> Any:
-    return _scalar(campaign, "select lease_expires_at from hayata_invocations "
-                             "where invocation_id = :i", i=run.invocation)
+        poll(ended, WAIT_S, f"the store transactions open at a freeze ending ({list(held)})")
+    raise CampaignError(f"the system was inside a transaction at {FREEZE_TRIES} freezes; "
+                        f"at the last: {list(held)}")
 
 
 def _scalar(campaign: Campaign, sql: str, **params: Any) -> Any:
@@ -217,10 +214,13 @@ def _scalar(campaign: Campaign, sql: str, **params: Any) -> Any:
     return reading(read)
 
 
-def _busy(campaign: Campaign) -> bool:
-    """Does anyone but this process hold a store transaction open (with the first
-    system frozen and no second one yet: a frozen process)? On SQLite: is the
-    write lock held."""
+def _held(campaign: Campaign, group: int) -> frozenset[tuple[Any, ...]]:
+    """The store transactions a process of the frozen ``group`` holds open. On
+    SQLite: the write lock, if held (nobody else writes: no second system yet).
+    On PostgreSQL: each not-idle connection of one of the group's processes, as
+    (backend pid, transaction start, client process, state, query); this test
+    process's own readers, and anyone else's, do not count (they are not
+    frozen), nor does a forked child's inherited copy of its parent's socket."""
     url = campaign.store_url
     if url.startswith("sqlite:///"):
         conn = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0,
@@ -228,11 +228,41 @@ def _busy(campaign: Campaign) -> bool:
         try:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("ROLLBACK")
-            return False
+            return frozenset()
         except sqlite3.OperationalError:
-            return True
+            return frozenset({("the SQLite write lock", None)})
         finally:
             conn.close()
-    return bool(_scalar(
-        campaign, "select count(*) from pg_stat_activity where backend_type = "
-                  "'client backend' and pid <> pg_backend_pid() and state <> 'idle'"))
+    return frozenset(tuple(row) for row in _open_transactions(campaign, group))
+
+
+def _open_transactions(campaign: Campaign, group: int) -> list[Any]:
+    """The PostgreSQL backends of ``group``'s connections that are not idle:
+    (backend pid, transaction start, client process, state, query). A connection
+    names its process (``application_name``, see ``hayata_py.store._engine``)."""
+    import sqlalchemy as sa
+
+    names = [f"hayata_py pid {pid}" for pid in sorted(_members(group))]
+    engine = campaign.sys.store._db.engine()  # type: ignore[attr-defined]
+
+    def read() -> list[Any]:
+        with engine.connect() as conn:
+            return list(conn.execute(sa.text(
+                "select pid, xact_start, application_name, state, left(query, 80) "
+                "from pg_stat_activity where backend_type = 'client backend' "
+                "and state <> 'idle' and application_name = any(:names)"), {"names": names}))
+
+    rows: list[Any] = reading(read)
+    return rows
+
+
+def _members(group: int) -> set[int]:
+    """The processes of the process group ``group``."""
+    import psutil
+
+    members: set[int] = set()
+    for pid in psutil.pids():
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile: not a member
+            if os.getpgid(pid) == group:
+                members.add(pid)
+    return members
