@@ -129,7 +129,7 @@ def test_page_shows_the_live_tree_kills_through_the_page_and_streams_events(
                          and p, timeout=30, message="tree() reports the node's new pid")
         eventually(lambda: page_pids(driver).get(NODE) == new,
                    message="the page shows the replacement pid, without a reload")
-        log = driver.find_element(By.ID, "log").text
+        log = text(driver, "#log")
         assert "Kill node node:echo" in log and dialog_cli in log
 
         # A kill from a shell shows up just the same.
@@ -153,16 +153,17 @@ def test_page_shows_the_live_tree_kills_through_the_page_and_streams_events(
         click(driver, "#confirm-ok")
         eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "#events li.result"),
                    timeout=30, message="the invocation's result on the page")
-        events = driver.find_elements(By.CSS_SELECTOR, "#events li.event")
-        assert [int(e.get_attribute("data-sequence")) for e in events] == [1, 2, 3, 4]
-        assert [e.find_element(By.CLASS_NAME, "type").text for e in events] == [
+        events = driver.execute_script(  # one read: the page re-renders on live updates
+            "return [...document.querySelectorAll('#events li.event')]"
+            ".map(e => [e.dataset.sequence, e.querySelector('.type').textContent.trim()]);")
+        assert [int(sequence) for sequence, _ in events] == [1, 2, 3, 4]
+        assert [kind for _, kind in events] == [
             "invocation_started", "node_started", "node_completed", "invocation_completed"]
-        result = driver.find_element(By.CSS_SELECTOR, "#events li.result").text
+        result = text(driver, "#events li.result")
         assert '"answer":"echo:hi"' in result
         # Its durable task, with its recovery class.
-        eventually(lambda: [r.text for r in driver.find_elements(
-            By.CSS_SELECTOR, "#tasks tbody tr")] and "completed" in driver.find_element(
-            By.CSS_SELECTOR, "#tasks tbody tr .class").text, message="the task table")
+        eventually(lambda: "completed" in text(driver, "#tasks tbody tr .class"),
+                   message="the task table")
 
         # An unfinished invocation whose task is uncertain: resolved from the page
         # with the same command as from a shell.
