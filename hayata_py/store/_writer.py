@@ -58,6 +58,15 @@ up to the limit, in every edge process) and gains nothing: in WAL mode every
 other writer's commit empties it anyway."""
 
 
+def _first_start(task_id: str, task: TaskRecord | None, attempt: int, retry: bool | None
+                 ) -> TaskRecord | None:
+    """The task's record if this start is a plain first one, which the fast
+    statements write (its record in hand, not a retry of a failed row); None
+    otherwise: every other start goes to the full store."""
+    plain = task is not None and attempt >= 1 and task.task_id == task_id and not retry
+    return task if plain else None
+
+
 class TaskWriter:
     """``mark_started`` / ``mark_completed`` / ``mark_failed`` of :class:`TaskStore`,
     with the same arguments, effects and errors, for one store URL."""
@@ -85,12 +94,13 @@ class TaskWriter:
                      attempt: int, task: TaskRecord | None = None,
                      checkpoint: InvocationRecord | None = None,
                      retry: bool = False) -> TaskRecord:
-        if task is not None and attempt >= 1 and task.task_id == task_id and not retry:
+        first = _first_start(task_id, task, attempt, retry)
+        if first is not None:
             now = float(self.clock())
             statements = self._start_statements(task_id, token, system_instance, attempt,
-                                                task, checkpoint, now)
+                                                first, checkpoint, now)
             if self._write_all(statements):
-                return dataclasses.replace(task, status="started", attempt=attempt,
+                return dataclasses.replace(first, status="started", attempt=attempt,
                                            started_at=now, finished_at=None,
                                            system_instance=system_instance, resolved=False)
         # A retry (its failed row exists) and every other case: the full store.
@@ -107,9 +117,9 @@ class TaskWriter:
         now = float(self.clock())
         statements: list[tuple[_fast.Stmt, tuple[Any, ...]]] = []
         for start in starts:
-            task = start.get("task")
-            if task is None or start["attempt"] < 1 or task.task_id != start["task_id"] \
-                    or start.get("retry"):
+            task = _first_start(start["task_id"], start.get("task"), start["attempt"],
+                                start.get("retry"))
+            if task is None:
                 return False
             statements += self._start_statements(
                 start["task_id"], start["token"], start["system_instance"], start["attempt"],
