@@ -5,12 +5,13 @@ the last event its subscriber got, which the CALLER inbox honours."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from hayata_py._actors.eventlog import EventLog
+from hayata_py._actors.eventlog import FLUSH_DELAY, QUIET_DELAY, EventLog
 from hayata_py._errors import ErrorInfo, StoreError
 from hayata_py._inbox import Inbox
 from hayata_py._invocation import Emit
@@ -197,3 +198,26 @@ def test_a_batch_with_a_replaced_run_and_the_run_that_took_over_sends_the_new_ru
     assert [(m.sequence, m.type) for _, m in sent] == [(2, "invocation_resumed"),
                                                       (3, "node_started")]
     assert [e.type for e in store.rows.values()] == ["invocation_resumed", "node_started"]
+
+
+def test_an_event_nobody_waits_for_live_waits_longer_for_its_write() -> None:
+    """A streamed run's event is written within FLUSH_DELAY (its subscriber
+    waits for it); one nobody receives live, within QUIET_DELAY; a streamed
+    event after a quiet one brings the write forward, never back."""
+    armed: list[float] = []
+    log = EventLog(Log(), Quiet(), lambda _to, _m: None, armed.append)
+    before = time.monotonic()
+    log.emit("quiet", 1, Emit(1, "node_started", {}), None, 1)
+    after = time.monotonic()
+    assert before + QUIET_DELAY <= log.flush_at <= after + QUIET_DELAY
+    assert armed == [log.flush_at]
+    log.emit("quiet", 1, Emit(2, "node_started", {}), None, 1)
+    assert len(armed) == 1  # the wakeup already armed serves
+    before = time.monotonic()
+    log.emit("live", 1, Emit(1, "node_started", {}), "caller", 1)
+    after = time.monotonic()
+    assert before + FLUSH_DELAY <= log.flush_at <= after + FLUSH_DELAY
+    assert armed[-1] == log.flush_at and len(armed) == 2
+    log.emit("quiet", 1, Emit(3, "node_started", {}), None, 1)
+    assert len(armed) == 2 and log.flush_at == armed[-1]  # not pushed back
+    assert FLUSH_DELAY < QUIET_DELAY

@@ -8,14 +8,17 @@ under the same sequence, across any crash: a crash can lose only events that
 nobody saw, and a recovered run numbers on from the last stored sequence
 (``Seed.sequence``), so the log has no gap.
 
-Events are not written one commit each: they gather for at most
-:data:`FLUSH_DELAY` seconds (the agent arms a wakeup) and go in one
-transaction with those of every other invocation of the agent. The end of a
+Events are not written one commit each: they gather and go in one
+transaction with those of every other invocation of the agent, at most
+:data:`FLUSH_DELAY` seconds after the first of them when a live subscriber
+waits for one (a streamed run: it sees an event only once it is stored), at
+most :data:`QUIET_DELAY` seconds otherwise (the agent arms a wakeup); readers
+of the log in other processes poll it about as often. The end of a
 run rides on the commit of its result: the events still gathering and the
 terminal event are written in the same transaction as the terminal record
 (:meth:`take`, :meth:`written`; ``TaskStore.finish_invocation(events=...)``),
-so the end of a run costs no commit of its own for its events (a run
-shorter than :data:`FLUSH_DELAY` none at all).
+so the end of a run costs no commit of its own for its events (an
+unstreamed run shorter than :data:`QUIET_DELAY` none at all).
 Inside the agent's group commit (``batched()``) the ends of several
 invocations share one write of their events.
 
@@ -45,9 +48,14 @@ from hayata_py.messages import AgentEvent, AgentResult
 from hayata_py.store import StoredEvent, TaskStore
 
 FLUSH_DELAY = 0.01
-"""Seconds an event may wait for the write it shares with others (what a crash
+"""Seconds an event of a streamed run may wait for the write it shares with
+others: its live subscriber waits that long at most for it."""
+QUIET_DELAY = 0.1
+"""Seconds an event nobody waits for live may wait for its write (what a crash
 can lose of a run's events, besides those still unwritten while the store is
-away)."""
+away). Longer than :data:`FLUSH_DELAY`: a short run's events all ride on its
+result's commit, and a long map's gather in a few commits instead of one per
+10 ms (measured: seq3 and map100 latency, ``docs/guide/performance.md``)."""
 RETRY_DELAY = 0.5
 """Seconds between two tries of a write the store refused."""
 
@@ -103,9 +111,14 @@ class EventLog:
             return
         self.pending.setdefault(invocation_id, []).append(_Pending(
             StoredEvent(invocation_id, cmd.sequence, cmd.type, cmd.data), token, to, message))
-        if self.flush_at == math.inf and not self.stopping:
-            self.flush_at = time.monotonic() + FLUSH_DELAY
-            self.arm(self.flush_at)
+        self._due_in(QUIET_DELAY if to is None else FLUSH_DELAY)
+
+    def _due_in(self, seconds: float) -> None:
+        """Make sure the pending events are written within ``seconds``."""
+        at = time.monotonic() + seconds
+        if at < self.flush_at and not self.stopping:
+            self.flush_at = at
+            self.arm(at)
 
     def _all(self) -> list[_Pending]:
         return [p for mine in self.pending.values() for p in mine]
@@ -124,9 +137,8 @@ class EventLog:
         if not ok:
             if taken:  # before anything of the invocation emitted since
                 self.pending[invocation_id] = taken + self.pending.get(invocation_id, [])
-            if taken and not self.stopping and self.flush_at == math.inf:
-                self.flush_at = time.monotonic() + FLUSH_DELAY
-                self.arm(self.flush_at)
+            if taken:
+                self._due_in(FLUSH_DELAY)
             return
         self._deliver(taken, set())
         if terminal is not None:
