@@ -29,6 +29,10 @@
   process that forks the admin and exits, and detaches it from
   ``multiprocessing``, so nothing waits for it: each start left a zombie in
   the caller's process. :func:`install_reap_patch` waits for it.
+- **The run loop on a stack chunk of its own.** :func:`install_stack_patch`
+  runs each actor's loop (``ActorManager.run`` in its forked process) through
+  :func:`supervisors._stack.on_own_chunk`, so a message's handling does not
+  map and unmap a chunk of CPython's frame stack each time.
 - **Conventions** (several systems, possibly on several hosts): Thespian reads
   its convention timings once, at import, from environment variables;
   :func:`configure_convention` sets them for the admins started afterwards.
@@ -59,6 +63,8 @@ from thespian.system.multiprocCommon import MultiProcReplicator
 from thespian.system.transport import ReceiveEnvelope, TransmitIntent
 from thespian.system.transport.IPBase import IPActorAddress
 from thespian.system.utilis import partition
+
+from supervisors._stack import on_own_chunk
 
 BIND_ENV = "SUPERVISORS_BIND"
 ADMIN_ENV = "SUPERVISORS_ADMIN"
@@ -355,6 +361,24 @@ def install_describe_patch() -> bool:
     return True
 
 
+def install_stack_patch() -> bool:
+    """Run every actor process's loop on a frame-stack chunk of its own
+    (:mod:`supervisors._stack`); not applied (False) if
+    :data:`PLAIN_THESPIAN_ENV` is ``1``."""
+    run = _multiproc.MultiProcManager.run
+    if getattr(run, "_supervisors_patched", False):
+        return True
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1":
+        return False
+
+    def run_on_own_chunk(self: Any) -> None:
+        on_own_chunk(run, self)
+
+    run_on_own_chunk._supervisors_patched = True  # type: ignore[attr-defined]
+    _multiproc.MultiProcManager.run = run_on_own_chunk
+    return True
+
+
 def prepare_environment(bind: str) -> None:
     """Set the bind and advertised address for this process and its forks."""
     os.environ[BIND_ENV] = bind
@@ -443,3 +467,4 @@ install_exit_patch()
 install_reap_patch()
 install_selector_patch()
 install_describe_patch()
+install_stack_patch()
