@@ -23,6 +23,7 @@ import dataclasses
 import enum
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, Union, get_args, get_origin
 
 from thespian.actors import ActorAddress
@@ -35,7 +36,6 @@ _MAY_BE_NONE = frozenset({("EdgeInit", "watcher"), ("NodeEvent", "address"),
 """The address fields that may hold None (no watcher yet, a node that is down)."""
 _PROTOCOL = "hayata_py._actors._protocol"
 _DEPTH = 4
-_hints: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
 def bad_field(message: Any) -> str | None:
@@ -45,87 +45,130 @@ def bad_field(message: Any) -> str | None:
     return _bad_field(message, 0)
 
 
+Check = Callable[[Any], bool]
+"""A compiled check of one value against one annotation."""
+
+
 def _bad_field(message: Any, depth: int) -> str | None:
-    cls = type(message)
-    if not dataclasses.is_dataclass(cls) or not cls.__module__.startswith("hayata_py."):
-        return None
-    for name, hint in _fields(cls):
+    checks = _classes.get((type(message), depth))
+    if checks is None:
+        checks = _class_checks(type(message), depth)
+    for name, check in checks:
         try:
             value = getattr(message, name)
         except AttributeError:
             return name
-        if name in _ADDRESS_FIELDS and cls.__module__ == _PROTOCOL and hint is Any:
-            if not isinstance(value, ActorAddress) and not (
-                    value is None and (cls.__name__, name) in _MAY_BE_NONE):
-                return name
-            continue
-        if not _matches(value, hint, depth):
+        if not check(value):
             return name
     return None
 
 
-def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
-    found = _hints.get(cls)
-    if found is None:
-        try:
-            hints = typing.get_type_hints(cls)
-        except Exception:  # noqa: BLE001 - an annotation we cannot resolve: check nothing
-            hints = {}
-        found = tuple((f.name, hints.get(f.name, Any)) for f in dataclasses.fields(cls))
-        _hints[cls] = found
+_classes: dict[tuple[type, int], tuple[tuple[str, Check], ...]] = {}
+"""(class, depth) -> each field's name and check, built once per class: the
+annotations are read and turned into closures the first time a message of a
+class is checked, so a message costs one call per field, not a walk of its
+annotations."""
+_checks: dict[tuple[Any, int], Check] = {}
+
+
+def _class_checks(cls: type, depth: int) -> tuple[tuple[str, Check], ...]:
+    if not dataclasses.is_dataclass(cls) or not cls.__module__.startswith("hayata_py."):
+        found: tuple[tuple[str, Check], ...] = ()
+    else:
+        found = tuple((name, _field_check(cls, name, hint, depth))
+                      for name, hint in _fields(cls))
+    _classes[(cls, depth)] = found
     return found
 
 
-def _matches(value: Any, hint: Any, depth: int) -> bool:
+def _field_check(cls: type, name: str, hint: Any, depth: int) -> Check:
+    if name in _ADDRESS_FIELDS and cls.__module__ == _PROTOCOL and hint is Any:
+        if (cls.__name__, name) in _MAY_BE_NONE:
+            return lambda v: v is None or isinstance(v, ActorAddress)
+        return lambda v: isinstance(v, ActorAddress)
+    return _check(hint, depth)
+
+
+def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation we cannot resolve: check nothing
+        hints = {}
+    return tuple((f.name, hints.get(f.name, Any)) for f in dataclasses.fields(cls))
+
+
+def _always(value: Any) -> bool:
+    return True
+
+
+def _check(hint: Any, depth: int) -> Check:
+    """The check of ``hint`` at ``depth`` (built once; annotations are hashable)."""
+    try:
+        found = _checks.get((hint, depth))
+    except TypeError:  # an unhashable annotation: built each time, not kept
+        return _build(hint, depth)
+    if found is None:
+        found = _checks[(hint, depth)] = _build(hint, depth)
+    return found
+
+
+def _build(hint: Any, depth: int) -> Check:
     if hint is Any or depth > _DEPTH:
-        return True
+        return _always
     if hint is type(None) or hint is None:
-        return value is None
+        return lambda v: v is None
     origin = get_origin(hint)
     args = get_args(hint)
     if origin is Union or origin is types.UnionType:
-        return any(_matches(value, a, depth) for a in args)
+        alternatives = tuple(_check(a, depth) for a in args)
+        return lambda v: any(c(v) for c in alternatives)
     if origin is Literal:
-        return value in args
+        return lambda v: v in args
     if origin is None:
-        if hint is float:
-            return isinstance(value, (int, float)) and not isinstance(value, bool)
-        if hint is int:
-            return isinstance(value, int) and not isinstance(value, bool)
-        if isinstance(hint, type):
-            if not isinstance(value, hint):
-                return False
-            if dataclasses.is_dataclass(hint) and not isinstance(value, enum.Enum):
-                return _bad_field(value, depth + 1) is None
-            return True
-        return True  # a TypeVar, a string we could not resolve: not checked
+        return _plain(hint, depth)
     if origin is typing.Annotated:
-        return _matches(value, args[0], depth)
+        return _check(args[0], depth)
     if origin is tuple:
-        if not isinstance(value, tuple):
-            return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return all(_matches(v, args[0], depth + 1) for v in value)
-        return len(args) == len(value) and all(
-            _matches(v, a, depth + 1) for v, a in zip(value, args, strict=True))
+            each = _check(args[0], depth + 1)
+            return lambda v: isinstance(v, tuple) and all(map(each, v))
+        positions = tuple(_check(a, depth + 1) for a in args)
+        return lambda v: isinstance(v, tuple) and len(v) == len(positions) and all(
+            c(x) for c, x in zip(positions, v, strict=True))
     if origin in (list, cabc.Sequence, cabc.MutableSequence):
-        kinds: tuple[type, ...] = (list,) if origin is list else (list, tuple)
-        if not isinstance(value, kinds):
-            return False
-        items = typing.cast("cabc.Iterable[Any]", value)
-        return not args or all(_matches(v, args[0], depth + 1) for v in items)
+        return _items((list,) if origin is list else (list, tuple), args, depth)
     if origin in (set, frozenset, cabc.Set, cabc.Collection, cabc.Iterable):
-        if not isinstance(value, (set, frozenset, list, tuple)):
-            return False
-        return not args or all(_matches(v, args[0], depth + 1) for v in value)
+        return _items((set, frozenset, list, tuple), args, depth)
     if origin in (dict, cabc.Mapping, cabc.MutableMapping):
-        if not isinstance(value, cabc.Mapping):
-            return False
         if len(args) != 2:
-            return True
-        return all(_matches(k, args[0], depth + 1) and _matches(v, args[1], depth + 1)
-                   for k, v in value.items())
-    return isinstance(value, origin) if isinstance(origin, type) else True
+            return lambda v: isinstance(v, cabc.Mapping)
+        key, val = _check(args[0], depth + 1), _check(args[1], depth + 1)
+        return lambda v: isinstance(v, cabc.Mapping) and all(
+            key(k) and val(x) for k, x in v.items())
+    if isinstance(origin, type):
+        return lambda v: isinstance(v, origin)
+    return _always
+
+
+def _plain(hint: Any, depth: int) -> Check:
+    if hint is float:
+        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    if hint is int:
+        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if not isinstance(hint, type):
+        return _always  # a TypeVar, a string we could not resolve: not checked
+    if dataclasses.is_dataclass(hint):
+        return lambda v: isinstance(v, hint) and (
+            isinstance(v, enum.Enum) or _bad_field(v, depth + 1) is None)
+    return lambda v: isinstance(v, hint)
+
+
+def _items(kinds: tuple[type, ...], args: tuple[Any, ...], depth: int) -> Check:
+    if not args:
+        return lambda v: isinstance(v, kinds)
+    each = _check(args[0], depth + 1)
+    return lambda v: isinstance(v, kinds) and all(
+        map(each, typing.cast("cabc.Iterable[Any]", v)))
 
 
 def drop_malformed(log: Any, message: Any) -> bool:
