@@ -20,6 +20,7 @@ so a span may start in one actor and end in another).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -67,6 +68,13 @@ EVENTS: frozenset[Event] = frozenset(
        CIRCUIT_OPENED, CIRCUIT_CLOSED]
 )
 """Every event the runtime emits."""
+
+TASK_EVENTS: frozenset[Event] = frozenset(
+    [(*prefix, suffix) for prefix in (NODE_EXECUTION, EDGE, REDUCER)
+     for suffix in ("start", "stop")] + [(*CACHE, "hit"), (*CACHE, "miss")])
+"""The events of every task (several per step): the built-in log handler logs
+them at ``debug`` level, except a ``stop`` whose status is not ``completed``
+(a failed, cancelled or timed-out task), which it logs at ``info``."""
 
 STATUSES = ("completed", "failed", "cancelled", "timed_out")
 """Values of the ``status`` metadata key on terminal events."""
@@ -287,8 +295,18 @@ def install_from_env(force: bool = False) -> list[str]:
 def log_event(event: Event, measurements: dict[str, Any], metadata: dict[str, Any],
               config: Any) -> None:
     """The built-in handler: one structlog line per event, named ``"hayata.node..."``,
-    with the measurements and metadata as fields."""
+    with the measurements and metadata as fields; at ``debug`` level for a task's
+    start and successful stop (:data:`TASK_EVENTS`), so at the default ``info``
+    level no line is built for them, at ``info`` for everything else."""
+    log = _log()
+    if event in TASK_EVENTS and metadata.get("status", "completed") == "completed":
+        enabled = getattr(log, "is_enabled_for", None)
+        if enabled is not None and not enabled(logging.DEBUG):
+            return
+        method = log.debug
+    else:
+        method = log.info
     fields = {**measurements, **metadata}
     if "event" in fields:
         fields["event_"] = fields.pop("event")
-    _log().info(".".join(event), **fields)
+    method(".".join(event), **fields)

@@ -214,14 +214,37 @@ def info_logs() -> Iterator[list[MutableMapping[str, Any]]]:
 def test_log_event_logs_name_measurements_and_metadata(
         info_logs: list[MutableMapping[str, Any]]) -> None:
     telemetry.log_event(NODE_STOP, {"duration": 7},
-                        {"node_id": "n", "status": "completed", "event": "x"}, None)
+                        {"node_id": "n", "status": "failed", "event": "x"}, None)
     assert info_logs == [{"event": "hayata.node.execution.stop", "duration": 7,
-                          "node_id": "n", "status": "completed", "event_": "x",
+                          "node_id": "n", "status": "failed", "event_": "x",
                           "log_level": "info"}]
+
+
+@pytest.mark.parametrize(("event", "metadata", "debug_only"), [
+    (NODE_STOP, {"status": "completed"}, True),
+    (("hayata", "edge", "start"), {}, True),
+    (("hayata", "cache", "hit"), {}, True),
+    (("hayata", "edge", "stop"), {"status": "cancelled"}, False),
+    (("hayata", "edge", "exception"), {"status": "failed"}, False),
+    (("hayata", "agent", "invocation", "stop"), {"status": "completed"}, False),
+])
+def test_a_tasks_start_and_successful_stop_are_logged_at_debug_only(
+        event: tuple[str, ...], metadata: dict[str, Any], debug_only: bool) -> None:
+    saved = structlog.get_config()["wrapper_class"]
+    try:
+        for level in (logging.INFO, logging.DEBUG):
+            structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
+            with capture_logs() as logs:
+                telemetry.log_event(event, {"duration": 1}, dict(metadata), None)
+            expected = [] if debug_only and level == logging.INFO else [
+                ("debug" if debug_only else "info", ".".join(event))]
+            assert [(e["log_level"], e["event"]) for e in logs] == expected
+    finally:
+        structlog.configure(wrapper_class=saved)
 
 
 def test_log_event_is_attachable_by_path(info_logs: list[MutableMapping[str, Any]]) -> None:
     telemetry.attach("log", [NODE_STOP], "hayata_py._telemetry:log_event")
-    telemetry.execute(NODE_STOP, {"duration": 1}, {"agent_id": "a"})
+    telemetry.execute(NODE_STOP, {"duration": 1}, {"agent_id": "a", "status": "timed_out"})
     assert [(e["event"], e["agent_id"]) for e in info_logs] == [
         ("hayata.node.execution.stop", "a")]

@@ -172,7 +172,7 @@ def _hide_password(url: str | None) -> str:
               help="Thespian admin port (default: a free port). Give the convention leader "
                    "a fixed one: members join it by HOST:PORT.")
 @click.option("--telemetry-log/--no-telemetry-log", default=True, show_default=True,
-              help="Log every telemetry event to the system's log.")
+              help="Log telemetry events to the system's log (per-task ones at debug level).")
 @click.option("--store", "store_url", metavar="URL", default=None,
               help="The task store, e.g. postgresql+psycopg://hayata@10.0.0.1/hayata (one "
                    "PostgreSQL database shared by every system of a cluster). Default: "
