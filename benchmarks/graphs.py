@@ -122,6 +122,13 @@ def policy_map100(ctx: hy.PolicyContext) -> hy.Map | hy.Finish:
     return hy.Finish(len(ctx.parallel_results or ()))
 
 
+def policy_map_n(ctx: hy.PolicyContext) -> hy.Map | hy.Finish:
+    """A map over as many items as the input says (``benchmarks.bench_map``)."""
+    if ctx.step == 0:
+        return hy.Map("item", list(range(int(ctx.input))))
+    return hy.Finish(len(ctx.parallel_results or ()))
+
+
 def policy_finish(ctx: hy.PolicyContext) -> hy.Finish:
     return hy.Finish(ctx.input)
 
@@ -198,7 +205,7 @@ def hy_config(graph: str, agent_id: str | None = None) -> hy.AgentConfig:
         nodes = {n: f"{_HERE}:hy_sleep" for n in SLEEP_NODES}
     elif graph == "cpu2":
         nodes = {n: f"{_HERE}:hy_cpu" for n in CPU_NODES}
-    elif graph == "map100":
+    elif graph in ("map100", "map_n"):
         nodes = {"item": f"{_HERE}:hy_item"}
     elif graph == "steps100":
         return hy.AgentConfig(
@@ -208,7 +215,8 @@ def hy_config(graph: str, agent_id: str | None = None) -> hy.AgentConfig:
     else:
         raise ValueError(graph)
     return hy.AgentConfig(id=agent_id or graph, nodes=nodes,
-                          decision_policy=f"{_HERE}:policy_{graph}", execution_timeout=60.0)
+                          decision_policy=f"{_HERE}:policy_{graph}",
+                          execution_timeout=600.0 if graph == "map_n" else 60.0)
 
 
 # -- LangGraph --------------------------------------------------------------------------
@@ -264,11 +272,12 @@ def lg_graph(graph: str, checkpointer: Any) -> Any:
         g.add_node("join", _lg_trivial("join"))
         g.add_edge(list(FAN_NODES), "join")
         g.add_edge("join", END)
-    elif graph == "map100":
+    elif graph in ("map100", "map_n"):
         from langgraph.types import Send
 
         def fan_out(state: LGState) -> list[Any]:
-            return [Send("item", {"input": i}) for i in range(MAP_ITEMS)]
+            count = MAP_ITEMS if graph == "map100" else int(state["input"])
+            return [Send("item", {"input": i}) for i in range(count)]
 
         def item(state: LGState) -> dict[str, Any]:
             return {"count": 1}
