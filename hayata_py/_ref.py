@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -49,11 +50,26 @@ REMOTE_ASK_TIMEOUT = 2.0
 """How long a look-up waits for an actor on another system."""
 
 
+_PROC = os.path.isdir("/proc/self")
+
+
 def alive(pid: int) -> bool:
+    """True if process ``pid`` runs and is not a zombie (PID 1 of a container
+    may never reap one). Asked before every call to an agent, so on Linux it
+    reads ``/proc/<pid>/stat`` once (psutil opened two files, ~0.1 ms)."""
+    if not _PROC:
+        try:
+            return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+        except psutil.NoSuchProcess:
+            return False
     try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+    except OSError:
         return False
+    # "pid (comm) S ...": the state follows the last ")" (comm may hold one).
+    end = text.rfind(b")")
+    return end >= 0 and text[end + 2:end + 3] not in (b"Z", b"X", b"")
 
 
 def _is(*types: type) -> Callable[[Any], bool]:
