@@ -16,6 +16,7 @@ from thespian.actors import Actor, ActorExitRequest
 from thespian.system.timing import ExpirationTimer
 
 from supervisors import System
+from supervisors import _poll as P
 from supervisors import _tcploop as L
 from supervisors import _thespian as T
 
@@ -109,8 +110,8 @@ def test_register_all_registers_as_register_does(sockets: list[socket.socket]) -
     sockets += [a, b]
     fast = tcp.selectors.DefaultSelector()
     fast.register_all([a.fileno()], [b])
-    assert fast._wanted == {a.fileno(): T._POLL_MASK[T._READ],
-                            b.fileno(): T._POLL_MASK[T._WRITE]}
+    assert fast._wanted == {a.fileno(): P._POLL_MASK[P._READ],
+                            b.fileno(): P._POLL_MASK[P._WRITE]}
     fast.close()
     for readers, writers, error in (([a.fileno(), a.fileno()], [], KeyError),
                                     ([a.fileno()], [a], KeyError),
