@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-service chaos soak soak-agents docs clean
+.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,12 @@ bench-memory-500: $(STAMP)
 # answers pings, forked like the runtime's), times an agent's processes.
 bench-memory-floor: $(STAMP)
 	$(PY) -m benchmarks.bench_memory_floor
+
+# A map step of 100, 1,000 and 10,000 trivial items side by side with LangGraph
+# Send (issue 23: hayata_py linear in the item count); writes benchmarks/results/map.json.
+bench-map: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m benchmarks.bench_map --items 100,1000,10000 --samples 2
 
 # Agents as services (issue 21): C conversations at once on one agent
 # (max_invocations=C) vs one compiled LangGraph graph (AsyncSqliteSaver),
