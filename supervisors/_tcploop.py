@@ -184,6 +184,22 @@ def _bad_descriptors(self: Any, wrecv: list[Any], wsend: list[Any]) -> list[Any]
     return rerr
 
 
+_GO_ON = object()
+
+
+def _handle_queued(self: Any, incomingHandler: Any) -> Any:
+    """Thespian's hand-over of the received envelopes: the first envelope (no
+    handler), a handler's result that ends the run, or :data:`_GO_ON`."""
+    while self._incomingEnvelopes:
+        rEnv = self._incomingEnvelopes.pop(0)
+        if incomingHandler is None:
+            return rEnv
+        r = Thespian__Run_HandlerResult(incomingHandler(rEnv))
+        if not r:
+            return r
+    return _GO_ON
+
+
 def run_with_expiry(self: Any, incomingHandler: Any) -> Any:
     """``TCPTransport._runWithExpiry`` (see the module's text)."""
     xmitOnly = incomingHandler == TransmitOnly or \
@@ -205,13 +221,9 @@ def run_with_expiry(self: Any, incomingHandler: Any) -> Any:
             if not self._transmitIntents and not self._waitingTransmits:
                 return 0
         else:
-            while self._incomingEnvelopes:
-                rEnv = self._incomingEnvelopes.pop(0)
-                if incomingHandler is None:
-                    return rEnv
-                r = Thespian__Run_HandlerResult(incomingHandler(rEnv))
-                if not r:
-                    return r
+            ended = _handle_queued(self, incomingHandler)
+            if ended is not _GO_ON:
+                return ended
 
         with exclusive_processing(self):
             wrecv, wsend = _wait_sets(self, xmitOnly)
@@ -311,13 +323,9 @@ def run_with_expiry(self: Any, incomingHandler: Any) -> Any:
                 return remXmits
 
         if not xmitOnly:
-            while self._incomingEnvelopes:
-                rEnv = self._incomingEnvelopes.pop(0)
-                if incomingHandler is None:
-                    return rEnv
-                r = Thespian__Run_HandlerResult(incomingHandler(rEnv))
-                if not r:
-                    return r
+            ended = _handle_queued(self, incomingHandler)
+            if ended is not _GO_ON:
+                return ended
 
     return Thespian__Run_Terminated() \
         if hasattr(self, "_aborting_run") else \

@@ -7,15 +7,14 @@ crossing. The minor page faults of a loop of calls show it."""
 
 from __future__ import annotations
 
-import os
 import resource
 from typing import Any
 
 import pytest
-from thespian.actors import Actor, ActorExitRequest
 
 from supervisors import System, _stack
 from supervisors import _thespian as T
+from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -58,23 +57,6 @@ def test_on_own_chunk_passes_arguments_and_the_result() -> None:
         _stack.on_own_chunk(lambda: 1 / 0)
 
 
-class RunProbe(Actor):  # type: ignore[misc]
-    """Answers whether its process runs the patched loop."""
-
-    def receiveMessage(self, message: Any, sender: Any) -> None:
-        if message == "which":
-            from thespian.system.multiprocCommon import MultiProcManager
-
-            self.send(sender, (os.getpid(),
-                               getattr(MultiProcManager.run, "_supervisors_patched", False)))
-
-
 def test_actor_processes_run_their_loop_on_their_own_chunk(system: System) -> None:
     assert T.install_stack_patch() is True
-    probe = system.thespian.createActor(RunProbe)
-    try:
-        pid, patched = system.thespian.ask(probe, "which", 10)
-        assert pid != os.getpid()
-        assert patched is True
-    finally:
-        system.thespian.tell(probe, ActorExitRequest())
+    assert patches_in_an_actor(system)["stack"] is True

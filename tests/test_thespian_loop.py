@@ -4,7 +4,6 @@ sockets and wait sets give Thespian's outcomes."""
 
 from __future__ import annotations
 
-import os
 import socket
 import types
 from collections.abc import Iterator
@@ -12,13 +11,13 @@ from typing import Any
 
 import pytest
 import thespian.system.transport.TCPTransport as tcp
-from thespian.actors import Actor, ActorExitRequest
 from thespian.system.timing import ExpirationTimer
 
 from supervisors import System
 from supervisors import _poll as P
 from supervisors import _tcploop as L
 from supervisors import _thespian as T
+from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,25 +29,8 @@ def test_the_loop_patch_is_applied_and_thespians_loop_is_still_fingerprinted() -
     assert T.selector_patch_fingerprint() == T.SELECTOR_PATCH_FITS
 
 
-class LoopProbe(Actor):  # type: ignore[misc]
-    def receiveMessage(self, message: Any, sender: Any) -> None:
-        if message == "which":
-            import thespian.system.transport.TCPTransport as transport
-
-            from supervisors._tcploop import run_with_expiry
-
-            self.send(sender, (os.getpid(),
-                               transport.TCPTransport._runWithExpiry is run_with_expiry))
-
-
 def test_actor_processes_run_the_patched_loop(system: System) -> None:
-    probe = system.thespian.createActor(LoopProbe)
-    try:
-        pid, patched = system.thespian.ask(probe, "which", 10)
-        assert pid != os.getpid()
-        assert patched is True
-    finally:
-        system.thespian.tell(probe, ActorExitRequest())
+    assert patches_in_an_actor(system)["loop"] is True
 
 
 @pytest.fixture

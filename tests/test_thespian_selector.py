@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import thespian.system.transport.TCPTransport as tcp
-from thespian.actors import Actor, ActorExitRequest
 
 from supervisors import System
 from supervisors import _thespian as T
+from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,26 +31,8 @@ def test_the_patch_fits_the_installed_thespian_and_is_applied() -> None:
     assert T.install_selector_patch() is True
 
 
-class SelectorProbe(Actor):  # type: ignore[misc]
-    """Answers whether its process's transport uses the reused selector."""
-
-    def receiveMessage(self, message: Any, sender: Any) -> None:
-        if message == "which":
-            import thespian.system.transport.TCPTransport as transport
-
-            from supervisors._thespian import _SELECTORS_SHIM
-
-            self.send(sender, (os.getpid(), transport.selectors is _SELECTORS_SHIM))
-
-
 def test_actor_processes_use_the_reused_selector(system: System) -> None:
-    probe = system.thespian.createActor(SelectorProbe)
-    try:
-        pid, patched = system.thespian.ask(probe, "which", 10)
-        assert pid != os.getpid()
-        assert patched is True
-    finally:
-        system.thespian.tell(probe, ActorExitRequest())
+    assert patches_in_an_actor(system)["selector"] is True
 
 
 @pytest.fixture
