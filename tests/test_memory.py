@@ -20,10 +20,16 @@ from tests.helpers import walk
 
 MB = 1024 * 1024
 
-EDGE_ABOVE_NODE_MAX = 4.5 * MB
+EDGE_ABOVE_NODE_MAX = 5.5 * MB
 """An edge's USS above a node's. Measured with one agent: 3.0 MB (its task
 writer's SQLite connection, the node function, telemetry); 5.9 MB when the
-edge wrote through an SQLAlchemy engine (pool, dialect, compiled statements)."""
+edge wrote through an SQLAlchemy engine (pool, dialect, compiled statements).
+How much of the inherited heap a process has written to (private pages)
+depends on the process it was forked from: 2026-12-04, the same code gave
+3.7-3.9 MB forked from a small script and 4.4-4.7 MB when this test ran alone
+under pytest (a bigger parent heap), for the code of that day and of the day
+before alike; the bound (4.5 MB then) failed that way now and then. An engine
+in the edge adds ~3 MB more, above this bound either way."""
 
 GROWTH_MAX = 1.0 * MB
 """USS any agent, node or edge process may gain over :data:`MORE_RUNS`
