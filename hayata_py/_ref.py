@@ -5,13 +5,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-import os
 import random
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import psutil
 from thespian.actors import PoisonMessage
 
 from hayata_py._actors.agent import validate_run
@@ -41,6 +39,7 @@ from hayata_py.messages import (
     WaitResult,
 )
 from hayata_py.store import TaskClass, TaskRecord, classify_task
+from supervisors import process_alive
 
 _REFS = itertools.count(random.randrange(1, 2**31))
 ASK_TIMEOUT = 30.0
@@ -50,26 +49,10 @@ REMOTE_ASK_TIMEOUT = 2.0
 """How long a look-up waits for an actor on another system."""
 
 
-_PROC = os.path.isdir("/proc/self")
-
-
 def alive(pid: int) -> bool:
-    """True if process ``pid`` runs and is not a zombie (PID 1 of a container
-    may never reap one). Asked before every call to an agent, so on Linux it
-    reads ``/proc/<pid>/stat`` once (psutil opened two files, ~0.1 ms)."""
-    if not _PROC:
-        try:
-            return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-        except psutil.NoSuchProcess:
-            return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read()
-    except OSError:
-        return False
-    # "pid (comm) S ...": the state follows the last ")" (comm may hold one).
-    end = text.rfind(b")")
-    return end >= 0 and text[end + 2:end + 3] not in (b"Z", b"X", b"")
+    """True if process ``pid`` runs and is not a zombie; asked before every call
+    to an agent (one read of ``/proc``: psutil opened two files, ~0.1 ms)."""
+    return process_alive(pid)
 
 
 def _is(*types: type) -> Callable[[Any], bool]:

@@ -22,7 +22,7 @@ from supervisors._messages import (
     TerminateChild,
     WhichChildren,
 )
-from supervisors._os import host_id, kill_child_process
+from supervisors._os import host_id, kill_child_process, process_alive
 from supervisors._protocol import GetPid, StopNormally
 from supervisors._ref import SupervisorRef
 from supervisors._sessions import wait_gone
@@ -79,5 +79,6 @@ __all__ = [
     "add_restart",
     "host_id",
     "kill_child_process",
+    "process_alive",
     "wait_gone",
 ]

@@ -84,6 +84,19 @@ def child_alive(pid: int | None, started: int = 0) -> bool:
             and (not started or stat[2] == started))
 
 
+def process_alive(pid: int) -> bool:
+    """True while process ``pid`` (any process, not only a child) runs and is
+    not a zombie: PID 1 of a container may never reap one. One read of
+    ``/proc`` on Linux, psutil elsewhere."""
+    if not sys.platform.startswith("linux"):
+        try:
+            return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+        except psutil.NoSuchProcess:
+            return False
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
 def started_at(pid: int) -> int:
     """When process ``pid`` started, in clock ticks since boot (0 if gone or
     unknown): with the pid, it names one process for good."""

@@ -62,9 +62,9 @@ from thespian.system.transport import ReceiveEnvelope, TransmitIntent
 from thespian.system.transport.IPBase import IPActorAddress
 from thespian.system.utilis import partition
 
-from supervisors import _tcploop
 from supervisors._poll import _SELECTORS_SHIM
 from supervisors._stack import on_own_chunk
+from supervisors._tcploop import run_with_expiry
 
 BIND_ENV = "SUPERVISORS_BIND"
 ADMIN_ENV = "SUPERVISORS_ADMIN"
@@ -173,7 +173,6 @@ and a hash of the source of the two ``TCPTransport`` methods that use
 ``selectors``. Anything else and the patch is not applied."""
 
 
-
 def _source_hash(fn: Any) -> str:
     """A hash of ``fn``'s source lines (its ``def`` and every line indented
     deeper after it), read without tokenizing: ``inspect.getsource`` on
@@ -200,8 +199,6 @@ def selector_patch_fingerprint() -> dict[str, str]:
     return {"thespian": metadata.version("thespian"),
             "_runWithExpiry": _source_hash(_THESPIAN_RUN),
             "_check_fd": _source_hash(_tcp.TCPTransport._check_fd)}
-
-
 
 
 def install_selector_patch() -> bool:
@@ -300,11 +297,11 @@ def install_loop_patch() -> bool:
     """Run ``TCPTransport._runWithExpiry`` as :mod:`supervisors._tcploop` does it
     (less work per turn, the same steps); only with the reused selector, so not
     applied (False) when :func:`install_selector_patch` is not."""
-    if _tcp.TCPTransport._runWithExpiry is _tcploop.run_with_expiry:
+    if _tcp.TCPTransport._runWithExpiry is run_with_expiry:
         return True
     if not install_selector_patch():
         return False
-    _tcp.TCPTransport._runWithExpiry = _tcploop.run_with_expiry
+    _tcp.TCPTransport._runWithExpiry = run_with_expiry
     return True
 
 

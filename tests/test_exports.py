@@ -44,7 +44,8 @@ def test_supervisors_exports() -> None:
         "RestartChild", "Shutdown", "ShutdownSupervisor", "Sibling", "Start", "StartChild",
         "StartFailed", "StopNormally", "Strategy", "SupervisedActor", "Supervisor",
         "SupervisorError", "SupervisorFlags", "SupervisorRef", "System", "TerminateChild",
-        "WhichChildren", "add_restart", "host_id", "kill_child_process", "wait_gone",
+        "WhichChildren", "add_restart", "host_id", "kill_child_process", "process_alive",
+        "wait_gone",
     }
 
 
