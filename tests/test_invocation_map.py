@@ -132,8 +132,13 @@ def test_checkpoint_names_the_map_before_anything_runs() -> None:
         ("a",), [1, 2, 3], True, "ok.m:r", False)
 
 
-def test_window_open_and_next_item_per_completion() -> None:
-    m, cmds = started([10, 11, 12, 13, 14], concurrency=2)
+@pytest.mark.parametrize(("reduce", "after_one"), [
+    (None, [Emit, Emit, Dispatch]),  # no reducer: nothing to forward
+    ("ok.m:r", [Emit, Collect, Emit, Dispatch]),
+])
+def test_window_open_and_next_item_per_completion(reduce: str | None,
+                                                  after_one: list[type]) -> None:
+    m, cmds = started([10, 11, 12, 13, 14], reduce, concurrency=2)
     opened = cmds[0]
     assert isinstance(opened, OpenMap)
     assert opened.edges == 2 and opened.task_ids == tuple(
@@ -143,7 +148,7 @@ def test_window_open_and_next_item_per_completion() -> None:
         (TaskKey("a", 0), 10, 0), (TaskKey("a", 1), 11, 1)]
     assert isinstance(cmds[-1], ArmDeadline)
     cmds = m.step(ok(1))
-    assert [type(c) for c in cmds] == [Emit, Collect, Emit, Dispatch]
+    assert [type(c) for c in cmds] == after_one
     assert [(c.type, c.data["item"]) for c in cmds if isinstance(c, Emit)] == [
         ("node_completed", 1), ("node_started", 2)]
 
@@ -153,14 +158,14 @@ def test_edges_asked_are_at_most_the_items() -> None:
     assert isinstance(cmds[0], OpenMap) and cmds[0].edges == 2
 
 
-def test_results_in_item_order_as_parallel_results() -> None:
+def test_without_reduce_the_machine_ends_the_step_with_the_results_in_item_order(
+) -> None:
     m, _ = started([0, 1, 2], concurrency=3)
     for item in (2, 0):
-        m.step(ok(item))
+        assert not any(isinstance(c, (CloseMap, CallPolicy)) for c in m.step(ok(item)))
     cmds = m.step(ok(1))
-    assert cmds[-1] == Consolidate(EX, None)  # durable: the reducer reads the gaps
-    cmds = m.step(Reduced(EX, True, [{"i": 0}, {"i": 1}, {"i": 2}]))
-    assert isinstance(cmds[0], CloseMap)
+    assert not any(isinstance(c, (Collect, Consolidate)) for c in cmds)  # no reducer
+    assert [type(c) for c in cmds[-2:]] == [CloseMap, CallPolicy]
     policy = cmds[-1]
     assert isinstance(policy, CallPolicy)
     assert policy.context.parallel_results == [{"i": 0}, {"i": 1}, {"i": 2}]
@@ -168,8 +173,17 @@ def test_results_in_item_order_as_parallel_results() -> None:
     assert m.step(Reduced(EX, True, [])) == []  # the step ended once
 
 
+def test_reduce_in_item_order_reducer_reads_the_gaps_from_the_store() -> None:
+    m, _ = started([0, 1, 2], "ok.m:r", concurrency=3)
+    for item in (2, 0):
+        m.step(ok(item))
+    assert m.step(ok(1))[-1] == Consolidate(EX, None)  # durable: the reducer reads the gaps
+    cmds = m.step(Reduced(EX, True, {"n": 3}))
+    assert isinstance(cmds[0], CloseMap) and isinstance(cmds[-1], CallPolicy)
+
+
 def test_without_store_consolidate_carries_the_results() -> None:
-    m, _ = started([0, 1], durable=False)
+    m, _ = started([0, 1], "ok.m:r", durable=False)
     m.step(ok(1))
     assert m.step(ok(0))[-1] == Consolidate(EX, ({"i": 0}, {"i": 1}))
 
@@ -200,13 +214,13 @@ def test_reducer_failures_fail_the_step(event: Event) -> None:
 
 
 def test_reducer_answer_before_consolidation_is_ignored() -> None:
-    m, _ = started([0, 1])
+    m, _ = started([0, 1], "ok.m:r")
     assert m.step(Reduced(EX, True, [])) == [] and m.step(ReducerLost("inv:9", 3)) == []
     assert m.step(Reduced("inv:9", True, [])) == []
 
 
 def test_reducer_lost_while_items_run_fails_the_step() -> None:
-    m, _ = started([0, 1, 2])
+    m, _ = started([0, 1, 2], "ok.m:r")
     cmds = m.step(ReducerLost(EX, 3))
     assert [type(c) for c in cmds[:3]] == [CancelTask, CancelTask, CloseMap]
     assert code(cmds) == "reducer_crashed"
@@ -223,7 +237,7 @@ def test_first_failure_cancels_the_rest_and_sends_no_more() -> None:
 
 
 def test_deadline_while_waiting_for_the_reducer() -> None:
-    m, _ = started([0])
+    m, _ = started([0], "ok.m:r")
     m.step(ok(0))
     cmds = m.step(DeadlinePassed(EX))
     assert code(cmds) == "execution_timeout"
@@ -253,11 +267,25 @@ def test_resume_runs_missing_items_and_consolidates_with_the_reused() -> None:
     assert m.step(ok(3))[-1] == Consolidate(EX, None)
 
 
+def test_resume_without_reduce_ends_with_the_reused_and_the_new_in_item_order() -> None:
+    m = machine(concurrency=2)
+    m.step(Resume(EX, ("a",), [5, 6, 7], map=True, items_to_run={1: 1},
+                  items_reused={0: {"i": 0}, 2: {"i": 2}}))
+    policy = m.step(ok(1))[-1]
+    assert isinstance(policy, CallPolicy)
+    assert policy.context.parallel_results == [{"i": 0}, {"i": 1}, {"i": 2}]
+
+
 def test_resume_with_every_item_completed_consolidates_at_once() -> None:
     m = machine()
-    cmds = m.step(Resume(EX, ("a",), [5, 6], map=True, items_reused={0: {}, 1: {}}))
+    cmds = m.step(Resume(EX, ("a",), [5, 6], map=True, reduce="ok.m:r",
+                         items_reused={0: {}, 1: {}}))
     assert isinstance(cmds[1], OpenMap) and cmds[-1] == Consolidate(EX, None)
     assert not any(isinstance(c, Dispatch) for c in cmds)
+    m = machine()  # without reduce: the step ends at once
+    cmds = m.step(Resume(EX, ("a",), [5, 6], map=True, items_reused={0: {}, 1: {}}))
+    assert isinstance(cmds[-1], CallPolicy) and cmds[-1].context.parallel_results == [{}, {}]
+    assert not any(isinstance(c, (Dispatch, Consolidate)) for c in cmds)
 
 
 # -- random interleavings --------------------------------------------------------------
@@ -328,7 +356,7 @@ def test_any_interleaving_of_a_map(n: int, concurrency: int, stream: bool, reduc
     assert len(ends) == 1
     assert ends[0].ok == (fail_at is None)
     if fail_at is None:
-        assert consolidating and sorted(sent) == list(range(n))
+        assert consolidating == reduce and sorted(sent) == list(range(n))
         assert ends[0].result == ({"n": n} if reduce else [{"i": i} for i in range(n)])
     else:
         assert not consolidating
@@ -372,8 +400,8 @@ def test_a_failed_map_item_is_held_then_resent_alone_with_its_attempt() -> None:
     assert [(c.key, c.attempt, c.input, c.history) for c in resent] == [
         (TaskKey("a", 0), 2, 10, ("Transient",))]
     assert m.step(RetryDue(EX, TaskKey("a", 0))) == []  # once
-    assert not any(isinstance(c, (Dispatch, Consolidate)) for c in m.step(ok(2)))
-    assert any(isinstance(c, Consolidate) for c in m.step(ok(0)))
+    assert not any(isinstance(c, (Dispatch, CloseMap)) for c in m.step(ok(2)))
+    assert any(isinstance(c, CloseMap) for c in m.step(ok(0)))
 
 
 def test_a_map_item_failing_its_last_attempt_fails_the_step() -> None:

@@ -29,7 +29,7 @@ def kinds(sends: list[tuple[Any, Any]]) -> list[tuple[Any, str]]:
 
 def test_open_asks_the_node_for_edges_and_a_reducer() -> None:
     maps, pool = link()
-    sends = maps.on_command(m.OpenMap(EX, "item", ("t0", "t1"), 2, None), pool, "inv")
+    sends = maps.on_command(m.OpenMap(EX, "item", ("t0", "t1"), 2, "x.y:z"), pool, "inv")
     assert kinds(sends) == [("node-addr", "EnsureEdges"), ("node-addr", "StartReducer")]
     assert sends[0][1] == p.EnsureEdges(2)
     start = sends[1][1]
@@ -38,12 +38,23 @@ def test_open_asks_the_node_for_edges_and_a_reducer() -> None:
                                                                   "inv")
 
 
+def test_open_without_reduce_asks_the_node_for_edges_only() -> None:
+    maps, pool = link()
+    sends = maps.on_command(m.OpenMap(EX, "item", ("t0", "t1"), 2, None), pool, "inv")
+    assert sends == [("node-addr", p.EnsureEdges(2))]
+    assert maps.on_command(m.CloseMap(EX, "item"), pool, "inv") == []  # no reducer to stop
+
+
 def test_open_waits_for_an_unknown_node() -> None:
     maps, _ = link()
-    assert maps.on_command(m.OpenMap(EX, "item", ("t0",), 1, None), EdgePool(), "inv") == []
+    assert maps.on_command(m.OpenMap(EX, "item", ("t0",), 1, "x.y:z"), EdgePool(),
+                           "inv") == []
+    assert maps.node_up("other", "elsewhere") == []
     assert kinds(maps.node_up("item", "late")) == [("late", "EnsureEdges"),
                                                    ("late", "StartReducer")]
     assert maps.node_up("item", "later") == []  # sent once
+    assert maps.on_command(m.OpenMap(EX, "item", ("t0",), 3, None), EdgePool(), "inv") == []
+    assert maps.node_up("item", "late") == [("late", p.EnsureEdges(3))]
 
 
 def test_items_wait_for_the_reducer_and_a_replacement_is_asked_again() -> None:
@@ -69,7 +80,7 @@ def test_items_wait_for_the_reducer_and_a_replacement_is_asked_again() -> None:
 
 def test_messages_of_another_step_are_ignored() -> None:
     maps, pool = link()
-    maps.on_command(m.OpenMap(EX, "item", ("t0",), 1, None), pool, "inv")
+    maps.on_command(m.OpenMap(EX, "item", ("t0",), 1, "x.y:z"), pool, "inv")
     assert maps.on_message(p.ReducerReady("inv:9", "r")) == ([], None)
     assert maps.on_command(m.Collect("inv:9", 0, {}), pool, "inv") == []
     _, event = maps.on_message(p.ReducerGone(EX, 3))

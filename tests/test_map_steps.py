@@ -81,6 +81,25 @@ def test_map_of_20_items_runs_at_most_4_at_once_in_item_order(
     assert system.tree() and find(system.tree(), "reducer") is None  # it was temporary
 
 
+def test_a_map_without_reduce_starts_no_reducer_and_ends_with_the_items_in_order(
+        data: tuple[hy.AgentSystem, Path]) -> None:
+    """Nothing to consolidate: the agent's machine holds every item's result."""
+    system, tmp = data
+    gate, log = tmp / "gate", tmp / "log"
+    agent = start(system, concurrency=2)
+    inv = agent.run({"items": [{"value": i, "log": str(log)} for i in range(3)]
+                     + [{"value": 3, "gate": str(gate), "log": str(log)}]})
+    eventually(lambda: ["start", "3"] in [e[:2] for e in lines(log)], timeout=30,
+               message="the last item running")
+    assert find(system.tree(), "reducer") is None  # while the step still runs
+    gate.touch()
+    result = agent.wait(inv, 60)
+    assert result.ok, result.error
+    assert [(r["value"], r["item"], r["task_id"]) for r in result.result["parallel_results"]
+            ] == [(i, i, task_id_for(inv, 0, "item", item=i)) for i in range(4)]
+    assert result.result["last_result"] is None
+
+
 def test_reduce_result_is_the_step_result(data: tuple[hy.AgentSystem, Path]) -> None:
     system, _ = data
     agent = start(system, state={"keep": 1})
@@ -190,7 +209,8 @@ def test_reducer_that_keeps_dying_fails_the_step(data: tuple[hy.AgentSystem, Pat
     system, tmp = data
     gate = tmp / "gate"
     agent = start(system, concurrency=1)
-    inv = agent.run({"items": [{"value": 0, "gate": str(gate)}]})
+    inv = agent.run({"items": [{"value": 0, "gate": str(gate)}],
+                     "reduce": "tests.map_nodes:total"})
     killed: list[int] = []
     for _ in range(3):
         row = eventually(lambda: (r := find(system.tree(), "reducer")) is not None

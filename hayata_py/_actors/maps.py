@@ -1,5 +1,7 @@
 """The agent's side of a map step's reducer: where it runs and what it still needs.
 
+Only a step with ``reduce`` has a reducer; opening one without asks the node
+for the step's edges and nothing more (the machine ends that step itself).
 The machine opens a map (:class:`~hayata_py._invocation.OpenMap`), forwards
 each item's result (``Collect``), asks for consolidation (``Consolidate``)
 and closes the map (``CloseMap``). This link turns those into messages to
@@ -45,6 +47,7 @@ class MapLink:
         self._reset()
 
     def _reset(self) -> None:
+        self.node_id: str | None = None
         self.start: p.StartReducer | None = None
         self.edges = 1
         self.sent_to: Any = None  # the node the start went to
@@ -55,10 +58,12 @@ class MapLink:
     def on_command(self, cmd: Any, pool: EdgePool, invocation_id: str) -> Sends:
         if isinstance(cmd, m.OpenMap):
             self._reset()
-            self.start = p.StartReducer(cmd.execution_id, invocation_id, cmd.node_id,
-                                        cmd.task_ids, cmd.reduce, self.agent,
-                                        self.spec.store_url, self.spec.id, uuid.uuid4().hex)
-            self.edges = cmd.edges
+            self.node_id, self.edges = cmd.node_id, cmd.edges
+            if cmd.reduce is not None:  # without one the machine ends the step itself
+                self.start = p.StartReducer(cmd.execution_id, invocation_id, cmd.node_id,
+                                            cmd.task_ids, cmd.reduce, self.agent,
+                                            self.spec.store_url, self.spec.id,
+                                            uuid.uuid4().hex)
             return self.node_up(cmd.node_id, pool.address(cmd.node_id))
         start = self.start
         if start is None or cmd.execution_id != start.execution_id:
@@ -77,13 +82,13 @@ class MapLink:
         return [] if node is None else [(node, p.StopReducer(cmd.execution_id, start.opening))]
 
     def node_up(self, node_id: str, address: Any) -> Sends:
-        """Start the reducer on ``node_id`` once its address is known."""
-        start = self.start
-        if start is None or start.node_id != node_id or address is None \
-                or self.sent_to is not None:
+        """Ask ``node_id`` for the step's edges, and start the reducer on it if the
+        step has one, once its address is known."""
+        if self.node_id != node_id or address is None or self.sent_to is not None:
             return []
         self.sent_to = address
-        return [(address, p.EnsureEdges(self.edges)), (address, start)]
+        ensure = (address, p.EnsureEdges(self.edges))
+        return [ensure] if self.start is None else [ensure, (address, self.start)]
 
     def on_message(self, message: Any) -> tuple[Sends, m.Event | None]:
         start = self.start

@@ -60,6 +60,10 @@ class Machine(Protocol):
         """End the invocation with ``error``."""
         ...
 
+    def _step_done(self, ex: Execution | None) -> list[Command]:
+        """The step ``ex`` ended well (its results set): close it, decide the next."""
+        ...
+
     def _cancel_all(self, timed_out: bool = False) -> list[Command]:
         """Cancel the running step's tasks."""
         ...

@@ -1,12 +1,15 @@
 """Map steps in the invocation machine: one task per item, a window of them out at once.
 
 A map step (``hy.Map(node, items, reduce)``) runs the node's function once per
-item. The machine keeps at most ``Rules.map_concurrency`` items out, sends
-the next as each completes, forwards each item's result to the step's
-reducer (:class:`Collect`) and, once every item is done, asks the reducer to
-consolidate (:class:`Consolidate`). The step ends on the reducer's
-``Reduced`` (or the first failing item, a deadline, a node death: the
-machine's usual paths, which cancel the items still out and close the map).
+item. The machine keeps at most ``Rules.map_concurrency`` items out and sends
+the next as each completes. A step with ``reduce`` forwards each item's
+result to the step's reducer (:class:`Collect`) and, once every item is
+done, asks the reducer to consolidate (:class:`Consolidate`); the step ends
+on the reducer's ``Reduced``. A step without ``reduce`` needs no reducer:
+the machine holds every item's result (those it was told, and on recovery
+the reused ones), so it ends the step itself with them in item order. (Or
+the first failing item, a deadline, a node death end the step: the
+machine's usual paths, which cancel the items still out and close the map.)
 Pure: the functions here take the machine and return its commands.
 """
 
@@ -86,7 +89,8 @@ def item_done(inv: Machine, ex: Execution, outcome: TaskOutcome) -> list[Command
     out = inv._emit("node_completed", {"node_id": run.node_id, "execution_id": ex.id,
                                        "item": item}
                     | ({"cached": True} if outcome.cached else {}))
-    out.append(Collect(ex.id, item, outcome.result))
+    if run.reduce is not None:
+        out.append(Collect(ex.id, item, outcome.result))
     return out + _fill(inv, ex, run) + _maybe_consolidate(inv, ex, run)
 
 
@@ -94,6 +98,9 @@ def _maybe_consolidate(inv: Machine, ex: Execution, run: MapRun) -> list[Command
     if ex.pending or run.queue or run.consolidating:
         return []
     run.consolidating = True
+    if run.reduce is None:  # nothing to run: the results in item order are the step's
+        ex.results[run.node_id] = [run.results[i] for i in range(len(run.items))]
+        return inv._step_done(ex)
     results = None if inv.rules.durable else tuple(run.results[i]
                                                    for i in range(len(run.items)))
     return [Consolidate(ex.id, results)]
