@@ -60,7 +60,9 @@ class AgentConfig:
       another system may recover the invocation once the lease has expired.
     - ``map_concurrency``: items of a map step (:class:`Map`) run at once, at
       most, each on its own edge of the node (an int from 1 to
-      :data:`MAX_MAP_CONCURRENCY`; default: the machine's core count).
+      :data:`MAX_MAP_CONCURRENCY`; default: the machine's core count). The
+      items of a fast node go to each edge in chains of up to 8, run one
+      after another there.
     - ``node_timeouts``: node id -> seconds one run of that node may take,
       overriding ``execution_timeout`` for it (same limits), e.g.
       ``{"llm": 300, "lookup": 5}``.

@@ -153,6 +153,24 @@ def test_window_open_and_next_item_per_completion(reduce: str | None,
         ("node_completed", 1), ("node_started", 2)]
 
 
+def test_a_node_s_map_window_keeps_more_items_out_than_run_at_once() -> None:
+    """The agent sends a fast one-task node's items in chains: more are out
+    (``map_window``) than its step asks edges for (``map_concurrency``)."""
+    m = Invocation(Seed("inv", None, {"s": 0}, stream=True),
+                   Rules(NODES, max_steps=5, execution_timeout=2.0, map_concurrency=2,
+                         map_window={"a": 6}, reduce_check=reduce_check))
+    answer(m, hy.Map("a", list(range(10))))
+    cmds = m.step(CheckpointSaved())
+    opened = next(c for c in cmds if isinstance(c, OpenMap))
+    assert opened.edges == 2
+    assert [c.key.item for c in cmds if isinstance(c, Dispatch)] == [0, 1, 2, 3, 4, 5]
+    assert [c.key.item for c in m.step(ok(3)) if isinstance(c, Dispatch)] == [6]
+    m = Invocation(Seed("inv", None, {}), Rules(NODES, 5, 2.0, map_concurrency=2,
+                                                 map_window={"b": 6}))
+    answer(m, hy.Map("a", list(range(10))))  # another node's window: not this one's
+    assert len([c for c in m.step(CheckpointSaved()) if isinstance(c, Dispatch)]) == 2
+
+
 def test_edges_asked_are_at_most_the_items() -> None:
     _, cmds = started([1, 2], concurrency=8)
     assert isinstance(cmds[0], OpenMap) and cmds[0].edges == 2

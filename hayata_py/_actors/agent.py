@@ -37,7 +37,7 @@ from hayata_py._actors.admission import Admission
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.circuit_gate import CircuitGate
-from hayata_py._actors.edges import EdgePool, edge_died, run_task
+from hayata_py._actors.edges import EdgePool, chain_windows, edge_died, run_task
 from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
@@ -87,7 +87,9 @@ class AgentActor(Admission, SupervisedActor):
         self.gate = CircuitGate(spec, self.ledger, self.log)  # the circuit breakers
         self.rules = m.Rules(frozenset(spec.nodes), spec.max_steps, spec.execution_timeout,
                              durable=self.ledger.store is not None, owner=self.ledger.owner,
-                             map_concurrency=spec.map_concurrency, reduce_check=import_problem,
+                             map_concurrency=spec.map_concurrency,
+                             map_window=chain_windows(spec),
+                             reduce_check=import_problem,
                              node_timeouts=spec.node_timeouts, retry=spec.retry,
                              pause_before=spec.pause_before, pause_after=spec.pause_after,
                              compensate=spec.compensate)
@@ -110,7 +112,8 @@ class AgentActor(Admission, SupervisedActor):
         self.creating: list[Creating] = []
         self.finishing: list[tuple[Running, m.RecordResult]] = []
         self.commit_pending = False
-        self.outbox = Outbox()  # while batching: sends to nodes, edges, reducers
+        self.outbox = Outbox()  # sends to nodes, edges, reducers: after each message
+        self.handling = False  # a message is being handled: its sends wait in the outbox
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
@@ -141,9 +144,13 @@ class AgentActor(Admission, SupervisedActor):
     # -- messages -> events ----------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
-        self._on_message(message, sender)
+        self.handling = True
+        try:
+            self._on_message(message, sender)
+        finally:
+            self.handling = False
         if self.outbox:
-            self._flush_outbox()
+            self._flush_outbox(force=not self.batching)
 
     def _flush_outbox(self, force: bool = False) -> None:
         """Send what the outbox holds for targets with nothing on its way (all of
@@ -391,15 +398,16 @@ class AgentActor(Admission, SupervisedActor):
         self._arm_retire()
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
-        """Send to nodes, edges and reducers; while batching, through the outbox
-        (once the message being handled is done, together per target)."""
+        """Send to nodes, edges and reducers: through the outbox, once the message
+        being handled is done (the tasks for one edge as one RunTasks); while
+        batching, also held while the target still receives an earlier one."""
         for address, message in sends:
             if self.deferred and isinstance(message, p.RunTask):
                 waited = self.deferred.get(message.invocation_id, {}).pop(message.task_id, None)
                 if waited is not None:
                     self.deadlines.arm_execution(waited.execution_id, waited.seconds,
                                                  waited.key)
-            if self.batching:
+            if self.batching or self.handling:
                 self.outbox.put(address, message)  # sent after this message (outbox)
             else:
                 self.send(address, message)

@@ -99,6 +99,17 @@ class _Streamer:
 
 
 @dataclass(frozen=True)
+class _Ran:
+    """A task of a chain that ran; its end is not recorded yet."""
+
+    execute: RunTask
+    span: telemetry.Span
+    result: Any
+    error: ErrorInfo | None
+    streamer: _Streamer | None
+
+
+@dataclass(frozen=True)
 class _Active:
     """A task running on the loop: what its end is reported with."""
 
@@ -158,8 +169,7 @@ class EdgeActor(SupervisedActor):
                 self._start_many([message], self.loop)
         elif isinstance(message, RunTasks):
             if self.loop is None:
-                for task in message.tasks:
-                    self._run(task)
+                self._run_chain(list(message.tasks))
             else:
                 self._start_many(list(message.tasks), self.loop)
         elif isinstance(message, WatchMessage):
@@ -196,6 +206,69 @@ class EdgeActor(SupervisedActor):
                 self.current = None
             error = self._record_end(execute, result, error) or error
         self._report(execute, span, result, error, streamer)
+
+    def _run_chain(self, tasks: list[RunTask]) -> None:
+        """Tasks sent together, one after another; each one's end is recorded in
+        the transaction of the next one's start (one commit per task, not two),
+        and its Outcome is sent once that is durable. A task still runs only
+        after its own ``started`` record is durable."""
+        ended: _Ran | None = None
+        for execute in tasks:
+            if execute.function or not execute.store_url or ended is None \
+                    or ended.execute.store_url != execute.store_url:
+                if ended is not None:
+                    self._finish(ended)
+                    ended = None
+                if execute.function or not execute.store_url:
+                    self._run(execute)
+                    continue
+                error = self._record_start(execute)
+            else:
+                error = self._chain_start(ended, execute)
+                ended = None
+            ended = self._call_recorded(execute, error)
+        if ended is not None:
+            self._finish(ended)
+
+    def _chain_start(self, ended: _Ran, execute: RunTask) -> ErrorInfo | None:
+        """Record ``ended``'s end and ``execute``'s start in one transaction (each on
+        its own if that cannot be), send ``ended``'s Outcome; ``execute``'s start
+        refusal, if any."""
+        done = ended.execute
+        together = False
+        try:
+            together = writer_for(done.store_url).end_and_start(
+                (done.task_id, done.token, ended.error is None,
+                 ended.result if ended.error is None else ended.error.to_dict()),
+                _start_args(execute))
+        except Exception:  # noqa: BLE001 - each on its own below: each refusal is named
+            together = False
+        if not together:
+            self._finish(ended)
+            return self._record_start(execute)
+        self._report(done, ended.span, ended.result, ended.error, ended.streamer)
+        return None
+
+    def _call_recorded(self, execute: RunTask, error: ErrorInfo | None) -> _Ran | None:
+        """Run ``execute`` whose start was recorded (``error``: it was refused, and
+        its Outcome is sent now); what it ended with, its end not yet recorded."""
+        streamer = _Streamer(self.edge_id, execute, lambda: self.current is execute,
+                             lambda p: self.send(execute.agent, p)) if execute.stream else None
+        span = self._span(execute)
+        if error is not None:
+            self._report(execute, span, None, error, streamer)
+            return None
+        self.current = execute
+        try:
+            result, error = self._call(_context(execute, streamer), execute)
+        finally:
+            self.current = None
+        return _Ran(execute, span, result, error, streamer)
+
+    def _finish(self, ended: _Ran) -> None:
+        """Record ``ended``'s end on its own, then send its Outcome."""
+        error = self._record_end(ended.execute, ended.result, ended.error) or ended.error
+        self._report(ended.execute, ended.span, ended.result, error, ended.streamer)
 
     def _span(self, execute: RunTask) -> telemetry.Span:
         return telemetry.span_start(telemetry.EDGE, {

@@ -50,17 +50,27 @@ from hayata_py._errors import ErrorInfo
 
 Sends = list[tuple[Any, Any]]
 _EARLY_TABLES = 4
-
+ITEMS_PER_EDGE = 8
+"""Items of one map step an idle one-task edge may be sent at once (a chain:
+it runs them one after another, each item's end recorded in the transaction
+of the next one's start)."""
+CHAIN_BELOW = 0.005
+"""Seconds: a node's items are chained only while its tasks take less than
+this each (a moving average, as the agent sees them), so a slow item never
+holds back more than a few fast ones that another edge could have run."""
+_PACE_WEIGHT = 0.3
 
 @dataclass
 class _Edge:
     address: Any
     capacity: int
-    running: dict[str, None] = field(default_factory=dict)  # task ids, in start order
+    running: dict[str, float] = field(default_factory=dict)
+    """Task id -> when it was sent, in the order sent."""
     idle_since: float | None = None  # None while it runs a task
+    last_done: float = 0.0  # when its last task's outcome came
 
     def free(self) -> int:
-        return self.capacity - len(self.running)
+        return max(0, self.capacity - len(self.running))  # a chain fills more than one
 
 
 @dataclass
@@ -81,6 +91,8 @@ class _Node:
     target: int = 1
     """Edges the node keeps or is starting, as far as the pool knows."""
     asked: int = 0  # seq of the pool's last EnsureEdges to this node address
+    pace: float | None = None
+    """Moving average of the seconds one task of this node takes on its edge."""
     early: list[tuple[Any, EdgeTable]] = field(default_factory=list)
     """Tables from an address that is not (yet) the node's current one."""
 
@@ -91,6 +103,7 @@ class EdgePool:
     def __init__(self, spec: AgentSpec | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = dict(spec.node_concurrency) if spec is not None else {}
+        self.map_concurrency = spec.map_concurrency if spec is not None else 1
         self.capacities = dict(spec.edge_concurrency) if spec is not None else {}
         self.idle_timeout = spec.edge_idle_timeout if spec is not None else 60.0
         self.clock = clock
@@ -197,6 +210,12 @@ class EdgePool:
         edge_id, run = where
         node = self._node(run.node_id)
         edge = node.edges.get(edge_id)
+        if edge is not None and task_id in edge.running:
+            now = self.clock()
+            took = now - max(edge.running[task_id], edge.last_done)
+            edge.last_done = now
+            node.pace = took if node.pace is None else \
+                node.pace + _PACE_WEIGHT * (took - node.pace)
         if edge is None:
             lost = node.lost.get(edge_id)
             if lost is not None:
@@ -240,19 +259,72 @@ class EdgePool:
     def _flush(self, node_id: str, node: _Node) -> Sends:
         """Send waiting tasks to free slots (the first edge in table order that has
         one: busy edges fill up, idle ones stay idle and retire), then ask for more
-        edges if tasks still wait."""
+        edges if tasks still wait. Tasks go in the order they came, but for a map
+        item whose step already runs ``map_concurrency`` items at once: it waits,
+        and the tasks behind it do not. An idle one-task edge of a fast node that
+        takes a map item takes a chain of them."""
         sends: Sends = []
         if node.queue:
+            now = self.clock()
+            full: set[str] = set()  # map steps that run map_concurrency items already
             for edge_id, edge in node.edges.items():
                 while node.queue and edge.free() > 0:
-                    task_id, run = node.queue.popitem(last=False)
-                    edge.running[task_id] = None
-                    edge.idle_since = None
-                    self.tasks[task_id] = (edge_id, run)
-                    sends.append((edge.address, run))
+                    task_id = self._next_task(node, full)
+                    if task_id is None:
+                        return sends + self._grow(node_id, node)
+                    for run in self._with_chain(node, edge, node.queue.pop(task_id)):
+                        edge.running[run.task_id] = now
+                        edge.idle_since = None
+                        self.tasks[run.task_id] = (edge_id, run)
+                        sends.append((edge.address, run))
                 if not node.queue:
                     break
         return sends + self._grow(node_id, node)
+
+    def _next_task(self, node: _Node, full: set[str]) -> str | None:
+        """The first waiting task that may start now (``full``: steps found at
+        their ``map_concurrency``, added to as they are found)."""
+        for task_id, run in node.queue.items():
+            if run.item is None:
+                return task_id
+            if run.execution_id in full:
+                continue
+            if self._map_slots(node, run.execution_id) < self.map_concurrency:
+                return task_id
+            full.add(run.execution_id)
+        return None
+
+    def _map_slots(self, node: _Node, execution_id: str) -> int:
+        """Items of map step ``execution_id`` running at once (a chain on a
+        one-task edge counts once: its items run one at a time)."""
+        slots = 0
+        for edge in node.edges.values():
+            for task_id in edge.running:
+                run = self.tasks[task_id][1]
+                if run.item is not None and run.execution_id == execution_id:
+                    slots += 1
+                    if edge.capacity == 1:
+                        break
+        return slots
+
+    @staticmethod
+    def _with_chain(node: _Node, edge: _Edge, first: RunTask) -> list[RunTask]:
+        """``first`` and, if it starts a chain, the waiting items of its step that
+        join it: ``first`` is a map item going to a one-task edge of a node whose
+        tasks take less than ``CHAIN_BELOW`` each; up to ``ITEMS_PER_EDGE``."""
+        if first.item is None or first.function or edge.capacity != 1 \
+                or node.pace is None or node.pace >= CHAIN_BELOW:
+            return [first]
+        chain = [first]
+        for run in node.queue.values():
+            if len(chain) >= ITEMS_PER_EDGE:
+                break
+            if run.item is not None and not run.function \
+                    and run.execution_id == first.execution_id:
+                chain.append(run)
+        for run in chain[1:]:
+            del node.queue[run.task_id]
+        return chain
 
     def _grow(self, node_id: str, node: _Node) -> Sends:
         """Ask the node for the edges its waiting tasks need beyond its free slots
@@ -263,7 +335,9 @@ class EdgePool:
         have = max(node.target, len(node.edges))
         free = sum(e.free() for e in node.edges.values()) \
             + (have - len(node.edges)) * capacity
-        short = len(node.queue) - free
+        # A map step asks for its own edges (map_concurrency, OpenMap): its
+        # items that wait never make the node grow beyond them.
+        short = sum(1 for run in node.queue.values() if run.item is None) - free
         if short <= 0:
             return []
         want = min(self.limit(node_id), have + -(-short // capacity))
@@ -306,6 +380,14 @@ class EdgePool:
                     at = edge.idle_since + self.idle_timeout
                     due = at if due is None else min(due, at)
         return None if due is None else max(due, now)
+
+
+def chain_windows(spec: AgentSpec) -> dict[str, int]:
+    """Map items out at once per node whose edges run one task at a time: enough
+    for a chain on each of the step's ``map_concurrency`` edges
+    (``Rules.map_window``)."""
+    return {node: spec.map_concurrency * ITEMS_PER_EDGE for node in spec.nodes
+            if spec.edge_concurrency.get(node, 1) == 1}
 
 
 def run_task(spec: AgentSpec, inv: m.Invocation, cmd: m.Dispatch, agent: Any,

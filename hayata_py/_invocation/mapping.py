@@ -58,7 +58,8 @@ def start(inv: Machine, ex: Execution) -> list[Command]:
 
 def _fill(inv: Machine, ex: Execution, run: MapRun) -> list[Command]:
     out: list[Command] = []
-    while run.queue and len(ex.pending) < inv.rules.map_concurrency:
+    window = inv.rules.map_window.get(run.node_id, inv.rules.map_concurrency)
+    while run.queue and len(ex.pending) < window:
         item, attempt = run.queue.pop(0)
         out += resend(inv, ex, TaskKey(run.node_id, item), attempt)
     return out

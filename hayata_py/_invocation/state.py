@@ -51,7 +51,13 @@ class Rules:
     owner: str = ""
     """The lease owner (named in ``ownership_lost``)."""
     map_concurrency: int = 1
-    """Items of a map step out at once, at most."""
+    """Items of a map step run at once, at most (the edges a map step asks for)."""
+    map_window: Mapping[str, int] = field(default_factory=dict)
+    """Node id -> items of its map step out at once (sent to an edge or waiting
+    for one), at most; else ``map_concurrency``. The agent sends a one-task
+    edge of a fast node several items of a step at once (a chain), so it
+    sets a larger window for those nodes; they still run ``map_concurrency``
+    at once."""
     reduce_check: Callable[[str], str | None] = no_reduce_check
     """Why a map's reduce path cannot be imported, or None (the agent imports it;
     the machine itself imports nothing)."""

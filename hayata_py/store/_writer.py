@@ -154,6 +154,25 @@ class TaskWriter:
         if not self._write_all([(_fast.FAIL_TASK, params)]):
             self._full().mark_failed(task_id, token=token, error=error)
 
+    def end_and_start(self, end: tuple[str, int, bool, Any], start: dict[str, Any]) -> bool:
+        """One task's end (task id, token, completed?, result or error dict) and
+        the next task's first start (the keyword arguments of :meth:`mark_started`)
+        in ONE transaction: True if both were recorded; False if nothing was
+        written (either would not land as the happy path): the caller then
+        records each on its own, which names each refusal."""
+        task_id, token, ok, value = end
+        task = _first_start(start["task_id"], start.get("task"), start["attempt"],
+                            start.get("retry"))
+        if task is None:
+            return False
+        now = float(self.clock())
+        statements = [((_fast.COMPLETE_TASK if ok else _fast.FAIL_TASK),
+                       (now, encode(value, key="result" if ok else "error"), task_id, token))]
+        statements += self._start_statements(
+            start["task_id"], start["token"], start["system_instance"], start["attempt"],
+            task, start.get("checkpoint"), now)
+        return self._write_all(statements)
+
     def finish_many(self, ends: list[tuple[str, int, bool, Any]]
                     ) -> list[Exception | None]:
         """Record several tasks' ends (task id, token, completed?, result or error

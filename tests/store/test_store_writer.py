@@ -188,3 +188,36 @@ def test_start_many_records_first_starts_together_or_writes_nothing(
     assert writer.start_many([_start("f", token), _start("g", token - 1)]) is False  # stale
     assert sorted(t.node_id for t in store.get_tasks("inv-1")) == ["a", "b"]
     assert writer.start_many([]) is False
+
+
+def test_end_and_start_commit_together_or_write_nothing(
+        store: SqlTaskStore, clock: FakeClock, writer: TaskWriter) -> None:
+    """A chain on an edge: one task's end and the next one's first start in ONE
+    transaction (one timestamp); if either would not land (the end of a task
+    already finished, a start already recorded, a stale token, a retry),
+    nothing is written and False says so."""
+    token = store.create_invocation(invocation(), owner="o1")
+    writer.mark_started(task("a").task_id, token=token, system_instance="s", attempt=1,
+                        task=task("a"))
+    assert writer.end_and_start((task("a").task_id, token, True, {"a": 1}),
+                                _start("b", token)) is True
+    got = {t.node_id: t for t in store.get_tasks("inv-1")}
+    assert (got["a"].status, got["a"].result, got["b"].status) == (
+        "completed", {"a": 1}, "started")
+    assert got["a"].finished_at == got["b"].started_at  # one transaction
+    assert writer.end_and_start((task("b").task_id, token, False, {"code": "node_failed"}),
+                                _start("c", token)) is True
+    assert {t.node_id: t.status for t in store.get_tasks("inv-1")} == {
+        "a": "completed", "b": "failed", "c": "started"}
+    refused = [
+        ((task("a").task_id, token, True, {"a": 2}), _start("d", token)),  # a finished
+        ((task("c").task_id, token, True, {"c": 3}), _start("b", token)),  # b recorded
+        ((task("c").task_id, token - 1, True, {"c": 3}), _start("d", token)),  # stale end
+        ((task("c").task_id, token, True, {"c": 3}), _start("d", token - 1)),  # stale start
+        ((task("c").task_id, token, True, {"c": 3}), {**_start("d", token), "retry": True}),
+    ]
+    for end, start in refused:
+        assert writer.end_and_start(end, start) is False
+    got = {t.node_id: (t.status, t.result) for t in store.get_tasks("inv-1")}
+    assert got == {"a": ("completed", {"a": 1}), "b": ("failed", None),
+                   "c": ("started", None)}

@@ -1,0 +1,86 @@
+"""A chain of map items on one edge, on real processes: each item's end is
+committed in the transaction of the next one's start, and an edge SIGKILLed
+in the middle of a chain leaves every item it never began without a record
+(``not_started``), the one it ran ``started`` (uncertain), the ones before it
+completed: no item ever ran without its own ``started`` record."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hayata_py as hy
+from hayata_py.store import TaskClass, TaskRecord, classify_map, open_store, task_id_for
+from tests.helpers import eventually, find
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Iterator[tuple[hy.AgentSystem, Path]]:
+    with hy.AgentSystem(tmp_path / "data") as system:
+        yield system, tmp_path
+
+
+def records(tmp: Path, inv: str) -> dict[int, TaskRecord]:
+    """Read in this process, from the database file the system wrote."""
+    with open_store(f"sqlite:///{tmp / 'data' / 'hayata.db'}") as store:
+        return {t.branch_index: t for t in store.get_tasks(inv)}
+
+
+def effects(log: Path) -> dict[int, dict[str, float]]:
+    """Item -> {"start"/"end": time.time() the function logged it}."""
+    out: dict[int, dict[str, float]] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        event, item, _pid, at = line.split()
+        out.setdefault(int(item), {})[event] = float(at)
+    return out
+
+
+def test_an_edge_killed_mid_chain_leaves_held_items_not_started(
+        data: tuple[hy.AgentSystem, Path]) -> None:
+    system, tmp = data
+    agent = system.start_agent(hy.AgentConfig(
+        "chainer", {"item": "tests.map_nodes:item"}, "tests.map_nodes:map_policy",
+        map_concurrency=1))
+    # Fast items teach the agent the node's pace: its items then go in chains.
+    warm = agent.wait(agent.run({"items": [{"value": i} for i in range(30)]}), 60)
+    assert warm.ok, warm.error
+    edge = find(system.tree(), "edge")
+    assert edge is not None and edge["pid"]
+    log, gate, n, held = tmp / "effects.log", tmp / "gate", 14, 5
+    items: list[dict[str, Any]] = [{"value": i, "log": str(log)} for i in range(n)]
+    items[held]["gate"] = str(gate)
+    inv = agent.run({"items": items})
+    eventually(lambda: "start" in effects(log).get(held, {}), timeout=30,
+               message=f"item {held} running")
+    os.kill(edge["pid"], signal.SIGKILL)
+    result = agent.wait(inv, 60)
+    assert not result.ok and result.error is not None
+    assert result.error.code == "node_failed"
+    gate.touch()
+
+    found, ran = records(tmp, inv), effects(log)
+    # No item ran without its own started record, made before it ran.
+    for i, times in ran.items():
+        assert i in found, f"item {i} ran without a record"
+        assert found[i].started_at is not None and found[i].started_at <= times["start"]
+    assert sorted(ran) == list(range(held + 1))
+    assert all("end" in ran[i] for i in range(held)) and "end" not in ran[held]
+    # The items after the killed one never began: no record at all, not even
+    # those that were sent to the edge with it.
+    assert sorted(found) == list(range(held + 1))
+    # The chain: an item's end and the next item's start in one transaction.
+    merged = [i for i in range(held) if found[i].finished_at == found[i + 1].started_at]
+    assert merged, "no item's end was committed with the next one's start"
+    # What recover() would see.
+    found_map = classify_map([task_id_for(inv, 0, "item", item=i) for i in range(n)],
+                             found.values())
+    assert [found_map.classes[i] for i in range(n)] == (
+        [TaskClass.COMPLETED] * held + [TaskClass.UNCERTAIN]
+        + [TaskClass.NOT_STARTED] * (n - held - 1))
