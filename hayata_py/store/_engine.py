@@ -44,6 +44,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from hayata_py._errors import SchemaTooNew, StoreError
 from hayata_py.store._schema import HEAD_REVISION
+from hayata_py.store._writequeue import WriteQueue, queue_for
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -160,6 +161,9 @@ class EngineHolder:
         self.url = url
         self.is_sqlite = url.get_backend_name() == "sqlite"
         self.retry_seconds = retry_seconds
+        file = url.database if self.is_sqlite and url.database not in (None, "", ":memory:") \
+            and not url.query else None
+        self._queue = None if file is None else queue_for(file)
         self._engine: Engine | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
@@ -278,7 +282,8 @@ class EngineHolder:
             finally:
                 raw.close()
         conn = self._pinned_connection(engine)
-        return sqlite_transaction(conn, statements, db_error, lambda: self._unpin(conn))
+        return sqlite_transaction(conn, statements, db_error, lambda: self._unpin(conn),
+                                  self._queue)
 
     def _write_one_autocommit(
         self, raw: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
@@ -462,13 +467,23 @@ os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def sqlite_transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],
-                       db_error: type[Exception], discard: Callable[[], None]) -> bool:
+                       db_error: type[Exception], discard: Callable[[], None],
+                       queue: WriteQueue | None = None) -> bool:
     """``BEGIN IMMEDIATE``, ``statements``, ``COMMIT`` on a plain sqlite3
     connection: True if each changed exactly one row and it committed; else
     rolled back and False (a driver error too). ``discard`` is called when the
     connection's state is unknown (interrupted, a failed rollback or commit):
-    it must never be reused. Shared by :meth:`EngineHolder.write_all` and the
-    edge's light writer (``_writer.py``)."""
+    it must never be reused. ``queue``: the database's writers' queue, waited
+    for first (:mod:`~hayata_py.store._writequeue`). Shared by
+    :meth:`EngineHolder.write_all` and the edge's light writer (``_writer.py``)."""
+    if queue is None:
+        return _transaction(conn, statements, db_error, discard)
+    with queue.hold():
+        return _transaction(conn, statements, db_error, discard)
+
+
+def _transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],
+                 db_error: type[Exception], discard: Callable[[], None]) -> bool:
     try:
         cursor = conn.cursor()
         try:

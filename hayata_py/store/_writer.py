@@ -43,6 +43,7 @@ from hayata_py.store._engine import (
 from hayata_py.store._records import InvocationRecord, TaskRecord
 from hayata_py.store._rows import task_values
 from hayata_py.store._tasks import _checkpoint_of
+from hayata_py.store._writequeue import queue_for
 
 __all__ = ["TaskWriter"]
 
@@ -287,7 +288,8 @@ class TaskWriter:
             raise
 
     def _write_sqlite(self, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
-        return sqlite_transaction(self._conn, statements, sqlite3.Error, self._drop)
+        return sqlite_transaction(self._conn, statements, sqlite3.Error, self._drop,
+                                  queue_for(self._target))
 
     def _drop(self) -> None:
         """Never reuse a connection whose state is unknown (the rollback of an
