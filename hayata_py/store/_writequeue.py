@@ -15,9 +15,11 @@ stays the only guard of the data: a writer that does not queue (the store's
 general path, another program) still takes turns through it, and a queue
 file that cannot be opened (a read-only or full filesystem) is skipped.
 
-The kernel drops the lock of a process that dies. A writer stopped (SIGSTOP)
-inside its transaction holds the queue until it goes on, as it holds
-SQLite's lock. Each thread of each process opens the file on its own (its own
+The kernel drops the lock of a process that dies. A writer that finds the
+queue held by a stopped process (SIGSTOP, a debugger; read from
+``/proc/locks``) does not wait for it: it goes straight to SQLite's lock,
+whose wait has a deadline. One stopped while others already wait holds them
+until it goes on. Each thread of each process opens the file on its own (its own
 open file description: ``flock`` excludes between those, not within one), so
 threads queue too and a forked child never shares its parent's hold.
 """
@@ -71,7 +73,13 @@ class WriteQueue:
         fd = self._fd()
         try:
             if fd >= 0:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if _holder_stopped(fd):
+                        fd = -1  # never wait on a frozen process: SQLite's lock alone
+                    else:
+                        fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
             fd = -1  # no queue this time: SQLite's lock alone
         try:
@@ -79,6 +87,26 @@ class WriteQueue:
         finally:
             if fd >= 0:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _holder_stopped(fd: int) -> bool:
+    """The process holding ``fd``'s file's flock is stopped (state T or t)."""
+    inode = os.fstat(fd).st_ino
+    try:
+        with open("/proc/locks") as locks:
+            holders = [int(f[4]) for f in (line.split() for line in locks)
+                       if len(f) > 5 and f[1] == "FLOCK" and f[5].endswith(f":{inode}")]
+    except (OSError, ValueError):
+        return False
+    for pid in holders:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                state = stat.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("T", "t"):
+            return True
+    return False
 
 
 _QUEUES: dict[str, WriteQueue] = {}

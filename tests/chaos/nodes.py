@@ -48,7 +48,7 @@ class Graph:
 GRAPHS: dict[str, Graph] = {
     "sequential": Graph("sequential", ("a", "b", "c"), ("a", "b", "c")),
     "parallel": Graph("parallel", ("fan", "x", "y", "join"), ("fan", ["x", "y"], "join")),
-    "map": Graph("map", ("split", "item", "join"), ("split", {"map": "item", "items": 3}, "join")),
+    "map": Graph("map", ("split", "item", "join"), ("split", {"map": "item", "items": 6}, "join")),
 }
 
 

@@ -84,6 +84,28 @@ def test_the_kernel_frees_the_hold_of_a_killed_process(tmp_path: Path) -> None:
         pass
 
 
+def test_a_writer_never_waits_on_a_stopped_holder(tmp_path: Path) -> None:
+    """A holder frozen (SIGSTOP) would hold every writer for as long as it is
+    stopped: a writer that finds it so goes to SQLite's lock (which has a deadline)."""
+    db = tmp_path / "x.db"
+    proc = holder(db)
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        done = threading.Event()
+
+        def write() -> None:
+            with WriteQueue(str(db)).hold():
+                done.set()
+
+        threading.Thread(target=write, daemon=True).start()
+        assert done.wait(30), "a writer waited on a stopped holder"
+        assert taken(WriteQueue(str(db)))  # the frozen one still holds it
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.kill()
+        proc.wait(30)
+
+
 def test_threads_of_one_process_queue_too(tmp_path: Path) -> None:
     queue = queue_for(str(tmp_path / "x.db"))
     inside, release, seen = threading.Event(), threading.Event(), []
