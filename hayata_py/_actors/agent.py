@@ -112,8 +112,7 @@ class AgentActor(Admission, SupervisedActor):
         self.creating: list[Creating] = []
         self.finishing: list[tuple[Running, m.RecordResult]] = []
         self.commit_pending = False
-        self.outbox = Outbox()  # sends to nodes, edges, reducers: after each message
-        self.handling = False  # a message is being handled: its sends wait in the outbox
+        self.outbox = Outbox()  # while batching: sends to nodes, edges, reducers
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
@@ -144,13 +143,9 @@ class AgentActor(Admission, SupervisedActor):
     # -- messages -> events ----------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
-        self.handling = True
-        try:
-            self._on_message(message, sender)
-        finally:
-            self.handling = False
+        self._on_message(message, sender)
         if self.outbox:
-            self._flush_outbox(force=not self.batching)
+            self._flush_outbox()
 
     def _flush_outbox(self, force: bool = False) -> None:
         """Send what the outbox holds for targets with nothing on its way (all of
@@ -398,19 +393,19 @@ class AgentActor(Admission, SupervisedActor):
         self._arm_retire()
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
-        """Send to nodes, edges and reducers: through the outbox, once the message
-        being handled is done (the tasks for one edge as one RunTasks); while
-        batching, also held while the target still receives an earlier one."""
+        """Send to nodes, edges and reducers; while batching, through the outbox
+        (once the message being handled is done, together per target). Either
+        way the tasks of ``sends`` for one edge (a chain) go as one RunTasks."""
+        now = Outbox()
         for address, message in sends:
             if self.deferred and isinstance(message, p.RunTask):
                 waited = self.deferred.get(message.invocation_id, {}).pop(message.task_id, None)
                 if waited is not None:
                     self.deadlines.arm_execution(waited.execution_id, waited.seconds,
                                                  waited.key)
-            if self.batching or self.handling:
-                self.outbox.put(address, message)  # sent after this message (outbox)
-            else:
-                self.send(address, message)
+            (self.outbox if self.batching else now).put(address, message)
+        for address, message in now.take() if now else ():
+            self.send(address, message)
 
     def _end(self, run: Running, end: m.End) -> None:
         inv = run.inv
