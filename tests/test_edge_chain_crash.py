@@ -2,7 +2,10 @@
 committed in the transaction of the next one's start, and an edge SIGKILLed
 in the middle of a chain leaves every item it never began without a record
 (``not_started``), the one it ran ``started`` (uncertain), the ones before it
-completed: no item ever ran without its own ``started`` record."""
+completed: no item ever ran without its own ``started`` record. The chain's
+Outcomes go together at its end, so the agent takes the ends the dead edge
+had recorded from the store: those items completed, only the one it was
+running failed."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import pytest
 
 import hayata_py as hy
 from hayata_py.store import TaskClass, TaskRecord, classify_map, open_store, task_id_for
-from tests.helpers import eventually, find
+from tests.helpers import collect, eventually, find
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -56,14 +59,18 @@ def test_an_edge_killed_mid_chain_leaves_held_items_not_started(
     log, gate, n, held = tmp / "effects.log", tmp / "gate", 14, 5
     items: list[dict[str, Any]] = [{"value": i, "log": str(log)} for i in range(n)]
     items[held]["gate"] = str(gate)
-    inv = agent.run({"items": items})
+    inv = agent.run({"items": items}, subscriber=hy.CALLER, stream=True)
     eventually(lambda: "start" in effects(log).get(held, {}), timeout=30,
                message=f"item {held} running")
     os.kill(edge["pid"], signal.SIGKILL)
-    result = agent.wait(inv, 60)
+    events, result = collect(agent, inv)
     assert not result.ok and result.error is not None
-    assert result.error.code == "node_failed"
+    assert result.error.code == "node_failed" and "died" in result.error.message
     gate.touch()
+    # The items the dead edge had finished but not reported (its chain's
+    # Outcomes go at the chain's end) completed, from their records.
+    completed = sorted(e.data["item"] for e in events if e.type == "node_completed")
+    assert completed == list(range(held))
 
     found, ran = records(tmp, inv), effects(log)
     # No item ran without its own started record, made before it ran.

@@ -14,7 +14,9 @@ import hayata_py as hy
 from hayata_py._actors._protocol import EdgeExit, EdgeRef, EdgeTable, RunTask, RunTasks
 from hayata_py._actors.edges import CHAIN_BELOW, ITEMS_PER_EDGE, EdgePool, chain_windows
 from hayata_py._actors.outbox import Outbox
+from hayata_py._actors.recovering import recorded_outcome
 from hayata_py._config import validate_config
+from hayata_py.store import TaskRecord
 
 NODE = "node-addr"
 
@@ -164,3 +166,27 @@ def test_a_chain_goes_as_one_runtasks_message() -> None:
     (only,) = box.take()
     assert only[0] == "addr-e1" and isinstance(only[1], RunTasks)
     assert [t.task_id for t in only[1].tasks] == ["inv:0/1", "inv:0/2", "inv:0/3"]
+
+
+@pytest.mark.parametrize(("status", "attempt", "error", "expected"), [
+    ("completed", 1, None, (True, {"v": 1}, None)),
+    ("failed", 1, {"code": "node_failed", "message": "ValueError: x"},
+     (False, None, "node_failed")),
+    ("started", 1, None, None),  # it ran, or was running: no end to take
+    ("completed", 2, None, None),  # another attempt's end
+    ("failed", 1, {"message": "no code"}, None),  # unreadable: lost, as before
+])
+def test_a_dead_edge_s_recorded_end_is_the_task_s_outcome(
+        status: str, attempt: int, error: Any, expected: Any) -> None:
+    task = item(3)
+    record = TaskRecord(task.task_id, "inv", "inv:0", 0, "w", 3, status=status, input=3,
+                        attempt=attempt, result={"v": 1} if status == "completed" else None,
+                        error=error)
+    got = recorded_outcome(task, record, "e1")
+    if expected is None:
+        assert got is None
+        return
+    assert got is not None and (got.ok, got.result, got.error and got.error.code) == expected
+    assert (got.task_id, got.item, got.edge_id, got.execution_id) == (
+        task.task_id, 3, "e1", "inv:0")
+    assert recorded_outcome(task, None, "e1") is None

@@ -42,6 +42,7 @@ from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.outbox import Outbox
+from hayata_py._actors.recovering import recorded_outcome
 from hayata_py._actors.running import Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines, Due, invocation_of
@@ -255,12 +256,18 @@ class AgentActor(Admission, SupervisedActor):
 
     def _on_edge_lost(self, lost: p.EdgeLost) -> None:
         """Every task the edge was running when it died fails (none if it was
-        killed or retired); a task of an idempotent node runs again at once."""
+        killed or retired), unless its end is recorded (a chain's items report
+        together, at its end): then that record is its outcome. A task of an
+        idempotent node runs again at once."""
         error = edge_died(lost)
         failed = []
         for task in self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit):
             run = self._running(task.execution_id)
             if run is None:
+                continue
+            recorded = self._recorded_end(task, lost.edge_id)
+            if recorded is not None:
+                self._on_outcome(recorded)
                 continue
             if task.node_id in self.spec.idempotent_nodes and not task.function:
                 # The node may run again: the task runs at once on another edge, as
@@ -276,6 +283,19 @@ class AgentActor(Admission, SupervisedActor):
                 self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
             self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
                                           False, error=error))
+
+    def _recorded_end(self, task: p.RunTask, edge_id: str) -> p.Outcome | None:
+        """The Outcome of ``task`` from its durable record, if its edge recorded
+        its end before it died; None if not, or unreadable."""
+        store = self.ledger.store
+        if store is None or task.function:
+            return None
+        try:
+            record = store.get_task(task.task_id)
+        except Exception as exc:  # noqa: BLE001 - unreadable: the task fails as today
+            self.log.warning("task_record_unreadable", task_id=task.task_id, error=str(exc))
+            return None
+        return recorded_outcome(task, record, edge_id)
 
     # -- commands ---------------------------------------------------------------------
 

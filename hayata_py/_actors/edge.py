@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from types import MappingProxyType
 from typing import Any
 
 from thespian.actors import WakeupMessage, WatchMessage
@@ -47,23 +46,20 @@ from hayata_py._actors._protocol import (
     EdgeStarted,
     Outcome,
     Outcomes,
-    Partial,
     RunTask,
     RunTasks,
 )
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.durable import as_store_error, writer_for
+from hayata_py._actors.edge_chain import ChainRuns, Streamer, context, start_args
 from hayata_py._actors.edge_loop import Ended, LoopTasks, PartialOut
 from hayata_py._callables import resolve_callable
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
     EncodingError,
     ErrorInfo,
-    InvalidPartialResult,
-    StaleExecution,
 )
 from hayata_py._policy import NodeContext
-from hayata_py.store import TaskRecord
 from supervisors import SupervisedActor, host_id
 
 CANCEL_GRACE = 2.0
@@ -72,59 +68,13 @@ CANCEL_EXIT = 75
 """Exit status of an edge whose cancelled coroutine did not end in time."""
 
 
-class _Streamer:
-    """``ctx.streamer``: publishes a partial result while its task is still the
-    edge's (``current()``); ``publish`` sends it (or hands it to the main thread)."""
-
-    def __init__(self, edge_id: str, run: RunTask, current: Callable[[], bool],
-                 publish: Callable[[Partial], None]) -> None:
-        self._edge_id, self._run = edge_id, run
-        self._current, self._publish = current, publish
-        self.count = 0
-
-    def __call__(self, partial: dict[str, Any]) -> None:
-        execute = self._run
-        if not self._current():
-            raise StaleExecution(
-                f"execution {execute.execution_id} of node {execute.node_id!r} has ended; "
-                "its streamer can no longer publish",
-                execution_id=execute.execution_id)
-        if not isinstance(partial, dict):
-            raise InvalidPartialResult(
-                f"streamer takes a dict, got {type(partial).__name__}")
-        check_encodable(partial, "partial")
-        self.count += 1
-        self._publish(Partial(execute.execution_id, execute.node_id, self._edge_id,
-                              self.count, dict(partial), execute.item))
-
-
-@dataclass(frozen=True)
-class _Ran:
-    """A task of a chain that ran; its end is not recorded yet."""
-
-    execute: RunTask
-    span: telemetry.Span
-    result: Any
-    error: ErrorInfo | None
-    streamer: _Streamer | None
-
-
 @dataclass(frozen=True)
 class _Active:
     """A task running on the loop: what its end is reported with."""
 
     execute: RunTask
     span: telemetry.Span
-    streamer: _Streamer | None
-
-
-def _context(execute: RunTask, streamer: _Streamer | None) -> NodeContext:
-    return NodeContext(
-        input=execute.input, state=MappingProxyType(execute.state), node_id=execute.node_id,
-        invocation_id=execute.invocation_id, execution_id=execute.execution_id,
-        task_id=execute.task_id, idempotency_key=execute.idempotency_key,
-        streamer=streamer, item=execute.item, attempt=execute.attempt,
-        thread=execute.thread)
+    streamer: Streamer | None
 
 
 def _failure(exc: BaseException, execute: RunTask) -> ErrorInfo:
@@ -151,7 +101,7 @@ def _checked(node_id: str, result: Any) -> tuple[Any, ErrorInfo | None]:
     return result, None
 
 
-class EdgeActor(SupervisedActor):
+class EdgeActor(ChainRuns, SupervisedActor):
     """Runs edge tasks for one node; started by the node, dies with it."""
 
     current: RunTask | None = None
@@ -192,9 +142,9 @@ class EdgeActor(SupervisedActor):
     # -- one task at a time: the call blocks the edge ------------------------------
 
     def _run(self, execute: RunTask) -> None:
-        streamer = _Streamer(self.edge_id, execute, lambda: self.current is execute,
+        streamer = Streamer(self.edge_id, execute, lambda: self.current is execute,
                              lambda p: self.send(execute.agent, p)) if execute.stream else None
-        ctx = _context(execute, streamer)
+        ctx = context(execute, streamer)
         span = self._span(execute)
         result: Any = None
         error: ErrorInfo | None = self._record_start(execute)
@@ -207,69 +157,6 @@ class EdgeActor(SupervisedActor):
             error = self._record_end(execute, result, error) or error
         self._report(execute, span, result, error, streamer)
 
-    def _run_chain(self, tasks: list[RunTask]) -> None:
-        """Tasks sent together, one after another; each one's end is recorded in
-        the transaction of the next one's start (one commit per task, not two),
-        and its Outcome is sent once that is durable. A task still runs only
-        after its own ``started`` record is durable."""
-        ended: _Ran | None = None
-        for execute in tasks:
-            if execute.function or not execute.store_url or ended is None \
-                    or ended.execute.store_url != execute.store_url:
-                if ended is not None:
-                    self._finish(ended)
-                    ended = None
-                if execute.function or not execute.store_url:
-                    self._run(execute)
-                    continue
-                error = self._record_start(execute)
-            else:
-                error = self._chain_start(ended, execute)
-                ended = None
-            ended = self._call_recorded(execute, error)
-        if ended is not None:
-            self._finish(ended)
-
-    def _chain_start(self, ended: _Ran, execute: RunTask) -> ErrorInfo | None:
-        """Record ``ended``'s end and ``execute``'s start in one transaction (each on
-        its own if that cannot be), send ``ended``'s Outcome; ``execute``'s start
-        refusal, if any."""
-        done = ended.execute
-        together = False
-        try:
-            together = writer_for(done.store_url).end_and_start(
-                (done.task_id, done.token, ended.error is None,
-                 ended.result if ended.error is None else ended.error.to_dict()),
-                _start_args(execute))
-        except Exception:  # noqa: BLE001 - each on its own below: each refusal is named
-            together = False
-        if not together:
-            self._finish(ended)
-            return self._record_start(execute)
-        self._report(done, ended.span, ended.result, ended.error, ended.streamer)
-        return None
-
-    def _call_recorded(self, execute: RunTask, error: ErrorInfo | None) -> _Ran | None:
-        """Run ``execute`` whose start was recorded (``error``: it was refused, and
-        its Outcome is sent now); what it ended with, its end not yet recorded."""
-        streamer = _Streamer(self.edge_id, execute, lambda: self.current is execute,
-                             lambda p: self.send(execute.agent, p)) if execute.stream else None
-        span = self._span(execute)
-        if error is not None:
-            self._report(execute, span, None, error, streamer)
-            return None
-        self.current = execute
-        try:
-            result, error = self._call(_context(execute, streamer), execute)
-        finally:
-            self.current = None
-        return _Ran(execute, span, result, error, streamer)
-
-    def _finish(self, ended: _Ran) -> None:
-        """Record ``ended``'s end on its own, then send its Outcome."""
-        error = self._record_end(ended.execute, ended.result, ended.error) or ended.error
-        self._report(ended.execute, ended.span, ended.result, error, ended.streamer)
-
     def _span(self, execute: RunTask) -> telemetry.Span:
         return telemetry.span_start(telemetry.EDGE, {
             "agent_id": execute.agent_id, "node_id": execute.node_id,
@@ -277,9 +164,14 @@ class EdgeActor(SupervisedActor):
             **({} if execute.item is None else {"item": execute.item})})
 
     def _report(self, execute: RunTask, span: telemetry.Span, result: Any,
-                error: ErrorInfo | None, streamer: _Streamer | None) -> None:
-        """Close the task's span and send its Outcome (recorded before, by the caller)."""
-        self.send(execute.agent, self._outcome(execute, span, result, error, streamer))
+                error: ErrorInfo | None, streamer: Streamer | None) -> None:
+        """Close the task's span and send its Outcome (recorded before, by the
+        caller); in a chain, keep it for the chain's end."""
+        outcome = self._outcome(execute, span, result, error, streamer)
+        if self.reports is not None:
+            self.reports.append((execute.agent, outcome))
+        else:
+            self.send(execute.agent, outcome)
 
     def _send_outcomes(self, outcomes: list[tuple[Any, Outcome]]) -> None:
         """Send (agent, Outcome) pairs: those for one agent as one message."""
@@ -290,7 +182,7 @@ class EdgeActor(SupervisedActor):
             self.send(agent, mine[0] if len(mine) == 1 else Outcomes(tuple(mine)))
 
     def _outcome(self, execute: RunTask, span: telemetry.Span, result: Any,
-                 error: ErrorInfo | None, streamer: _Streamer | None) -> Outcome:
+                 error: ErrorInfo | None, streamer: Streamer | None) -> Outcome:
         """Close the task's span; its Outcome."""
         if error is None:
             telemetry.span_stop(span, "completed")
@@ -331,12 +223,12 @@ class EdgeActor(SupervisedActor):
                                 self._outcome(execute, span, None, error, None)))
                 continue
             run = next(self.runs)
-            streamer = _Streamer(
+            streamer = Streamer(
                 self.edge_id, execute, _running_check(self.running, execute.task_id, run),
                 _poster(loop, run)) if execute.stream else None
             self.running[execute.task_id] = run
             self.active[run] = _Active(execute, span, streamer)
-            loop.start(run, resolve_callable(self.function), _context(execute, streamer))
+            loop.start(run, resolve_callable(self.function), context(execute, streamer))
         self._send_outcomes(refused)
         for execute in tasks:
             if execute.function:
@@ -445,7 +337,7 @@ class EdgeActor(SupervisedActor):
             return [self._record_start(t) for t in tasks]
         try:
             together = writer_for(tasks[0].store_url).start_many(
-                [_start_args(t) for t in tasks])
+                [start_args(t) for t in tasks])
         except Exception:  # noqa: BLE001 - one by one below: each refusal is named
             together = False
         if together:
@@ -461,7 +353,7 @@ class EdgeActor(SupervisedActor):
         if not execute.store_url:
             return None
         try:
-            writer_for(execute.store_url).mark_started(**_start_args(execute))
+            writer_for(execute.store_url).mark_started(**start_args(execute))
         except Exception as raw:  # noqa: BLE001 - any store failure is reported
             exc = as_store_error(raw)
             self.log.warning("task_start_refused", task_id=execute.task_id, code=exc.code)
@@ -496,17 +388,6 @@ class EdgeActor(SupervisedActor):
         except BaseException as exc:  # noqa: BLE001 - user code must never reach Thespian
             return None, _failure(exc, execute)
         return _checked(ctx.node_id, result)
-
-
-def _start_args(execute: RunTask) -> dict[str, Any]:
-    """The arguments of the task's ``mark_started``."""
-    task = TaskRecord(
-        task_id=execute.task_id, invocation_id=execute.invocation_id,
-        execution_id=execute.execution_id, step=execute.step, node_id=execute.node_id,
-        branch_index=execute.branch_index, input=execute.input)
-    return {"task_id": execute.task_id, "token": execute.token,
-            "system_instance": execute.instance, "attempt": execute.attempt, "task": task,
-            "checkpoint": execute.checkpoint, "retry": execute.retry or bool(execute.history)}
 
 
 def _running_check(running: dict[str, int], task_id: str, run: int) -> Callable[[], bool]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import TypeVar
 
+from hayata_py._actors._protocol import Outcome, RunTask
 from hayata_py._errors import ErrorInfo, RecoveryRejected
 from hayata_py._invocation import Resume, RetryPlan, retry
 from hayata_py._policy import RetryPolicy
@@ -24,9 +25,27 @@ from hayata_py.store import (
     classify_execution,
 )
 
-__all__ = ["recorded_failures", "resume_step", "waiting_node"]
+__all__ = ["recorded_failures", "recorded_outcome", "resume_step", "waiting_node"]
 
 K = TypeVar("K")
+
+
+def recorded_outcome(task: RunTask, record: TaskRecord | None, edge_id: str
+                     ) -> Outcome | None:
+    """What the dead edge ``edge_id`` would have reported for ``task``, read from
+    its durable record: its end if this attempt's end is recorded (completed,
+    or failed with a readable error); else None (the task fails as lost)."""
+    if record is None or record.attempt != task.attempt:
+        return None
+    if record.status == "completed":
+        return Outcome(task.execution_id, task.task_id, task.node_id, edge_id, True,
+                       record.result, item=task.item)
+    error = record.error
+    if record.status != "failed" or not isinstance(error, dict) \
+            or not {"code", "message"} <= error.keys():
+        return None
+    return Outcome(task.execution_id, task.task_id, task.node_id, edge_id, False,
+                   error=ErrorInfo.from_dict(error), item=task.item)
 
 
 def resume_step(record: InvocationRecord, active: ActiveExecution,
