@@ -190,3 +190,24 @@ def test_a_dead_edge_s_recorded_end_is_the_task_s_outcome(
     assert (got.task_id, got.item, got.edge_id, got.execution_id) == (
         task.task_id, 3, "e1", "inv:0")
     assert recorded_outcome(task, None, "e1") is None
+
+
+def test_a_chain_s_time_is_shared_out_among_its_items() -> None:
+    """Its Outcomes come together: 8 items of 10 ms each are a 10 ms pace (too
+    slow to chain), not one 80 ms item and seven of 0 ms."""
+    pool, clock = pool_with("e1")
+    paced(pool, clock, 0.001)
+    for i in range(ITEMS_PER_EDGE + 1):
+        pool.dispatch(item(i))
+    clock.now += 0.001
+    assert len(sent(pool.done("inv:0/0"))) == ITEMS_PER_EDGE  # a chain
+    clock.now += 0.010 * ITEMS_PER_EDGE
+    for i in range(1, ITEMS_PER_EDGE + 1):
+        pool.done(f"inv:0/{i}")
+    pace = pool.nodes["w"].pace
+    assert pace is not None and 0.008 < pace < 0.011
+    out = [s for i in range(ITEMS_PER_EDGE + 1, ITEMS_PER_EDGE + 5)
+           for s in sent(pool.dispatch(item(i)))]
+    assert len(out) == 1  # one at a time again
+    clock.now += 0.010
+    assert len(sent(pool.done(out[0][1]))) == 1

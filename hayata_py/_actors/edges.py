@@ -68,6 +68,8 @@ class _Edge:
     """Task id -> when it was sent, in the order sent."""
     idle_since: float | None = None  # None while it runs a task
     last_done: float = 0.0  # when its last task's outcome came
+    spent: float = 0.0  # seconds the tasks of its current chain took so far
+    ended: int = 0  # tasks of its current chain that ended so far
 
     def free(self) -> int:
         return max(0, self.capacity - len(self.running))  # a chain fills more than one
@@ -212,10 +214,13 @@ class EdgePool:
         edge = node.edges.get(edge_id)
         if edge is not None and task_id in edge.running:
             now = self.clock()
-            took = now - max(edge.running[task_id], edge.last_done)
+            sent = edge.running[task_id]
+            edge.spent += now - max(sent, edge.last_done)
+            edge.ended += 1
             edge.last_done = now
-            node.pace = took if node.pace is None else \
-                node.pace + _PACE_WEIGHT * (took - node.pace)
+            if not any(at == sent and t != task_id for t, at in edge.running.items()):
+                _note_pace(node, edge.spent / edge.ended, edge.ended)
+                edge.spent, edge.ended = 0.0, 0
         if edge is None:
             lost = node.lost.get(edge_id)
             if lost is not None:
@@ -380,6 +385,15 @@ class EdgePool:
                     at = edge.idle_since + self.idle_timeout
                     due = at if due is None else min(due, at)
         return None if due is None else max(due, now)
+
+
+def _note_pace(node: _Node, took: float, tasks: int) -> None:
+    """``tasks`` tasks of ``node`` took ``took`` seconds each (a chain's Outcomes
+    come together: its time is shared out among its items)."""
+    if node.pace is None:
+        node.pace = took
+    else:
+        node.pace = took + (node.pace - took) * (1 - _PACE_WEIGHT) ** tasks
 
 
 def chain_windows(spec: AgentSpec) -> dict[str, int]:
