@@ -399,7 +399,6 @@ class AgentActor(Admission, SupervisedActor):
         self.send(to, answer)
 
     def _on_outcome(self, message: p.Outcome) -> None:
-        self._sends(self.pool.done(message.task_id))
         if not is_compensation(message.execution_id):  # a compensator: neither
             self.cache.completed(message)
             self._circuit(self.gate.outcome(message.node_id, message.task_id,
@@ -410,6 +409,9 @@ class AgentActor(Admission, SupervisedActor):
             self._feed(run, m.TaskOutcome(
                 message.execution_id, m.TaskKey(message.node_id, message.item),
                 message.ok, message.result, message.error, message.partials))
+        # The slot frees after the machine took the outcome: a failure cancels
+        # the items waiting for it before one of them could take it.
+        self._sends(self.pool.done(message.task_id))
         self._arm_retire()
 
     def _sends(self, sends: list[tuple[Any, Any]]) -> None:
