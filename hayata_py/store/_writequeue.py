@@ -15,13 +15,14 @@ stays the only guard of the data: a writer that does not queue (the store's
 general path, another program) still takes turns through it, and a queue
 file that cannot be opened (a read-only or full filesystem) is skipped.
 
-The kernel drops the lock of a process that dies. A writer that finds the
-queue held by a stopped process (SIGSTOP, a debugger; read from
-``/proc/locks``) does not wait for it: it goes straight to SQLite's lock,
-whose wait has a deadline. One stopped while others already wait holds them
-until it goes on. Each thread of each process opens the file on its own (its own
-open file description: ``flock`` excludes between those, not within one), so
-threads queue too and a forked child never shares its parent's hold.
+The kernel drops the lock of a process that dies. The holder writes its pid
+into the file; a writer that finds the queue held by a stopped process
+(SIGSTOP, a debugger: ``/proc/<pid>/stat``) does not wait for it and goes
+straight to SQLite's lock, whose wait has a deadline. One stopped while
+others already wait holds them until it goes on. Each thread of each
+process opens the file on its own (its own open file description: ``flock``
+excludes between those, not within one), so threads queue too and a forked
+child never shares its parent's hold.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class WriteQueue:
                         fd = -1  # never wait on a frozen process: SQLite's lock alone
                     else:
                         fcntl.flock(fd, fcntl.LOCK_EX)
+                if fd >= 0:
+                    os.pwrite(fd, b"%10d" % os.getpid(), 0)  # who holds it
         except OSError:
             fd = -1  # no queue this time: SQLite's lock alone
         try:
@@ -90,23 +93,17 @@ class WriteQueue:
 
 
 def _holder_stopped(fd: int) -> bool:
-    """The process holding ``fd``'s file's flock is stopped (state T or t)."""
-    inode = os.fstat(fd).st_ino
+    """The process that holds the queue (its pid, written in the file by the
+    holder) is stopped (state T or t)."""
     try:
-        with open("/proc/locks") as locks:
-            holders = [int(f[4]) for f in (line.split() for line in locks)
-                       if len(f) > 5 and f[1] == "FLOCK" and f[5].endswith(f":{inode}")]
-    except (OSError, ValueError):
+        pid = int(os.pread(fd, 10, 0) or b"0")
+        if pid <= 0:
+            return False
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except (OSError, ValueError, IndexError):
         return False
-    for pid in holders:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                state = stat.read().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state in ("T", "t"):
-            return True
-    return False
+    return state in (b"T", b"t")
 
 
 _QUEUES: dict[str, WriteQueue] = {}

@@ -20,6 +20,7 @@ refused (``stale_writer``) and a task it had not started must not run.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import sqlite3
@@ -223,8 +224,10 @@ def _held(campaign: Campaign, group: int) -> frozenset[tuple[Any, ...]]:
     frozen), nor does a forked child's inherited copy of its parent's socket."""
     url = campaign.store_url
     if url.startswith("sqlite:///"):
-        conn = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0,
-                               isolation_level=None)
+        path = url.removeprefix("sqlite:///")
+        if _queue_held(path):  # a writer between its turn and SQLite's lock
+            return frozenset({("the SQLite writers' queue", None)})
+        conn = sqlite3.connect(path, timeout=0, isolation_level=None)
         try:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("ROLLBACK")
@@ -234,6 +237,21 @@ def _held(campaign: Campaign, group: int) -> frozenset[tuple[Any, ...]]:
         finally:
             conn.close()
     return frozenset(tuple(row) for row in _open_transactions(campaign, group))
+
+
+def _queue_held(database: str) -> bool:
+    """Some process holds the SQLite writers' queue (``store/_writequeue.py``)."""
+    try:
+        fd = os.open(f"{database}-wlock", os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # drops the probe's own hold, if it took it
+    return False
 
 
 def _open_transactions(campaign: Campaign, group: int) -> list[Any]:
