@@ -11,29 +11,17 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import hayata_py as hy
-from hayata_py.store import TaskClass, TaskRecord, classify_map, open_store, task_id_for
+from hayata_py.store import TaskClass, classify_map, task_id_for
 from tests.helpers import collect, eventually, find
+from tests.test_map_steps import data, tasks  # noqa: F401 - the fixture, and the reader
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def data(tmp_path: Path) -> Iterator[tuple[hy.AgentSystem, Path]]:
-    with hy.AgentSystem(tmp_path / "data") as system:
-        yield system, tmp_path
-
-
-def records(tmp: Path, inv: str) -> dict[int, TaskRecord]:
-    """Read in this process, from the database file the system wrote."""
-    with open_store(f"sqlite:///{tmp / 'data' / 'hayata.db'}") as store:
-        return {t.branch_index: t for t in store.get_tasks(inv)}
 
 
 def effects(log: Path) -> dict[int, dict[str, float]]:
@@ -46,7 +34,7 @@ def effects(log: Path) -> dict[int, dict[str, float]]:
 
 
 def test_an_edge_killed_mid_chain_leaves_held_items_not_started(
-        data: tuple[hy.AgentSystem, Path]) -> None:
+        data: tuple[hy.AgentSystem, Path]) -> None:  # noqa: F811 - the imported fixture
     system, tmp = data
     agent = system.start_agent(hy.AgentConfig(
         "chainer", {"item": "tests.map_nodes:item"}, "tests.map_nodes:map_policy",
@@ -72,7 +60,7 @@ def test_an_edge_killed_mid_chain_leaves_held_items_not_started(
     completed = sorted(e.data["item"] for e in events if e.type == "node_completed")
     assert completed == list(range(held))
 
-    found, ran = records(tmp, inv), effects(log)
+    found, ran = tasks(tmp, inv), effects(log)
     # No item ran without its own started record, made before it ran.
     for i, times in ran.items():
         assert i in found, f"item {i} ran without a record"
