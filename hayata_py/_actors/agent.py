@@ -418,6 +418,9 @@ class AgentActor(Admission, SupervisedActor):
         """Send to nodes, edges and reducers; while batching, through the outbox
         (once the message being handled is done, together per target). Either
         way the tasks of ``sends`` for one edge (a chain) go as one RunTasks."""
+        if not self.batching and len(sends) == 1 and not self.deferred:
+            self.send(*sends[0])  # the common case: nothing to merge
+            return
         now = Outbox()
         for address, message in sends:
             if self.deferred and isinstance(message, p.RunTask):

@@ -212,8 +212,8 @@ class EdgePool:
         edge_id, run = where
         node = self._node(run.node_id)
         edge = node.edges.get(edge_id)
-        if edge is not None and task_id in edge.running:
-            now = self.clock()
+        if edge is not None and edge.capacity == 1 and task_id in edge.running:
+            now = self.clock()  # the pace decides chains, which only one-task edges get
             sent = edge.running[task_id]
             edge.spent += now - max(sent, edge.last_done)
             edge.ended += 1
@@ -340,6 +340,8 @@ class EdgePool:
         have = max(node.target, len(node.edges))
         free = sum(e.free() for e in node.edges.values()) \
             + (have - len(node.edges)) * capacity
+        if len(node.queue) <= free or have >= self.limit(node_id):
+            return []  # (checked first: the count below walks the queue)
         # A map step asks for its own edges (map_concurrency, OpenMap): its
         # items that wait never make the node grow beyond them.
         short = sum(1 for run in node.queue.values() if run.item is None) - free
