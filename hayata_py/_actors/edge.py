@@ -142,20 +142,10 @@ class EdgeActor(ChainRuns, SupervisedActor):
     # -- one task at a time: the call blocks the edge ------------------------------
 
     def _run(self, execute: RunTask) -> None:
-        streamer = Streamer(self.edge_id, execute, lambda: self.current is execute,
-                             lambda p: self.send(execute.agent, p)) if execute.stream else None
-        ctx = context(execute, streamer)
-        span = self._span(execute)
-        result: Any = None
-        error: ErrorInfo | None = self._record_start(execute)
-        if error is None:
-            self.current = execute
-            try:
-                result, error = self._call(ctx, execute)
-            finally:
-                self.current = None
-            error = self._record_end(execute, result, error) or error
-        self._report(execute, span, result, error, streamer)
+        """One task: ``started``, the call, its end, then its Outcome."""
+        ended = self._call_recorded(execute, self._record_start(execute))
+        if ended is not None:
+            self._finish(ended)
 
     def _span(self, execute: RunTask) -> telemetry.Span:
         return telemetry.span_start(telemetry.EDGE, {

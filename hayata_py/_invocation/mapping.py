@@ -1,11 +1,12 @@
 """Map steps in the invocation machine: one task per item, a window of them out at once.
 
 A map step (``hy.Map(node, items, reduce)``) runs the node's function once per
-item. The machine keeps at most ``Rules.map_concurrency`` items out and sends
-the next as each completes. A step with ``reduce`` forwards each item's
-result to the step's reducer (:class:`Collect`) and, once every item is
-done, asks the reducer to consolidate (:class:`Consolidate`); the step ends
-on the reducer's ``Reduced``. A step without ``reduce`` needs no reducer:
+item. The machine keeps at most the node's ``Rules.map_window`` items out
+(else ``map_concurrency``) and sends the next as each completes. A step
+with ``reduce`` forwards each item's result to the step's reducer
+(:class:`Collect`) and, once every item is done, asks the reducer to
+consolidate (:class:`Consolidate`); the step ends on the reducer's
+``Reduced``. A step without ``reduce`` needs no reducer:
 the machine holds every item's result (those it was told, and on recovery
 the reused ones), so it ends the step itself with them in item order. (Or
 the first failing item, a deadline, a node death end the step: the

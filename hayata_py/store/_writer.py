@@ -167,8 +167,7 @@ class TaskWriter:
         if task is None:
             return False
         now = float(self.clock())
-        statements = [((_fast.COMPLETE_TASK if ok else _fast.FAIL_TASK),
-                       (now, encode(value, key="result" if ok else "error"), task_id, token))]
+        statements = [_end_statement(task_id, token, ok, value, now)]
         statements += self._start_statements(
             start["task_id"], start["token"], start["system_instance"], start["attempt"],
             task, start.get("checkpoint"), now)
@@ -184,9 +183,8 @@ class TaskWriter:
         own, so a refusal names its task and the others still land."""
         if len(ends) > 1:
             now = float(self.clock())
-            statements = [((_fast.COMPLETE_TASK if ok else _fast.FAIL_TASK),
-                           (now, encode(value, key="result" if ok else "error"), task_id,
-                            token)) for task_id, token, ok, value in ends]
+            statements = [_end_statement(task_id, token, ok, value, now)
+                          for task_id, token, ok, value in ends]
             if self._write_all(statements):
                 return [None] * len(ends)
         out: list[Exception | None] = []
@@ -298,3 +296,11 @@ class TaskWriter:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def _end_statement(task_id: str, token: int, ok: bool, value: Any, now: float
+                   ) -> tuple[_fast.Stmt, tuple[Any, ...]]:
+    """The fenced statement of a task's end: completed with ``value`` as its
+    result, or failed with ``value`` as its error dict."""
+    return ((_fast.COMPLETE_TASK if ok else _fast.FAIL_TASK),
+            (now, encode(value, key="result" if ok else "error"), task_id, token))
