@@ -44,6 +44,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from hayata_py._errors import SchemaTooNew, StoreError
 from hayata_py.store._schema import HEAD_REVISION
+from hayata_py.store._walsync import defer_sync, sync_wal
 from hayata_py.store._writequeue import WriteQueue, queue_for
 
 if TYPE_CHECKING:
@@ -221,6 +222,8 @@ class EngineHolder:
         # write_one waits for the write lock itself (see _begin_immediate):
         # SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... ms.
         conn.execute("PRAGMA busy_timeout = 0")
+        # Commits not synced inside the write lock; write_all syncs after each.
+        local.wal = defer_sync(conn)
         local.conn, local.engine = conn, engine
         with self._lock:
             alive = []
@@ -283,7 +286,7 @@ class EngineHolder:
                 raw.close()
         conn = self._pinned_connection(engine)
         return sqlite_transaction(conn, statements, db_error, lambda: self._unpin(conn),
-                                  self._queue)
+                                  self._queue, self._pinned.wal)
 
     def _write_one_autocommit(
         self, raw: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
@@ -468,18 +471,25 @@ os.register_at_fork(after_in_child=_reset_after_fork)
 
 def sqlite_transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],
                        db_error: type[Exception], discard: Callable[[], None],
-                       queue: WriteQueue | None = None) -> bool:
+                       queue: WriteQueue | None = None, wal: str | None = None) -> bool:
     """``BEGIN IMMEDIATE``, ``statements``, ``COMMIT`` on a plain sqlite3
     connection: True if each changed exactly one row and it committed; else
     rolled back and False (a driver error too). ``discard`` is called when the
     connection's state is unknown (interrupted, a failed rollback or commit):
     it must never be reused. ``queue``: the database's writers' queue, waited
-    for first (:mod:`~hayata_py.store._writequeue`). Shared by
+    for first (:mod:`~hayata_py.store._writequeue`). ``wal``: the WAL file to
+    sync once the commit is done and the queue free (:mod:`~hayata_py.store._walsync`;
+    an ``OSError`` if it cannot); None: nothing after the commit (a ``FULL``
+    connection synced it, or a deferred write). Shared by
     :meth:`EngineHolder.write_all` and the edge's light writer (``_writer.py``)."""
     if queue is None:
-        return _transaction(conn, statements, db_error, discard)
-    with queue.hold():
-        return _transaction(conn, statements, db_error, discard)
+        done = _transaction(conn, statements, db_error, discard)
+    else:
+        with queue.hold():
+            done = _transaction(conn, statements, db_error, discard)
+    if done and wal is not None:
+        sync_wal(wal)
+    return done
 
 
 def _transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],

@@ -16,7 +16,9 @@ that is not in the expected state) or the driver fails, nothing was written,
 and the writer hands the call to the full :class:`SqlTaskStore` (opened on
 first need), which re-checks everything in a fresh transaction and raises the
 precise error or applies the write. So every outcome, and every error code,
-is exactly the store's; only the common case skips the engine. One writer
+is exactly the store's; only the common case skips the engine. On SQLite a
+start is synced after its commit, outside the write lock, and a task's end
+is not synced on its own (:mod:`~hayata_py.store._walsync`). One writer
 per process and URL (``hayata_py._actors.durable.writer_for``); not for use
 from several threads at once.
 """
@@ -43,6 +45,7 @@ from hayata_py.store._engine import (
 from hayata_py.store._records import InvocationRecord, TaskRecord
 from hayata_py.store._rows import task_values
 from hayata_py.store._tasks import _checkpoint_of
+from hayata_py.store._walsync import defer_sync
 from hayata_py.store._writequeue import queue_for
 
 __all__ = ["TaskWriter"]
@@ -86,6 +89,7 @@ class TaskWriter:
                         else parsed.set(drivername="postgresql").render_as_string(
                             hide_password=False))
         self._conn: Any = None
+        self._wal: str | None = None  # SQLite: the WAL this writer syncs (_walsync)
         self._error: type[Exception] = Exception
         self._store: TaskStore | None = None
 
@@ -147,12 +151,12 @@ class TaskWriter:
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
         params = (float(self.clock()), encode(result, key="result"), task_id, token)
-        if not self._write_all([(_fast.COMPLETE_TASK, params)]):
+        if not self._write_all([(_fast.COMPLETE_TASK, params)], durable=False):
             self._full().mark_completed(task_id, token=token, result=result)
 
     def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
         params = (float(self.clock()), encode(error, key="error"), task_id, token)
-        if not self._write_all([(_fast.FAIL_TASK, params)]):
+        if not self._write_all([(_fast.FAIL_TASK, params)], durable=False):
             self._full().mark_failed(task_id, token=token, error=error)
 
     def end_and_start(self, end: tuple[str, int, bool, Any], start: dict[str, Any]) -> bool:
@@ -185,7 +189,7 @@ class TaskWriter:
             now = float(self.clock())
             statements = [_end_statement(task_id, token, ok, value, now)
                           for task_id, token, ok, value in ends]
-            if self._write_all(statements):
+            if self._write_all(statements, durable=False):
                 return [None] * len(ends)
         out: list[Exception | None] = []
         for task_id, token, ok, value in ends:
@@ -227,6 +231,7 @@ class TaskWriter:
                 _sqlite_on_connect(conn, None)  # the pooled connections' settings
                 conn.execute("PRAGMA busy_timeout = 0")  # _begin_immediate polls instead
                 conn.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+                self._wal = defer_sync(conn)  # starts synced after the commit, ends not
             except BaseException:
                 conn.close()
                 raise
@@ -236,11 +241,14 @@ class TaskWriter:
         return (psycopg.connect(self._target, autocommit=True,
                                 **pg_application_name(normalize_url(self.url))), psycopg.Error)
 
-    def _write_all(self, statements: list[tuple[_fast.Stmt, tuple[Any, ...]]]) -> bool:
+    def _write_all(self, statements: list[tuple[_fast.Stmt, tuple[Any, ...]]], *,
+                   durable: bool = True) -> bool:
         """Fenced statements as one committed transaction: True if each changed
         exactly one row and it committed; False if nothing was written (a row
         unchanged, or a driver error before the commit). The same shape as
-        :meth:`EngineHolder.write_all`."""
+        :meth:`EngineHolder.write_all`. ``durable=False`` (a task's end): on
+        SQLite, not synced on its own; the next synced commit of the database
+        carries it to disk (:mod:`~hayata_py.store._walsync`)."""
         if not self._plain:
             return False
         if self._conn is None:
@@ -249,7 +257,8 @@ class TaskWriter:
             except Exception:  # noqa: BLE001 - cannot connect: the full store reports it
                 return False
         if self.is_sqlite:
-            return self._write_sqlite([(stmt.sqlite, params) for stmt, params in statements])
+            return self._write_sqlite([(stmt.sqlite, params) for stmt, params in statements],
+                                      self._wal if durable else None)
         if len(statements) == 1:
             stmt, params = statements[0]
             try:
@@ -285,9 +294,10 @@ class TaskWriter:
             self._drop()
             raise
 
-    def _write_sqlite(self, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
+    def _write_sqlite(self, statements: list[tuple[str, tuple[Any, ...]]],
+                      wal: str | None) -> bool:
         return sqlite_transaction(self._conn, statements, sqlite3.Error, self._drop,
-                                  queue_for(self._target))
+                                  queue_for(self._target), wal)
 
     def _drop(self) -> None:
         """Never reuse a connection whose state is unknown (the rollback of an
