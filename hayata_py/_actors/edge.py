@@ -258,9 +258,9 @@ class EdgeActor(ChainRuns, SupervisedActor):
         self._record_ends(ended)
 
     def _record_ends(self, ended: list[tuple[_Active, Any, ErrorInfo | None]]) -> None:
-        """Record the ends of the tasks that ended together in one transaction (one
-        fsync for all), then send each its Outcome: none is told before its record
-        is durable."""
+        """Record the ends of the tasks that ended together in one transaction,
+        then send each its Outcome: none is told before its record is committed
+        (on SQLite the next synced commit carries it to disk, ``store/_walsync.py``)."""
         if not ended:
             return
         url = ended[0][0].execute.store_url
@@ -353,7 +353,8 @@ class EdgeActor(ChainRuns, SupervisedActor):
 
     def _record_end(self, execute: RunTask, result: Any, error: ErrorInfo | None
                     ) -> ErrorInfo | None:
-        """Record the outcome durably before anyone hears of it."""
+        """Record the outcome before anyone hears of it (committed; on SQLite the
+        next synced commit carries it to disk, ``store/_walsync.py``)."""
         if not execute.store_url:
             return None
         store = writer_for(execute.store_url)

@@ -8,7 +8,7 @@ each item's end is recorded in the transaction of the next item's start
 item instead of two), so an item still runs only after its own ``started``
 record is durable, and a SIGKILLed edge leaves at most one item started
 without a result and the items it had not begun without any record. The
-Outcomes go together, once the last end is durable; an edge that dies first
+Outcomes go together, once the last end is committed; an edge that dies first
 leaves the ends it recorded for the agent to read
 (``AgentActor._on_edge_lost``). Mixed into
 :class:`~hayata_py._actors.edge.EdgeActor`, which supplies the single-task
@@ -99,7 +99,7 @@ class ChainRuns:
         """Tasks sent together, one after another; each one's end is recorded in
         the transaction of the next one's start (one commit per task, not two). A
         task still runs only after its own ``started`` record is durable. The
-        Outcomes go together once the last end is durable (one message: the agent
+        Outcomes go together once the last end is committed (one message: the agent
         sends this edge nothing more before; an edge that dies first leaves the
         ends it recorded for the agent to read, ``AgentActor._on_edge_lost``)."""
         self.reports: list[tuple[Any, Outcome]] = []

@@ -5,7 +5,9 @@
   fork hook drops them, and a pid check backs it up); the parent's objects are
   kept referenced in the child so garbage collection cannot close sockets or
   SQLite handles the parent still uses.
-* SQLite: WAL, ``synchronous=FULL`` (a commit is on disk when it returns),
+* SQLite: WAL, ``synchronous=FULL`` (a commit is on disk when it returns;
+  the fast writes' connection commits with ``NORMAL`` and
+  :meth:`EngineHolder.write_all` syncs after the lock, :mod:`._walsync`),
   ``busy_timeout`` 30 s, foreign keys on; pysqlite's own transaction handling
   is switched off (the SQLAlchemy-documented recipe) so writes start with
   ``BEGIN IMMEDIATE`` and reads with ``BEGIN``. Single-statement fast writes
@@ -380,7 +382,7 @@ def _begin_immediate(cursor: Any) -> None:
     while another writer holds the lock.
 
     Concurrent writers (parallel edges recording their tasks) each hold the
-    lock for about one commit (~0.5 ms). SQLite's own busy handler sleeps
+    lock for about one commit (0.1-0.5 ms). SQLite's own busy handler sleeps
     1, 2, 5, 10, 15, 20, 25 ... ms between tries, so the eighth of eight
     writers waited tens of milliseconds for a lock that was free most of the
     time; this polls every 0.1-2 ms instead. ``BEGIN IMMEDIATE`` takes the lock
