@@ -21,7 +21,9 @@ each with its sync, in a row. The fast writers (the edge's
   the ``Outcome``) is not synced on its own. A process crash does not lose it
   (it is in the WAL file, in the kernel's cache). A power loss can, only
   until the next synced commit of any writer of the database: the WAL is one
-  file written in commit order, and ``fdatasync`` flushes all of it. Anything
+  file written in commit order, and ``fdatasync`` flushes all of it (while
+  the invocation runs, its agent's lease renewal commits every
+  ``lease_seconds / 3`` at the latest). Anything
   that depends on the end reaches disk after it: the next task's ``started``,
   the invocation's end, the events a subscriber sees. What recovery finds
   after a power loss is therefore the database as it was at an instant when

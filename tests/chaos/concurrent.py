@@ -47,6 +47,7 @@ from tests.chaos.campaign import (
     CampaignError,
     Outcome,
     Run,
+    _alive,
     _parents,
     line_count,
     logged,
@@ -180,6 +181,11 @@ class ConcurrentCampaign(Campaign):
              f"{moment} side-effect lines")
         run = self._target()
         target = inject(self, run)
+        if target == "agent":
+            # The agent alone died: its nodes and edges live on, finish the tasks
+            # they ran and record them (the classes recovery sees are final only
+            # then; ``tests/test_recovery_refusals.py``).
+            poll(self._orphans_done, WAIT_S, "the dead agent's edges ended their tasks")
         try:
             violations = self._settle(run)
         except CampaignError as exc:
@@ -196,6 +202,22 @@ class ConcurrentCampaign(Campaign):
                            began)
         rec.invocations = outcomes
         return rec
+
+    def _orphans_done(self) -> bool:
+        """Every task that a live edge started (the side-effect files name its pid)
+        has ended there and its end is recorded."""
+        for member in self.members:
+            started, ended = _tasks_in(member.effects)
+            live = {task for task, pid in started.items() if _alive(pid)}
+            if not live:
+                continue
+            if live - ended:
+                return False
+            records = reading(lambda m=member: {
+                t.task_id: t.status for t in self.sys.store.get_tasks(m.invocation)})
+            if any(records.get(task) == "started" for task in live):
+                return False
+        return True
 
     def _launch(self, agent: hy.AgentRef) -> list[Member]:
         rng = self.rng
@@ -512,6 +534,21 @@ class ConcurrentCampaign(Campaign):
         runs = [self._thread_run(m) for m in self.threads[thread]]
         return ThreadObservation(thread, tuple(runs), info.version, info.state, info.status,
                                  tuple(info.queued), tuple(info.invocations))
+
+
+def _tasks_in(effects: Path) -> tuple[dict[str, int], set[str]]:
+    """The tasks a side-effect file shows started (with the pid of their edge) and
+    those it shows ended."""
+    started: dict[str, int] = {}
+    ended: set[str] = set()
+    if effects.exists():
+        for line in effects.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[0] == "start":
+                started[parts[1]] = int(parts[3])
+            elif len(parts) == 4 and parts[0] == "end":
+                ended.add(parts[1])
+    return started, ended
 
 
 def _open_task(effects: Path) -> bool:
