@@ -150,3 +150,43 @@ def test_wait_notices_that_the_whole_system_died(tmp_path: Path) -> None:
         assert isinstance(error, hy.HayataError) and error.code == "no_system", error
     finally:
         system.kill()
+
+
+def test_a_garbage_watch_request_never_strands_a_restarted_node(
+    agents: hy.AgentSystem, tmp_path: Path
+) -> None:
+    """A malformed ``WatchNodes`` sent to the node supervisor is dropped: kept,
+    it was handed to every node restarted later, which dropped it in turn and
+    never told the agent of its edges, so the agent's next task for that node
+    waited for ever (the concurrent chaos campaign: garbage, then a node killed)."""
+    import psutil
+
+    from hayata_py._actors._protocol import WatchNodes
+    from supervisors import Reply, WhichChildren
+    from tests.chaos.faults import _PORT, address
+
+    pid_file = tmp_path / "edge.pid"
+    agent = agents.start_agent(hy.AgentConfig(
+        "stranded", {"w": "tests.graph_nodes:touch_and_wait"}, "tests.graph_nodes:scripted",
+        execution_timeout=60.0))
+    sup = find(agents.tree(), "supervisor", "nodes")
+    assert sup is not None
+    found = _PORT.search(" ".join(psutil.Process(sup["pid"]).cmdline()))
+    assert found is not None
+    target = address(int(found.group(1)))
+    endpoint = agents._system
+    endpoint.tell(target, WatchNodes({"not": "an address"}))  # type: ignore[arg-type]
+    # Answered after the garbage (one sender, in order): it has been handled.
+    assert isinstance(endpoint.ask(target, WhichChildren(), 10), Reply)
+
+    first = agent.run({"steps": [["next", "w", {"pid_file": str(pid_file), "sleep": 60}]]})
+    eventually(lambda: pid_file.exists(), message="w started")
+    node = find(agents.tree(), "node", "node:w")
+    assert node is not None
+    os.kill(node["pid"], signal.SIGKILL)
+    failed = agent.wait(first, 30)  # the agent has heard of the node's death
+    assert failed.error is not None and failed.error.code == "node_crashed"
+    # The restarted node must tell the agent of its edges, or this waits for ever.
+    again = agent.run({"steps": [["next", "w", {"pid_file": str(tmp_path / "2.pid"),
+                                                "sleep": 0}], ["finish", "after"]]})
+    assert agent.wait(again, 30).result == "after"

@@ -32,6 +32,7 @@ from hayata_py._actors._protocol import (
     UseWatcher,
     WatchNodes,
 )
+from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._config import AgentSpec, Liveness
 from hayata_py._invocation import DownCause
 from supervisors import (
@@ -168,6 +169,12 @@ class NodeSupervisor(Supervisor):
 
     def on_message(self, message: Any, sender: Any) -> None:
         if isinstance(message, WatchNodes):
+            if drop_malformed(self.log, message):
+                # Kept, it would be handed to every node restarted later, which
+                # would drop it too and never tell the agent of its edges: the
+                # agent's tasks for that node would wait for ever (found by the
+                # concurrent chaos campaign: garbage, then a node killed).
+                return
             self.subscriber = message.subscriber or sender
             watcher = self.child_address("edge_watcher")
             if watcher is not None:
