@@ -33,9 +33,12 @@ in the edge adds ~3 MB more, above this bound either way."""
 
 GROWTH_MAX = 1.0 * MB
 """USS any agent, node or edge process may gain over :data:`MORE_RUNS`
-invocations after :data:`WARM_RUNS` (measured: 0.1-0.4 MB, pages of the
-inherited heap still being touched for the first time; a leak of 20 KB per
-invocation would show)."""
+invocations after :data:`WARM_RUNS`, in the lesser of two such windows
+one after the other (measured: 0.1-0.4 MB, pages of the inherited heap still
+being touched for the first time; a leak of 25 KB per invocation shows in
+both). The agent sometimes takes one step of ~1 MB in a window (2026-12-04:
+0.3 or 1.2 MB over the first 50, on this code and the day before's alike):
+an allocator arena, once; hence two windows, not a looser bound."""
 WARM_RUNS = 20
 MORE_RUNS = 50
 
@@ -61,7 +64,7 @@ def _run(agent: hy.AgentRef, times: int) -> None:
 @pytest.mark.timeout(600)  # 70 invocations: slow only on a badly overloaded machine
 def test_edges_stay_small_and_no_process_grows_with_its_invocations(tmp_path: Path) -> None:
     """After warm-up, an edge is within a few MB of a node, and no process
-    gains more than a bound over 50 more invocations."""
+    gains more than a bound in both of two windows of 50 more invocations."""
     config = hy.AgentConfig(id="mem", nodes={n: "tests.graph_nodes:trivial"
                                              for n in ("n1", "n2", "n3")},
                             decision_policy="tests.graph_nodes:seq3_policy")
@@ -77,6 +80,12 @@ def test_edges_stay_small_and_no_process_grows_with_its_invocations(tmp_path: Pa
                 f"edge {pid}: USS {before[pid] / MB:.1f} MB, node {node / MB:.1f} MB")
         _run(agent, MORE_RUNS)
         assert _pids(system) == pids  # the same processes (none replaced)
-        grown = {pid: _uss(pid) - uss for pid, uss in before.items()}
+        middle = {pid: _uss(pid) for pid in before}
+        _run(agent, MORE_RUNS)
+        assert _pids(system) == pids
+        # A leak grows in both windows; a one-time step (a new 1 MiB arena of
+        # the allocator, first touched) in one of them.
+        grown = {pid: min(middle[pid] - before[pid], _uss(pid) - middle[pid])
+                 for pid in before}
         assert max(grown.values()) < GROWTH_MAX, {
             pid: f"{g / 1024:.0f} KB" for pid, g in grown.items()}
