@@ -102,7 +102,7 @@ class ChainRuns:
         Outcomes go together once the last end is committed (one message: the agent
         sends this edge nothing more before; an edge that dies first leaves the
         ends it recorded for the agent to read, ``AgentActor._on_edge_lost``)."""
-        self.reports: list[tuple[Any, Outcome]] = []
+        self.reports = []
         try:
             ended: Ran | None = None
             for execute in tasks:

@@ -65,8 +65,12 @@ def defer_sync(conn: Any) -> str | None:
 
 def sync_wal(wal: str) -> None:
     """``fdatasync`` the WAL file ``wal``: every commit written to it so far, by
-    any process, is on disk when this returns. Raises ``OSError`` if it cannot
-    (the caller must then treat its write as not durable).
+    any process, is on disk when this returns. Raises ``OSError`` if it cannot:
+    the caller reports a store error and does not act on the write (a task's
+    function does not run, ``RunAccepted`` is not sent). The commit is visible
+    all the same, as a process killed between its commit and its next step
+    leaves it (a ``started`` task that never ran: ``uncertain``; an
+    invocation nobody was told of: listed by ``unfinished()``).
 
     Opened by path every time: SQLite deletes the WAL when the last connection
     to the database closes (after copying it into the database file and

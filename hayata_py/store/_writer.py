@@ -150,13 +150,13 @@ class TaskWriter:
         return statements
 
     def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
-        params = (float(self.clock()), encode(result, key="result"), task_id, token)
-        if not self._write_all([(_fast.COMPLETE_TASK, params)], durable=False):
+        end = _end_statement(task_id, token, True, result, float(self.clock()))
+        if not self._write_all([end], durable=False):
             self._full().mark_completed(task_id, token=token, result=result)
 
     def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
-        params = (float(self.clock()), encode(error, key="error"), task_id, token)
-        if not self._write_all([(_fast.FAIL_TASK, params)], durable=False):
+        end = _end_statement(task_id, token, False, error, float(self.clock()))
+        if not self._write_all([end], durable=False):
             self._full().mark_failed(task_id, token=token, error=error)
 
     def end_and_start(self, end: tuple[str, int, bool, Any], start: dict[str, Any]) -> bool:
