@@ -140,14 +140,20 @@ def writers(where: Path) -> list[tuple[int, str]]:
     """(pid, path) of every file under ``where`` some process holds open for
     writing (what makes ``remount,ro`` fail with ``EBUSY``)."""
     out = []
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+    for pid in (name for name in os.listdir("/proc") if name.isdigit()):
         try:
-            target = os.readlink(fd)
-            flags = int((fd.parent.parent / "fdinfo" / fd.name).read_text().split()[3], 8)
-        except (OSError, IndexError, ValueError):
-            continue  # the process or the descriptor went away meanwhile
-        if target.startswith(f"{where}/") and flags & (os.O_WRONLY | os.O_RDWR):
-            out.append((int(fd.parent.parent.name), target))
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # the process went away meanwhile (pathlib's glob raised here)
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+                    flags = int(info.read().split()[3], 8)
+            except (OSError, IndexError, ValueError):
+                continue  # the process or the descriptor went away meanwhile
+            if target.startswith(f"{where}/") and flags & (os.O_WRONLY | os.O_RDWR):
+                out.append((int(pid), target))
     return out
 
 
