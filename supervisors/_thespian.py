@@ -32,6 +32,9 @@
 - **Less work per loop turn.** :func:`install_loop_patch` replaces
   ``TCPTransport._runWithExpiry`` with :func:`supervisors._tcploop.run_with_expiry`:
   the same steps, without rebuilding per turn what rarely changes.
+- **A whole message per loop turn.** :func:`install_read_patch` makes the
+  transport read the rest of a frame (a message or an ACK) in the turn that
+  read its size, not one ``poll`` later (:mod:`supervisors._tcpread`).
 - **The run loop on a stack chunk of its own.** :func:`install_stack_patch`
   runs each actor's loop (``ActorManager.run`` in its forked process) through
   :func:`supervisors._stack.on_own_chunk`, so a message's handling does not
@@ -65,6 +68,7 @@ from thespian.system.utilis import partition
 from supervisors._poll import _SELECTORS_SHIM
 from supervisors._stack import on_own_chunk
 from supervisors._tcploop import run_with_expiry
+from supervisors._tcpread import handle_readable_incoming, next_xmit_4
 
 BIND_ENV = "SUPERVISORS_BIND"
 ADMIN_ENV = "SUPERVISORS_ADMIN"
@@ -305,6 +309,40 @@ def install_loop_patch() -> bool:
     return True
 
 
+READ_PATCH_FITS = {
+    "thespian": "4.0.1",
+    "_handleReadableIncoming": "906d1d0361d8",
+    "_next_XMIT_4": "24efbd88f362",
+}
+"""What :func:`install_read_patch` was written against: Thespian's version
+and a hash of the source of the two methods it replaces."""
+
+_THESPIAN_READ = (_tcp.TCPTransport._handleReadableIncoming, _tcp.TCPTransport._next_XMIT_4)
+
+
+def read_patch_fingerprint() -> dict[str, str]:
+    """The installed Thespian's values for :data:`READ_PATCH_FITS`."""
+    from importlib import metadata
+
+    return {"thespian": metadata.version("thespian"),
+            "_handleReadableIncoming": _source_hash(_THESPIAN_READ[0]),
+            "_next_XMIT_4": _source_hash(_THESPIAN_READ[1])}
+
+
+def install_read_patch() -> bool:
+    """Read a frame to its end in one loop turn (:mod:`supervisors._tcpread`);
+    not applied (False) if :data:`PLAIN_THESPIAN_ENV` is ``1`` or Thespian is
+    not the one it was written for."""
+    if _tcp.TCPTransport._handleReadableIncoming is handle_readable_incoming:
+        return True
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
+            or read_patch_fingerprint() != READ_PATCH_FITS:
+        return False
+    _tcp.TCPTransport._handleReadableIncoming = handle_readable_incoming
+    _tcp.TCPTransport._next_XMIT_4 = next_xmit_4
+    return True
+
+
 def prepare_environment(bind: str) -> None:
     """Set the bind and advertised address for this process and its forks."""
     os.environ[BIND_ENV] = bind
@@ -395,3 +433,4 @@ install_selector_patch()
 install_describe_patch()
 install_stack_patch()
 install_loop_patch()
+install_read_patch()

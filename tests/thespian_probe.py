@@ -19,10 +19,14 @@ class PatchProbe(Actor):  # type: ignore[misc]
 
             from supervisors._poll import _SELECTORS_SHIM
             from supervisors._tcploop import run_with_expiry
+            from supervisors._tcpread import handle_readable_incoming, next_xmit_4
 
             self.send(sender, (os.getpid(), {
                 "selector": transport.selectors is _SELECTORS_SHIM,
                 "loop": transport.TCPTransport._runWithExpiry is run_with_expiry,
+                "read": (transport.TCPTransport._handleReadableIncoming
+                         is handle_readable_incoming
+                         and transport.TCPTransport._next_XMIT_4 is next_xmit_4),
                 "stack": getattr(MultiProcManager.run, "_supervisors_patched", False)}))
 
 
