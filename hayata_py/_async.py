@@ -22,9 +22,11 @@ awaited still starts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -41,6 +43,7 @@ from hayata_py._ref import (
     check_id,
     check_timeout,
     checked_run,
+    run_lost,
     system_died,
     waited_result,
 )
@@ -50,6 +53,7 @@ from hayata_py.messages import (
     AgentResult,
     AgentStatus,
     ResultReply,
+    Run,
     Unfinished,
     WaitResult,
 )
@@ -245,7 +249,20 @@ class AsyncAgentRef:
     async def wait(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
         """Await the end of the invocation: what :meth:`AgentRef.wait` returns or raises."""
         check_id(invocation_id, "invocation_id")
-        deadline = time.monotonic() + check_timeout(timeout)
+        return await self._wait(invocation_id, check_timeout(timeout), None)
+
+    async def invoke(self, input: Any = None, *, thread: str | None = None,
+                     multitask: str = "reject", timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Run an invocation and await its end in one message: what
+        :meth:`AgentRef.invoke` returns or raises."""
+        run = dataclasses.replace(checked_run(input, None, False, thread, multitask),
+                                  wait=True, invocation_id=uuid.uuid4().hex)
+        assert run.invocation_id is not None
+        return await self._wait(run.invocation_id, check_timeout(timeout), run)
+
+    async def _wait(self, invocation_id: str, timeout: float, run: Run | None) -> AgentResult:
+        """:meth:`AgentRef._wait` on this event loop."""
+        deadline = time.monotonic() + timeout
         system = self.system.sync
         inbox, receiver = system._caller_inbox()
         asked = await self._address()
@@ -253,27 +270,31 @@ class AsyncAgentRef:
         future = inbox.expect_reply(ref)
         answer = asyncio.wrap_future(future)
 
-        def ask(address: Any) -> None:
+        def ask(address: Any, message: Any) -> None:
             pending = future
 
             def undeliverable(_status: Any) -> None:
                 if not pending.done():
                     pending.set_result(None)
 
-            receiver.send(address, WaitResult(invocation_id, ref=ref), undeliverable)
+            receiver.send(address, message, undeliverable)
 
         try:
-            ask(asked)
+            ask(asked, WaitResult(invocation_id, ref=ref) if run is None
+                else dataclasses.replace(run, ref=ref))
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
-                                        f"{timeout}s", invocation_id=invocation_id)
+                    raise TimeoutError_(f"invocation {invocation_id} of agent {self.id!r} "
+                                        f"did not end within {timeout}s",
+                                        invocation_id=invocation_id)
                 done, _ = await asyncio.wait(
                     {answer}, timeout=min(remaining, _ref.WAIT_CHECK_PERIOD))
                 reply = answer.result() if done else None
                 if isinstance(reply, ResultReply) and reply.invocation_id == invocation_id:
                     break
+                if run is not None and isinstance(reply, HayataError):
+                    raise reply  # the agent refused the run
                 if done:  # undeliverable (or a stray answer): look for a successor now
                     future = inbox.expect_reply(ref)
                     answer = asyncio.wrap_future(future)
@@ -281,9 +302,11 @@ class AsyncAgentRef:
                     raise system_died(system, invocation_id)
                 if await self.system.call(self.sync._restarted_since, asked):
                     asked = self.sync._address
-                    ask(asked)
+                    ask(asked, WaitResult(invocation_id, ref=ref))
         finally:
             inbox.drop_reply(ref)
+        if run is not None and not reply.known:
+            raise run_lost(self.id, invocation_id)
         result = waited_result(reply, invocation_id)
         await self.system.call(self.sync._settle, invocation_id, result, asked, deadline)
         return result

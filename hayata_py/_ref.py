@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,7 +15,13 @@ from thespian.actors import PoisonMessage
 
 from hayata_py._actors.agent import validate_run
 from hayata_py._codec import check_encodable
-from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
+from hayata_py._errors import (
+    ConfigError,
+    EncodingError,
+    HayataError,
+    RunRejected,
+    TimeoutError_,
+)
 from hayata_py._eventlog_read import LogReader, read_events
 from hayata_py._ref_system import RefSystem
 from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
@@ -74,6 +81,13 @@ def waited_result(reply: ResultReply, invocation_id: str) -> AgentResult:
                           code="recovery_required", invocation_id=invocation_id)
     assert reply.result is not None
     return reply.result
+
+
+def run_lost(agent_id: str, invocation_id: str) -> RunRejected:
+    """An ``invoke`` whose agent restarted before it recorded the run."""
+    return RunRejected(f"agent {agent_id!r} restarted before it recorded invocation "
+                       f"{invocation_id}; nothing of it ran: invoke it again",
+                       code="run_lost", invocation_id=invocation_id)
 
 
 def system_died(system: RefSystem, invocation_id: str) -> HayataError:
@@ -255,22 +269,53 @@ class AgentRef:
         stream, so :meth:`messages` no longer needs the agent.
         """
         check_id(invocation_id, "invocation_id")
-        deadline = time.monotonic() + check_timeout(timeout)
+        return self._wait(invocation_id, check_timeout(timeout), None)
+
+    def invoke(self, input: Any = None, *, thread: str | None = None,
+               multitask: str = "reject", timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Run an invocation and block until it ends: :meth:`run` and :meth:`wait`
+        in one message (LangGraph's ``invoke``). The agent answers with the
+        result only, one round trip fewer than ``wait(run(...))``.
+
+        ``thread``/``multitask`` as for :meth:`run` (an enqueued run is waited
+        for too). Raises what those two raise: :class:`RunRejected` (before
+        anything was recorded), and, naming the invocation in ``details``,
+        ``TimeoutError``, ``recovery_required`` (:meth:`recover` it by that id)
+        or ``no_system``. The id is chosen here, so the wait goes on with the
+        agent's successor if the agent restarts; ``RunRejected(code="run_lost")``
+        if it restarted before it had recorded the run (nothing of it ran: run
+        it again).
+        """
+        run = dataclasses.replace(checked_run(input, None, False, thread, multitask),
+                                  wait=True, invocation_id=uuid.uuid4().hex)
+        assert run.invocation_id is not None
+        return self._wait(run.invocation_id, check_timeout(timeout), run)
+
+    def _wait(self, invocation_id: str, timeout: float, run: Run | None) -> AgentResult:
+        """Wait for the invocation's ``ResultReply``, asked by ``run`` (a
+        ``Run(wait=True)``) or else by a ``WaitResult``; after an agent restart,
+        by a ``WaitResult`` to its successor."""
+        deadline = time.monotonic() + timeout
         ref = next(_REFS)
         endpoint = self.system._system
         asked = self._current_address()
-        endpoint.tell(asked, WaitResult(invocation_id, ref=ref))
+        endpoint.tell(asked, WaitResult(invocation_id, ref=ref) if run is None
+                      else dataclasses.replace(run, ref=ref))
         probe: Any = None
         try:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError_(f"agent {self.id!r} did not answer WaitResult within "
-                                        f"{timeout}s", invocation_id=invocation_id)
+                    raise TimeoutError_(f"invocation {invocation_id} of agent {self.id!r} "
+                                        f"did not end within {timeout}s",
+                                        invocation_id=invocation_id)
                 reply = endpoint.listen(min(remaining, WAIT_CHECK_PERIOD))
                 if isinstance(reply, ResultReply) and reply.ref == ref \
                         and reply.invocation_id == invocation_id:
                     break
+                if run is not None and isinstance(reply, HayataError) \
+                        and getattr(reply, "ref", None) == ref:
+                    raise reply  # the agent refused the run
                 if reply is None and not alive(endpoint.admin_pid):
                     raise system_died(self.system, invocation_id)
                 if reply is None:
@@ -287,6 +332,8 @@ class AgentRef:
             if probe is not None:
                 with contextlib.suppress(Exception):
                     probe.exit_clone()
+        if run is not None and not reply.known:
+            raise run_lost(self.id, invocation_id)
         result = waited_result(reply, invocation_id)
         self._settle(invocation_id, result, asked, deadline)
         return result

@@ -48,6 +48,15 @@ class Run:
     ref: int = 0
     """Echoed in the answer, so a late answer to a call that timed out is never
     taken for the next call's."""
+    wait: bool = False
+    """Answer with the :class:`ResultReply` once the invocation has ended (as a
+    :class:`WaitResult` would), not with :class:`RunAccepted` now: a run and
+    its wait in one message (``AgentRef.invoke``). Needs ``invocation_id``."""
+    invocation_id: str | None = None
+    """The new invocation's id, chosen by the sender (32 lowercase hex digits,
+    e.g. ``uuid.uuid4().hex``; refused with ``invocation_exists`` if taken);
+    None: the agent chooses it. A sender that chose it can wait for it after
+    an agent restart without having heard from the agent."""
 
 
 MULTITASK = ("reject", "enqueue")

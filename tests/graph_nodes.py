@@ -62,6 +62,11 @@ def scripted(ctx: hy.PolicyContext) -> Any:
         return hy.Finish(_context(ctx))
     if kind == "raise":
         raise ValueError(step[1])
+    if kind == "stall":  # the agent's process itself busy: touch step[1], sleep step[2]
+        with open(step[1], "w"):
+            pass
+        time.sleep(step[2])
+        return hy.Finish("stalled")
     return {"not": "a decision"}
 
 

@@ -3,7 +3,9 @@ groups), recoveries and resumes, and ``auto_recover``; a mixin of
 :class:`~hayata_py._actors.agent.AgentActor`, which carries out the rest.
 
 Every run that is let in ends in :meth:`Admission._begin`: its machine joins the
-agent's table and gets its first event. With ``max_invocations > 1`` and a
+agent's table and gets its first event. Its sender hears ``RunAccepted`` then,
+or, for a ``Run(wait=True)`` (``AgentRef.invoke``), only the ``ResultReply`` at
+its end, as a ``WaitResult`` would. With ``max_invocations > 1`` and a
 store, runs that arrive together are created in one transaction and
 invocations that end together are finished in one (group commit): they are
 gathered until a message the agent sends itself (:class:`Commit`) comes back,
@@ -65,7 +67,13 @@ class Admission:
         if rejected is not None:
             self._reply(sender, run, rejected)
             return
-        invocation_id = uuid.uuid4().hex
+        invocation_id = run.invocation_id or uuid.uuid4().hex
+        if invocation_id in self.running or invocation_id in self.queued or any(
+                c.invocation_id == invocation_id for c in self.creating):
+            self._reply(sender, run, RunRejected(
+                f"invocation {invocation_id} already exists; choose a new invocation_id",
+                code="invocation_exists", invocation_id=invocation_id))
+            return
         try:
             state, version = (dict(self.spec.state), None) if run.thread is None else \
                 self.ledger.thread_start(run.thread)
@@ -75,8 +83,10 @@ class Admission:
         creating = Creating(invocation_id, run, sender, state, version)
         if not self.batching:
             try:
+                # A waiting run's create is synced by the next synced commit (its
+                # first task's start, its end) before anything of it is seen.
                 token = self.ledger.create(invocation_id, run.input, state, run.thread,
-                                           version)
+                                           version, durable=not run.wait)
             except StoreError as exc:
                 self._created(creating, exc)
                 return
@@ -146,7 +156,10 @@ class Admission:
         self.queued[invocation_id] = Queued(subscriber, run.stream)
         self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
                       place=place)
-        self._reply(sender, run, RunAccepted(invocation_id, queued=place))
+        if run.wait:
+            self.ledger.wait_for(invocation_id, sender, run.ref)
+        else:
+            self._reply(sender, run, RunAccepted(invocation_id, queued=place))
 
     def _start_queued(self, record: InvocationRecord) -> None:
         """The store started the next queued run of a thread (with the end of the
@@ -232,7 +245,9 @@ class Admission:
             self.deadlines.renew_in(self.spec.lease_seconds / 3)
         self.running[seed.invocation_id] = run
         self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
-        if sender is not None:
+        if isinstance(request, Run) and request.wait:  # invoke: the answer is the result
+            self.ledger.wait_for(seed.invocation_id, sender, request.ref)
+        elif sender is not None:
             self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id,
                                                      first=seed.sequence + 1))
         self.log.info("invocation_started", invocation_id=seed.invocation_id)

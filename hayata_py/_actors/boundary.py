@@ -11,6 +11,12 @@ from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, RunRejected
 from hayata_py.messages import MAX_THREAD_ID, MULTITASK, Caller, Run
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 32 and set(value) <= _HEX
+
 
 def validate_run(run: Any) -> RunRejected | None:
     """The boundary check of a :class:`Run` message (pure)."""
@@ -41,6 +47,23 @@ def validate_run(run: Any) -> RunRejected | None:
     if run.multitask != "reject" and thread is None:
         return RunRejected("multitask applies to a run on a thread: pass thread=...",
                            code="invalid_option", field="multitask")
+    wait: Any = run.wait
+    if not isinstance(wait, bool):
+        return RunRejected(f"wait must be True or False, got {wait!r:.80}",
+                           code="invalid_option", field="wait")
+    invocation_id: Any = run.invocation_id
+    if invocation_id is not None and not _is_id(invocation_id):
+        return RunRejected(f"invocation_id must be 32 lowercase hex digits (uuid.uuid4().hex) "
+                           f"or None, got {invocation_id!r:.80}", code="invalid_option",
+                           field="invocation_id")
+    if wait and invocation_id is None:
+        return RunRejected("wait=True needs an invocation_id chosen by the sender "
+                           "(uuid.uuid4().hex), to wait for it after an agent restart",
+                           code="invalid_option", field="invocation_id")
+    if wait and isinstance(run.subscriber, Caller):
+        return RunRejected("wait=True answers the sender with the result; to read the "
+                           "events too, run with subscriber=hy.CALLER and wait=False",
+                           code="invalid_option", field="subscriber")
     try:
         check_encodable(run.input, "input")
     except EncodingError as exc:

@@ -109,10 +109,13 @@ class Ledger:
     # -- writes of a running invocation ------------------------------------------------
 
     def create(self, invocation_id: str, input: Any, state: dict[str, Any],
-               thread: str | None = None, thread_version: int | None = None) -> int:
+               thread: str | None = None, thread_version: int | None = None,
+               durable: bool = True) -> int:
         """Record a new invocation (on ``thread``, started from the thread's state
         at ``thread_version``); its fencing token (raises a StoreError:
-        ``agent_busy``, ``thread_busy``, ``thread_changed``, ...)."""
+        ``agent_busy``, ``thread_busy``, ``thread_changed``, ...). ``durable``:
+        synced before this returns; False for a run whose sender hears of it
+        only from its result (the store's ``create_invocation``)."""
         if self.store is None:
             return 0
         try:
@@ -120,7 +123,8 @@ class Ledger:
                 InvocationRecord(invocation_id, self.spec.id, "running", 0, state, input,
                                  thread_id=thread),
                 owner=self.owner, lease_seconds=self.spec.lease_seconds,
-                max_running=1 if self.single else None, thread_version=thread_version)
+                max_running=1 if self.single else None, thread_version=thread_version,
+                durable=durable)
         except Exception as raw:
             raise as_store_error(raw) from raw
 
@@ -134,7 +138,8 @@ class Ledger:
         try:
             return self.store.create_invocations(
                 records, owner=self.owner, lease_seconds=self.spec.lease_seconds,
-                max_running=1 if self.single else None)
+                max_running=1 if self.single else None,
+                durable=not all(c.run.wait for c in pending))
         except Exception as raw:  # noqa: BLE001 - the store failed: each run hears why
             return [as_store_error(raw)] * len(pending)
 
@@ -421,6 +426,11 @@ class Ledger:
                     self.elsewhere.add(message.invocation_id)
                 return
         self.send(sender, dataclasses.replace(reply, ref=message.ref))
+
+    def wait_for(self, invocation_id: str, sender: Any, ref: int) -> None:
+        """Answer ``sender`` (with ``ref``) once the invocation, running or queued
+        here, has ended: the wait of a ``Run(wait=True)``."""
+        self.waiters.setdefault(invocation_id, []).append((sender, ref))
 
     def check_elsewhere(self, running: Mapping[str, Any]) -> None:
         """Answer the waits on invocations this agent does not run that have ended

@@ -39,6 +39,7 @@ class BatchWrites:
     def create_invocations(
         self, items: Sequence[tuple[InvocationRecord, int | None]], *, owner: str,
         lease_seconds: float | None = None, max_running: int | None = 1,
+        durable: bool = True,
     ) -> list[int | StoreError]:
         if len(items) > 1 and all(v is None or r.thread_id is not None for r, v in items):
             try:
@@ -52,7 +53,7 @@ class BatchWrites:
                         thread_version=version)
             except EncodingError:
                 statements = []  # each on its own says which
-            if statements and self._db.write_all(statements):
+            if statements and self._db.write_all(statements, durable=durable):
                 for record, _version in items:
                     if record.thread_id is not None:
                         self._note_threaded(record.invocation_id)
@@ -60,7 +61,7 @@ class BatchWrites:
         # Each on its own: the contract's plain loop.
         return TaskStore.create_invocations(cast(TaskStore, self), items, owner=owner,
                                             lease_seconds=lease_seconds,
-                                            max_running=max_running)
+                                            max_running=max_running, durable=durable)
 
     def finish_invocations(
         self, items: Sequence[Finish], *, lease_seconds: float | None = None,

@@ -95,6 +95,7 @@ class TaskStore(CacheContract, EventContract):
         lease_seconds: float | None = None,
         max_running: int | None = 1,
         thread_version: int | None = None,
+        durable: bool = True,
     ) -> int:
         """Insert ``record`` as a running invocation owned by ``owner``; return token 1.
 
@@ -122,6 +123,14 @@ class TaskStore(CacheContract, EventContract):
         Checks in this order: ``invocation_exists`` (the id is stored in any
         status, or queued), ``thread_busy``, ``thread_changed``, ``agent_busy``.
         A refused create writes nothing (no thread row either).
+
+        ``durable=False``: the create is committed (every reader sees it, a
+        crash of the writing process keeps it) but may reach the disk only with
+        the database's next synced commit (SQLite in WAL mode, see
+        :mod:`~hayata_py.store._walsync`; other stores may sync it anyway). For
+        a caller that lets nothing outside learn of the invocation before such
+        a commit (``AgentRef.invoke``: the first task's ``started`` record or
+        the invocation's end is synced before anything is seen).
         """
 
     @abc.abstractmethod
@@ -158,18 +167,21 @@ class TaskStore(CacheContract, EventContract):
     def create_invocations(
         self, items: Sequence[tuple[InvocationRecord, int | None]], *, owner: str,
         lease_seconds: float | None = None, max_running: int | None = 1,
+        durable: bool = True,
     ) -> list[int | StoreError]:
         """Create several invocations, each ``(record, thread_version)`` as
         :meth:`create_invocation` would, in one transaction where they all land
         (group commit: one fsync for the burst); otherwise each on its own. Per
-        item: its token, or the :class:`StoreError` its own create raised."""
+        item: its token, or the :class:`StoreError` its own create raised.
+        ``durable`` as for :meth:`create_invocation`, for all of them."""
         out: list[int | StoreError] = []
         for record, version in items:
             try:
                 out.append(self.create_invocation(record, owner=owner,
                                                   lease_seconds=lease_seconds,
                                                   max_running=max_running,
-                                                  thread_version=version))
+                                                  thread_version=version,
+                                                  durable=durable))
             except StoreError as exc:
                 out.append(exc)
         return out

@@ -267,13 +267,16 @@ class EngineHolder:
         """
         return self.write_all(((sql, params),))
 
-    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
+                  durable: bool = True) -> bool:
         """Run driver-level statements as one durable write transaction.
 
         Like :meth:`write_one`, for several statements that must all apply:
         True if each changed exactly one row and the transaction committed;
         otherwise it is rolled back (nothing written) and the result is False.
         PostgreSQL runs more than one statement in an explicit transaction.
+        ``durable=False``: on SQLite in WAL mode, committed but not synced on
+        its own (the next synced commit carries it, :mod:`._walsync`).
         """
         engine = self.engine()
         db_error: type[Exception] = engine.dialect.loaded_dbapi.Error
@@ -288,7 +291,7 @@ class EngineHolder:
                 raw.close()
         conn = self._pinned_connection(engine)
         return sqlite_transaction(conn, statements, db_error, lambda: self._unpin(conn),
-                                  self._queue, self._pinned.wal)
+                                  self._queue, self._pinned.wal if durable else None)
 
     def _write_one_autocommit(
         self, raw: Any, db_error: type[Exception], sql: str, params: Sequence[Any]

@@ -113,6 +113,7 @@ class SqlTaskStore(CacheWrites, EventWrites, TaskWrites, ThreadWrites, BatchWrit
         lease_seconds: float | None = None,
         max_running: int | None = 1,
         thread_version: int | None = None,
+        durable: bool = True,
     ) -> int:
         check_max_running(max_running)
         if thread_version is not None and record.thread_id is None:
@@ -123,7 +124,8 @@ class SqlTaskStore(CacheWrites, EventWrites, TaskWrites, ThreadWrites, BatchWrit
             )
         values = invocation_values(record)
         iid = record.invocation_id
-        if self._fast_create(record, values, owner, lease_seconds, max_running, thread_version):
+        if self._fast_create(record, values, owner, lease_seconds, max_running, thread_version,
+                             durable):
             return 1
 
         def write(conn: Connection) -> int:
@@ -164,15 +166,14 @@ class SqlTaskStore(CacheWrites, EventWrites, TaskWrites, ThreadWrites, BatchWrit
 
     def _fast_create(self, record: InvocationRecord, values: dict[str, Any], owner: str,
                      lease_seconds: float | None, max_running: int | None,
-                     thread_version: int | None) -> bool:
-        """The fast create (True: created); see :func:`_fast.create_statements`."""
+                     thread_version: int | None, durable: bool = True) -> bool:
+        """The fast create (True: created); see :func:`_fast.create_statements`.
+        The general path it falls back to is always synced."""
         statements = _fast.create_statements(
             self._db.is_sqlite, record.invocation_id, record.agent_id, record.thread_id,
             values, owner=owner, now=float(self.clock()), expires=self._expiry(lease_seconds),
             max_running=max_running, thread_version=thread_version)
-        if len(statements) == 1:
-            return self._db.write_one(*statements[0])
-        if not self._db.write_all(statements):
+        if not self._db.write_all(statements, durable=durable):
             return False
         if record.thread_id is not None:
             self._note_threaded(record.invocation_id)
