@@ -76,8 +76,9 @@ def fast_commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     seen: list[bool] = []
     original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
-        done = original(self, statements)
+    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]],
+            durable: bool = True) -> bool:
+        done = original(self, statements, durable)
         seen.append(done)
         return done
 

@@ -35,8 +35,9 @@ def fast_results(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bo
     seen: list[tuple[str, bool]] = []
     original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
-        done = original(self, statements)
+    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]],
+            durable: bool = True) -> bool:
+        done = original(self, statements, durable)
         seen.append((" | ".join(" ".join(sql.split()[:3]) for sql, _ in statements), done))
         return done
 

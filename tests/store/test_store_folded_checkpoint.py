@@ -33,8 +33,9 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bool]]]
     seen: list[tuple[int, bool]] = []
     original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]]) -> bool:
-        done = original(self, statements)
+    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]],
+            durable: bool = True) -> bool:
+        done = original(self, statements, durable)
         seen.append((len(statements), done))
         return done
 

@@ -124,6 +124,30 @@ def test_ends_are_not_synced_on_their_own_and_the_next_start_carries_them(
         writer.close()
 
 
+def test_a_create_not_durable_is_committed_unsynced_and_the_first_start_carries_it(
+        db: Path, store: SqlTaskStore, syncs: Syncs) -> None:
+    """``AgentRef.invoke``'s create: readable at once, not synced on its own;
+    its first task's start, synced before the function runs, flushes it."""
+    syncs.calls.clear()
+    token = store.create_invocation(invocation(), owner="o1", durable=False)
+    batch = store.create_invocations([(invocation("inv-2"), None), (invocation("inv-3"), None)],
+                                     owner="o1", max_running=None, durable=False)
+    assert syncs.of_wal() == []
+    assert batch == [1, 1]
+    assert [store.get_invocation(i).status for i in ("inv-1", "inv-2", "inv-3")] == [  # type: ignore[union-attr]
+        "running"] * 3
+    writer = TaskWriter(f"sqlite:///{db}")
+    try:
+        a = task("a")
+        writer.mark_started(a.task_id, token=token, system_instance="s", attempt=1, task=a)
+        assert syncs.of_wal() == [False]
+    finally:
+        writer.close()
+    syncs.calls.clear()
+    store.create_invocation(invocation("inv-4"), owner="o1", max_running=None)
+    assert syncs.of_wal() == [False]  # the default stays durable
+
+
 def test_an_ended_task_survives_its_writers_sigkill(db: Path, store: SqlTaskStore) -> None:
     """The end is committed before the edge sends its Outcome: a process crash
     right after (no sync ever came) leaves it for every later reader."""
