@@ -66,6 +66,10 @@ def summary_markdown(lg: dict[str, Any] | None, sup: dict[str, Any] | None,
             r = _n(w1["ratio_median"])
             rows.append(["1 seq3 latency / invocation (ms), run+wait", _cell(s["hayata_run_wait"]),
                          _cell(s["langgraph_invoke"]), fmt(r)])
+            if "hayata_invoke" in s:
+                rows.append(["1 seq3 latency / invocation (ms), invoke (one message)",
+                             _cell(s["hayata_invoke"]), _cell(s["langgraph_invoke"]),
+                             fmt(_n(w1["ratio_invoke_median"]))])
             rows.append(["1 seq3 latency / invocation (ms), CALLER+messages",
                          _cell(s["hayata_caller_messages"]), _cell(s["langgraph_invoke"]),
                          fmt(_n(w1["ratio_caller_median"]))])
@@ -86,6 +90,10 @@ def summary_markdown(lg: dict[str, Any] | None, sup: dict[str, Any] | None,
             s = w2["latency_ms"]
             rows.append(["2 fanout8+join latency (ms)", _cell(s["hayata_run_wait"]),
                          _cell(s["langgraph_invoke"]), fmt(_n(w2["ratio_median"]))])
+            if "hayata_invoke" in s:
+                rows.append(["2 fanout8+join latency (ms), invoke", _cell(s["hayata_invoke"]),
+                             _cell(s["langgraph_invoke"]),
+                             fmt(_n(w2["ratio_invoke_median"]))])
         w3 = lg.get("w3_sleep")
         if w3:
             s = w3["wall_ms"]

@@ -1,15 +1,18 @@
 """CPU per invocation by process role, A/B over checkouts of this repository.
 
     python benchmarks/ab_cpu.py --checkouts OLD,NEW[,...] [--rounds 8]
-        [--invocations 300] [--graph seq3]
+        [--invocations 300] [--graph seq3] [--calls run_wait,invoke]
 
 Each round runs every checkout once (in a fresh process whose imports come
 from that checkout; the order reversed every other round): one agent of
 ``--graph``, 20 warm-up invocations, then ``--invocations`` run + wait,
 with the CPU time (user + system, psutil) of every process of the system and
-of the caller over them. Prints, per checkout, the medians and the median of
-each round's ratio to the first checkout (a paired ratio: this machine's
-load drifts between rounds more than most changes move it). Checkouts are
+of the caller over them. ``--calls`` names, per checkout, how the caller runs
+an invocation: ``run_wait`` (``wait(run(x))``, the default) or ``invoke``
+(``invoke(x)``, one message; checkouts from 2026-12-04 on). Prints, per
+checkout, the medians and the median of each round's ratio to the first
+checkout (a paired ratio: this machine's load drifts between rounds more than
+most changes move it). Checkouts are
 directories, e.g. ``git worktree add /tmp/before <commit>``; run this file by
 its path, so a checkout older than it works too.
 """
@@ -42,7 +45,7 @@ def _cpu(proc: Any) -> float:
     return float(times.user + times.system)
 
 
-def child(graph: str, invocations: int) -> dict[str, Any]:
+def child(graph: str, invocations: int, how: str = "run_wait") -> dict[str, Any]:
     """One measurement, with this process's imports from the current directory."""
     sys.path.insert(0, os.getcwd())
     import psutil
@@ -54,8 +57,14 @@ def child(graph: str, invocations: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hy-ab-") as tmp, \
             hy.AgentSystem(Path(tmp) / "hy") as system:
         agent = system.start_agent(G.hy_config(graph))
+
+        def call(value: str) -> Any:
+            if how == "invoke":
+                return agent.invoke(value, timeout=TIMEOUT)
+            return agent.wait(agent.run(value), TIMEOUT)
+
         for _ in range(WARM):
-            assert agent.wait(agent.run("warm"), TIMEOUT).ok
+            assert call("warm").ok
         roles = {pid: role for role, pids in find_roles(system.tree()).items() for pid in pids}
         roles[system.admin_pid] = "admin"
         procs = [psutil.Process(pid) for pid in roles]
@@ -65,7 +74,7 @@ def child(graph: str, invocations: int) -> dict[str, Any]:
         latencies = []
         for _ in range(invocations):
             t0 = time.perf_counter()
-            assert agent.wait(agent.run("x"), TIMEOUT).ok
+            assert call("x").ok
             latencies.append(time.perf_counter() - t0)
         per_role: dict[str, float] = {}
         for p in procs:
@@ -83,20 +92,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--invocations", type=int, default=300)
     parser.add_argument("--graph", default="seq3")
+    parser.add_argument("--calls", default="", help="per checkout: run_wait or invoke")
+    parser.add_argument("--call", default="run_wait", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.graph, args.invocations)))
+        print(json.dumps(child(args.graph, args.invocations, args.call)))
         return
     trees = [str(Path(t).resolve()) for t in args.checkouts.split(",") if t]
     if len(trees) < 2:
         parser.error("--checkouts needs at least two directories")
+    calls = args.calls.split(",") if args.calls else ["run_wait"] * len(trees)
+    if len(calls) != len(trees) or not set(calls) <= {"run_wait", "invoke"}:
+        parser.error("--calls needs run_wait or invoke for each checkout")
+    how = dict(zip(trees, calls, strict=True))
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in trees}
     for index in range(args.rounds):
         for tree in trees if index % 2 == 0 else trees[::-1]:
             out = subprocess.run(
                 [sys.executable, str(Path(__file__).resolve()), "--child", "--graph", args.graph,
-                 "--invocations", str(args.invocations)],
+                 "--invocations", str(args.invocations), "--call", how[tree]],
                 cwd=tree, capture_output=True, text=True, timeout=900, check=True).stdout
             runs[tree].append(json.loads(out.strip().splitlines()[-1]))
     base = runs[trees[0]]
@@ -109,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         lat_ratio = statistics.median(b["latency_ms"] / a["latency_ms"] for a, b in pairs)
         latency = statistics.median(r["latency_ms"] for r in rows)
         cpu = statistics.median(r["cpu_ms"] for r in rows)
-        print(f"{tree}: {args.graph} latency {latency:.2f} ms, CPU {cpu:.2f} ms ("
+        print(f"{tree} ({how[tree]}): {args.graph} latency {latency:.2f} ms, CPU {cpu:.2f} ms ("
               + ", ".join(f"{r} {v:.2f}" for r, v in by_role.items() if v >= 0.01)
               + f"); paired ratio CPU {cpu_ratio:.3f}, latency {lat_ratio:.3f}")
         print("   CPU per round: " + " ".join(f"{r['cpu_ms']:.1f}" for r in rows))

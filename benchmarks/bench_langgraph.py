@@ -44,6 +44,7 @@ import argparse
 import dataclasses
 import json
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -114,11 +115,19 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 def _interleave(sides: dict[str, Callable[[], Any]], samples: int, warmup: int
                 ) -> dict[str, list[float]]:
-    """Run each side once per round, reversing the order every round; seconds."""
+    """Run each side once per round, in an order shuffled every round; seconds.
+
+    A call can leave work behind it (ACKs, a thread pool winding down) that
+    slows the call after it: with a fixed or reversed order, a side that
+    always follows the same neighbour paid that neighbour's tail (a hayata_py
+    call right after a LangGraph one: +1.5 ms on fanout8). Shuffled (seeded),
+    every side follows every other about equally often."""
     out: dict[str, list[float]] = {k: [] for k in sides}
     names = list(sides)
+    shuffle = random.Random(20261204).shuffle
     for r in range(warmup + samples):
-        order = names if r % 2 == 0 else names[::-1]
+        order = list(names)
+        shuffle(order)
         for name in order:
             t = _timed(sides[name])
             if r >= warmup:
@@ -129,6 +138,15 @@ def _interleave(sides: dict[str, Callable[[], Any]], samples: int, warmup: int
 def _hy_wait(agent: hy.AgentRef, value: Any = "x") -> Callable[[], Any]:
     def call() -> Any:
         result = agent.wait(agent.run(value), TIMEOUT)
+        if not result.ok:
+            raise RuntimeError(f"hayata invocation failed: {result.error}")
+        return result
+    return call
+
+
+def _hy_invoke(agent: hy.AgentRef, value: Any = "x") -> Callable[[], Any]:
+    def call() -> Any:
+        result = agent.invoke(value, timeout=TIMEOUT)
         if not result.ok:
             raise RuntimeError(f"hayata invocation failed: {result.error}")
         return result
@@ -173,6 +191,7 @@ def w1_sequential(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
         ring = G.Ring(tuple(relays[1:]), None, "x")
         sides = {
             "hayata_run_wait": _hy_wait(seq),
+            "hayata_invoke": _hy_invoke(seq),
             "hayata_caller_messages": _hy_caller(seq),
             "langgraph_invoke": _lg_call(lg, "seq3", {"input": "x"}),
             "hayata_finish_only": _hy_wait(fin),
@@ -195,6 +214,7 @@ def w1_sequential(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
             "ratio_p95": _ratio(stats["hayata_run_wait"]["p95"],
                                 stats["langgraph_invoke"]["p95"]),
             "ratio_caller_median": _ratio(stats["hayata_caller_messages"]["median"], lg_med),
+            "ratio_invoke_median": _ratio(stats["hayata_invoke"]["median"], lg_med),
             "loadavg": [load, _load()], "raw_ms": {k: ms(v) for k, v in raw.items()}}
 
 
@@ -204,6 +224,7 @@ def w2_fanout(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
     with hy.AgentSystem(Path(tmp) / "hy-w2") as system:
         agent = system.start_agent(G.hy_config("fanout8"))
         raw = _interleave({"hayata_run_wait": _hy_wait(agent),
+                           "hayata_invoke": _hy_invoke(agent),
                            "langgraph_invoke": _lg_call(lg, "fanout8", {"input": "x"})},
                           samples, warmup)
     lg.close()
@@ -211,6 +232,8 @@ def w2_fanout(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
     return {"latency_ms": stats,
             "ratio_median": _ratio(stats["hayata_run_wait"]["median"],
                                    stats["langgraph_invoke"]["median"]),
+            "ratio_invoke_median": _ratio(stats["hayata_invoke"]["median"],
+                                          stats["langgraph_invoke"]["median"]),
             "ratio_p95": _ratio(stats["hayata_run_wait"]["p95"],
                                 stats["langgraph_invoke"]["p95"]),
             "loadavg": [load, _load()], "raw_ms": {k: ms(v) for k, v in raw.items()}}
@@ -450,6 +473,7 @@ def _print(data: dict[str, Any]) -> None:
         s = data["w1_sequential"]["latency_ms"]
         print("W1 seq3 latency (ms)")
         print(_row("run+wait", s["hayata_run_wait"], s["langgraph_invoke"]))
+        print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
         print(_row("CALLER+messages", s["hayata_caller_messages"], s["langgraph_invoke"]))
         for k in ("hayata_finish_only", "thespian_echo_ask", "thespian_ring_14_hops"):
             print(_row(k, s[k], None))
@@ -457,6 +481,7 @@ def _print(data: dict[str, Any]) -> None:
         s = data["w2_fanout"]["latency_ms"]
         print("W2 fanout8+join latency (ms)")
         print(_row("run+wait", s["hayata_run_wait"], s["langgraph_invoke"]))
+        print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
     if "w3_sleep" in data:
         s = data["w3_sleep"]["wall_ms"]
         print("W3 sleep8 wall (ms)")

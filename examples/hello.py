@@ -1,4 +1,5 @@
-"""Hello, hayata_py: one mock node, a policy that runs it once, streamed events.
+"""Hello, hayata_py: one mock node, a policy that runs it once, streamed events,
+then the same agent invoked (run and wait in one call).
 
 Run it with ``make demo`` (or ``python examples/hello.py`` from the repo root).
 Node functions and the policy are named by import path ("examples.hello:...")
@@ -47,8 +48,12 @@ def main() -> int:
                 print(f"event {message.sequence}: {message.type} {message.data}")
             else:
                 print(f"result: ok={message.ok} result={message.result} error={message.error}")
-                return 0 if message.ok else 1
-    return 1
+                if not message.ok:
+                    return 1
+                break
+        again = agent.invoke("again", timeout=30)  # run and wait in one message
+        print(f"invoke: ok={again.ok} result={again.result}")
+        return 0 if again.ok else 1
 
 
 if __name__ == "__main__":
