@@ -231,8 +231,11 @@ def test_drill_5_an_orphan_edge_cannot_write_after_takeover(drill: Drill) -> Non
     inv = agent.run(drill.input(gates={"right": str(drill.gate("right"))}, escape=["right"]))
     drill.wait_status(inv, "right", "started")
     drill.wait_status(inv, "left", "completed")  # only right's outcome is in question
-    orphan = int(next(line.split()[3] for line in drill.effects_file.read_text().splitlines()
-                      if line.split()[:1] == ["start"] and line.split()[2] == "right"))
+    # The function notes its start just after its durable `started` record.
+    orphan = eventually(lambda: next(
+        (int(line.split()[3]) for line in drill.effects_file.read_text().splitlines()
+         if line.split()[:1] == ["start"] and line.split()[2] == "right"), None),
+        timeout=30, message="right's start noted")
     try:
         system.kill()
         assert alive(orphan), "the escaped edge outlives its system"
