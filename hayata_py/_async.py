@@ -36,9 +36,8 @@ from hayata_py._api import AgentSystem, check_options
 from hayata_py._config import AgentConfig
 from hayata_py._errors import HayataError, TimeoutError_
 from hayata_py._eventlog_read import POLL, LogReader
-from hayata_py._ref import (
-    ASK_TIMEOUT,
-    AgentRef,
+from hayata_py._ref import ASK_TIMEOUT, AgentRef
+from hayata_py._ref_checks import (
     alive,
     check_id,
     check_timeout,

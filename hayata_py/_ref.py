@@ -13,16 +13,21 @@ from typing import Any
 
 from thespian.actors import PoisonMessage
 
-from hayata_py._actors.agent import validate_run
 from hayata_py._codec import check_encodable
-from hayata_py._errors import (
-    ConfigError,
-    EncodingError,
-    HayataError,
-    RunRejected,
-    TimeoutError_,
-)
+from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
 from hayata_py._eventlog_read import LogReader, read_events
+from hayata_py._ref_checks import (
+    alive,
+    check_id,
+    check_result,
+    check_timeout,
+    checked_run,
+    is_answer,
+    result_for,
+    run_lost,
+    system_died,
+    waited_result,
+)
 from hayata_py._ref_system import RefSystem
 from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
 from hayata_py.messages import (
@@ -46,7 +51,6 @@ from hayata_py.messages import (
     WaitResult,
 )
 from hayata_py.store import TaskClass, TaskRecord, classify_task
-from supervisors import process_alive
 
 _REFS = itertools.count(random.randrange(1, 2**31))
 ASK_TIMEOUT = 30.0
@@ -54,89 +58,6 @@ WAIT_CHECK_PERIOD = 0.5
 """How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""
 REMOTE_ASK_TIMEOUT = 2.0
 """How long a look-up waits for an actor on another system."""
-
-
-def alive(pid: int) -> bool:
-    """True if process ``pid`` runs and is not a zombie; asked before every call
-    to an agent (one read of ``/proc``: psutil opened two files, ~0.1 ms)."""
-    return process_alive(pid)
-
-
-def _is(*types: type) -> Callable[[Any], bool]:
-    return lambda reply: isinstance(reply, types)
-
-
-def _result_for(invocation_id: str) -> Callable[[Any], bool]:
-    return lambda reply: isinstance(reply, ResultReply) and reply.invocation_id == invocation_id
-
-
-def waited_result(reply: ResultReply, invocation_id: str) -> AgentResult:
-    """The result a ``WaitResult`` answer carries, or the error it stands for."""
-    if not reply.known:
-        raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
-                          invocation_id=invocation_id)
-    if reply.recovery_required:
-        raise HayataError(f"invocation {invocation_id} is unfinished and nothing runs it; "
-                          f"call recover() (or resolve_task()/abandon())",
-                          code="recovery_required", invocation_id=invocation_id)
-    assert reply.result is not None
-    return reply.result
-
-
-def run_lost(agent_id: str, invocation_id: str) -> RunRejected:
-    """An ``invoke`` whose agent restarted before it recorded the run."""
-    return RunRejected(f"agent {agent_id!r} restarted before it recorded invocation "
-                       f"{invocation_id}; nothing of it ran: invoke it again",
-                       code="run_lost", invocation_id=invocation_id)
-
-
-def system_died(system: RefSystem, invocation_id: str) -> HayataError:
-    return HayataError(
-        f"the actor system (admin pid {system.admin_pid}) died while waiting for "
-        f"invocation {invocation_id}; restart it and recover()", code="no_system",
-        invocation_id=invocation_id)
-
-
-def check_timeout(timeout: Any) -> float:
-    """``timeout`` as seconds, or :class:`ConfigError` naming ``timeout``."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or not 0 < timeout < 10**7:
-        raise ConfigError("timeout", f"must be a positive number of seconds, got {timeout!r}")
-    return float(timeout)
-
-
-def check_id(value: Any, field: str) -> str:
-    """An invocation or task id: a non-empty str, or :class:`ConfigError` naming
-    ``field`` (the agent drops a message of another shape, so the call would only
-    time out)."""
-    if not isinstance(value, str) or not value:
-        raise ConfigError(field, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def check_result(result: Any) -> dict[str, Any]:
-    """A task result for :meth:`AgentRef.resolve_task`: a dict with str keys that
-    can be stored durably (what the node would return), or ``ConfigError("result")``."""
-    if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
-        raise ConfigError("result", "must be a dict with str keys (what the node would "
-                          f"return), got {type(result).__name__}")
-    try:
-        check_encodable(result, "result")
-    except EncodingError as exc:
-        raise ConfigError("result", f"cannot be stored durably: {exc}",
-                          key=exc.details.get("key")) from exc
-    return result
-
-
-def checked_run(input: Any, subscriber: Any, stream: bool, thread: str | None = None,
-                multitask: str = "reject") -> Run:
-    """The Run for these options, or the RunRejected (``invalid_option``,
-    ``invalid_input``) that the agent would answer, raised here."""
-    run = Run(input, subscriber, stream, thread, multitask)
-    rejected = validate_run(run)
-    if rejected is not None:
-        raise rejected
-    return run
 
 
 class AgentRef:
@@ -197,7 +118,7 @@ class AgentRef:
         if caller:
             inbox, receiver = self.system._caller_inbox()
             message = dataclasses.replace(message, subscriber=receiver.address)
-        reply = self._ask(message, accept=_is(RunAccepted, HayataError), address=address)
+        reply = self._ask(message, accept=is_answer(RunAccepted, HayataError), address=address)
         if isinstance(reply, HayataError):
             raise reply
         if not isinstance(reply, RunAccepted):
@@ -248,7 +169,7 @@ class AgentRef:
     def get_result(self, invocation_id: str) -> AgentResult | None:
         """The result, or None while the invocation runs."""
         check_id(invocation_id, "invocation_id")
-        reply = self._ask(GetResult(invocation_id), accept=_result_for(invocation_id))
+        reply = self._ask(GetResult(invocation_id), accept=result_for(invocation_id))
         assert isinstance(reply, ResultReply)
         if not reply.known:
             raise HayataError(f"unknown invocation {invocation_id!r}", code="not_found",
@@ -373,7 +294,7 @@ class AgentRef:
 
     def status_info(self) -> AgentStatus:
         """Status with the current (or unfinished) invocation id."""
-        reply = self._ask(GetStatus(), accept=_is(AgentStatus))
+        reply = self._ask(GetStatus(), accept=is_answer(AgentStatus))
         assert isinstance(reply, AgentStatus)
         return reply
 
@@ -405,7 +326,7 @@ class AgentRef:
         :meth:`recover` would do: ``recoverable``, ``uncertain`` (``task_ids``;
         :meth:`resolve_task` or :meth:`abandon`), ``paused``,
         ``waiting_for_placement`` or ``busy``."""
-        reply = self._ask(GetUnfinished(), accept=_is(UnfinishedList))
+        reply = self._ask(GetUnfinished(), accept=is_answer(UnfinishedList))
         assert isinstance(reply, UnfinishedList)
         return list(reply.invocations)
 
@@ -463,7 +384,8 @@ class AgentRef:
         dict with str keys that can be stored (``ConfigError("result")``)."""
         check_id(task_id, "task_id")
         check_result(result)
-        self._expect_ack(self._ask(ResolveTask(task_id, result), accept=_is(Ack, HayataError)))
+        self._expect_ack(self._ask(ResolveTask(task_id, result),
+                                   accept=is_answer(Ack, HayataError)))
 
     def abandon(self, invocation_id: str) -> None:
         """End the unfinished invocation as failed (``abandoned``) and free the agent.
@@ -472,7 +394,7 @@ class AgentRef:
         undone first (the call returns once that has begun; :meth:`wait` for
         the result, whose ``error.details["compensated"]`` lists them)."""
         check_id(invocation_id, "invocation_id")
-        self._expect_ack(self._ask(Abandon(invocation_id), accept=_is(Ack, HayataError)))
+        self._expect_ack(self._ask(Abandon(invocation_id), accept=is_answer(Ack, HayataError)))
 
     @staticmethod
     def _expect_ack(reply: Any) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from hayata_py import _datadir
 from hayata_py._errors import HayataError
-from hayata_py._ref import system_died as api_system_died
+from hayata_py._ref_checks import system_died as api_system_died
 from hayata_py.cli._common import EXIT_NO_SYSTEM, CliError
 from hayata_py.cli.run import follow
 
