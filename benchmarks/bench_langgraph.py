@@ -144,6 +144,10 @@ def _hy_wait(agent: hy.AgentRef, value: Any = "x") -> Callable[[], Any]:
     return call
 
 
+HAS_INVOKE = hasattr(hy.AgentRef, "invoke")
+"""``AgentRef.invoke`` exists (this file also measures older checkouts)."""
+
+
 def _hy_invoke(agent: hy.AgentRef, value: Any = "x") -> Callable[[], Any]:
     def call() -> Any:
         result = agent.invoke(value, timeout=TIMEOUT)
@@ -191,7 +195,7 @@ def w1_sequential(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
         ring = G.Ring(tuple(relays[1:]), None, "x")
         sides = {
             "hayata_run_wait": _hy_wait(seq),
-            "hayata_invoke": _hy_invoke(seq),
+            **({"hayata_invoke": _hy_invoke(seq)} if HAS_INVOKE else {}),
             "hayata_caller_messages": _hy_caller(seq),
             "langgraph_invoke": _lg_call(lg, "seq3", {"input": "x"}),
             "hayata_finish_only": _hy_wait(fin),
@@ -214,7 +218,8 @@ def w1_sequential(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
             "ratio_p95": _ratio(stats["hayata_run_wait"]["p95"],
                                 stats["langgraph_invoke"]["p95"]),
             "ratio_caller_median": _ratio(stats["hayata_caller_messages"]["median"], lg_med),
-            "ratio_invoke_median": _ratio(stats["hayata_invoke"]["median"], lg_med),
+            **({"ratio_invoke_median": _ratio(stats["hayata_invoke"]["median"], lg_med)}
+               if HAS_INVOKE else {}),
             "loadavg": [load, _load()], "raw_ms": {k: ms(v) for k, v in raw.items()}}
 
 
@@ -224,7 +229,7 @@ def w2_fanout(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
     with hy.AgentSystem(Path(tmp) / "hy-w2") as system:
         agent = system.start_agent(G.hy_config("fanout8"))
         raw = _interleave({"hayata_run_wait": _hy_wait(agent),
-                           "hayata_invoke": _hy_invoke(agent),
+                           **({"hayata_invoke": _hy_invoke(agent)} if HAS_INVOKE else {}),
                            "langgraph_invoke": _lg_call(lg, "fanout8", {"input": "x"})},
                           samples, warmup)
     lg.close()
@@ -232,8 +237,9 @@ def w2_fanout(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
     return {"latency_ms": stats,
             "ratio_median": _ratio(stats["hayata_run_wait"]["median"],
                                    stats["langgraph_invoke"]["median"]),
-            "ratio_invoke_median": _ratio(stats["hayata_invoke"]["median"],
-                                          stats["langgraph_invoke"]["median"]),
+            **({"ratio_invoke_median": _ratio(stats["hayata_invoke"]["median"],
+                                              stats["langgraph_invoke"]["median"])}
+               if HAS_INVOKE else {}),
             "ratio_p95": _ratio(stats["hayata_run_wait"]["p95"],
                                 stats["langgraph_invoke"]["p95"]),
             "loadavg": [load, _load()], "raw_ms": {k: ms(v) for k, v in raw.items()}}
@@ -473,7 +479,8 @@ def _print(data: dict[str, Any]) -> None:
         s = data["w1_sequential"]["latency_ms"]
         print("W1 seq3 latency (ms)")
         print(_row("run+wait", s["hayata_run_wait"], s["langgraph_invoke"]))
-        print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
+        if "hayata_invoke" in s:
+            print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
         print(_row("CALLER+messages", s["hayata_caller_messages"], s["langgraph_invoke"]))
         for k in ("hayata_finish_only", "thespian_echo_ask", "thespian_ring_14_hops"):
             print(_row(k, s[k], None))
@@ -481,7 +488,8 @@ def _print(data: dict[str, Any]) -> None:
         s = data["w2_fanout"]["latency_ms"]
         print("W2 fanout8+join latency (ms)")
         print(_row("run+wait", s["hayata_run_wait"], s["langgraph_invoke"]))
-        print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
+        if "hayata_invoke" in s:
+            print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
     if "w3_sleep" in data:
         s = data["w3_sleep"]["wall_ms"]
         print("W3 sleep8 wall (ms)")
