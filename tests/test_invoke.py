@@ -154,3 +154,23 @@ def test_the_async_invoke_returns_and_refuses_as_the_blocking_one(tmp_path: Path
             assert (await agent.wait(first, timeout=30)).result == 1
 
     asyncio.run(asyncio.wait_for(main(), 90))
+
+
+@pytest.mark.postgres
+def test_invoke_on_postgres_records_the_invocation_and_refuses_its_id_again(
+        tmp_path: Path, pg_url: str) -> None:
+    from hayata_py.store import open_store
+
+    with hy.AgentSystem(tmp_path / "data", store_url=pg_url) as system:
+        agent = system.start_agent(config(f"pg-inv-{uuid.uuid4().hex[:8]}"))
+        result = agent.invoke(STEPS, timeout=60)
+        assert result.ok and result.result == "done"
+        store = open_store(pg_url)
+        try:
+            record = store.get_invocation(result.invocation_id)
+            assert record is not None and record.status == "completed"
+        finally:
+            store.close()
+        again = system._system.ask(agent._current_address(), Run(
+            STEPS, invocation_id=result.invocation_id, wait=True, ref=9), 10)
+        assert isinstance(again, hy.RunRejected) and again.code == "invocation_exists", again
