@@ -26,7 +26,6 @@ import dataclasses
 import functools
 import inspect
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -41,6 +40,7 @@ from hayata_py._ref_checks import (
     alive,
     check_id,
     check_timeout,
+    checked_invoke,
     checked_run,
     run_lost,
     system_died,
@@ -254,8 +254,7 @@ class AsyncAgentRef:
                      multitask: str = "reject", timeout: float = ASK_TIMEOUT) -> AgentResult:
         """Run an invocation and await its end in one message: what
         :meth:`AgentRef.invoke` returns or raises."""
-        run = dataclasses.replace(checked_run(input, None, False, thread, multitask),
-                                  wait=True, invocation_id=uuid.uuid4().hex)
+        run = checked_invoke(input, thread, multitask)
         assert run.invocation_id is not None
         return await self._wait(run.invocation_id, check_timeout(timeout), run)
 

@@ -7,7 +7,6 @@ import dataclasses
 import itertools
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ from hayata_py._ref_checks import (
     check_id,
     check_result,
     check_timeout,
+    checked_invoke,
     checked_run,
     is_answer,
     result_for,
@@ -207,8 +207,7 @@ class AgentRef:
         if it restarted before it had recorded the run (nothing of it ran: run
         it again).
         """
-        run = dataclasses.replace(checked_run(input, None, False, thread, multitask),
-                                  wait=True, invocation_id=uuid.uuid4().hex)
+        run = checked_invoke(input, thread, multitask)
         assert run.invocation_id is not None
         return self._wait(run.invocation_id, check_timeout(timeout), run)
 

@@ -4,6 +4,7 @@ a wait's answer stands for."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +93,17 @@ def checked_run(input: Any, subscriber: Any, stream: bool, thread: str | None = 
     """The Run for these options, or the RunRejected (``invalid_option``,
     ``invalid_input``) that the agent would answer, raised here."""
     run = Run(input, subscriber, stream, thread, multitask)
+    rejected = validate_run(run)
+    if rejected is not None:
+        raise rejected
+    return run
+
+
+def checked_invoke(input: Any, thread: str | None, multitask: str) -> Run:
+    """The ``Run(wait=True)`` of an ``invoke``, with a new id chosen here, or the
+    RunRejected the agent would answer, raised here."""
+    run = Run(input, None, False, thread, multitask, wait=True,
+              invocation_id=uuid.uuid4().hex)
     rejected = validate_run(run)
     if rejected is not None:
         raise rejected

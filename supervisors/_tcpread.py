@@ -44,7 +44,8 @@ def _recv_more(sock: Any, amount: int) -> bytes | None:
     yet or raised (the next turn's ``recv`` meets the same error on
     Thespian's own path)."""
     try:
-        return bytes(sock.recv(amount)) or None
+        more: bytes = sock.recv(amount)
+        return more or None
     except OSError:
         return None
 

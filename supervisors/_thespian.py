@@ -164,8 +164,9 @@ def install_reap_patch() -> None:
 
 PLAIN_THESPIAN_ENV = "SUPERVISORS_PLAIN_THESPIAN"
 """Set to ``1`` (before ``supervisors`` is imported) to keep Thespian's own
-selector per loop turn, its loop, its stack and its eager ``identify()``: a
-switch to measure the speed patches against, not a setting."""
+selector per loop turn, its loop, its stack, its eager ``identify()`` and its
+frame read over two loop turns: a switch to measure the speed patches
+against, not a setting."""
 
 SELECTOR_PATCH_FITS = {
     "thespian": "4.0.1",

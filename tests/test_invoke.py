@@ -122,14 +122,29 @@ def test_invoke_whose_agent_dies_says_recovery_required_naming_the_invocation(
 
 
 def test_invoke_whose_agent_died_before_recording_it_says_run_lost(
-        agents: hy.AgentSystem, tmp_path: Path) -> None:
+        agents: hy.AgentSystem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent's own process is busy (its policy sleeps), so the invoke's Run
-    waits unread; the agent is killed: its successor has no such invocation."""
+    waits unread in its socket; the agent is killed: its successor has no such
+    invocation."""
+    import threading
+
+    import thespian.system.transport.TCPTransport as tcp
+
     agent = agents.start_agent(config("lost"))
     marker = tmp_path / "stalling"
     agent.run({"steps": [["stall", str(marker), 60]]})
     eventually(marker.exists, message="the policy stalls the agent")
+    sent = threading.Event()
+    whole = tcp.TCPTransport._next_XMIT_3  # this process's transport: the frame is out
+
+    def frame_sent(self: Any, intent: Any) -> Any:
+        if isinstance(intent.message, Run) and intent.message.wait:
+            sent.set()
+        return whole(self, intent)
+
+    monkeypatch.setattr(tcp.TCPTransport, "_next_XMIT_3", frame_sent)
     waited = in_thread(lambda: agent.invoke(STEPS, timeout=60))
+    assert sent.wait(30), "the invoke's Run was never written to the agent's socket"
     before = find(agents.tree(), "agent")
     assert before is not None
     os.kill(before["pid"], signal.SIGKILL)

@@ -68,8 +68,7 @@ class Admission:
             self._reply(sender, run, rejected)
             return
         invocation_id = run.invocation_id or uuid.uuid4().hex
-        if invocation_id in self.running or invocation_id in self.queued or any(
-                c.invocation_id == invocation_id for c in self.creating):
+        if run.invocation_id is not None and self._taken(invocation_id):
             self._reply(sender, run, RunRejected(
                 f"invocation {invocation_id} already exists; choose a new invocation_id",
                 code="invocation_exists", invocation_id=invocation_id))
@@ -94,6 +93,12 @@ class Admission:
             return
         self.creating.append(creating)  # created with the others that came meanwhile
         self._commit_soon()
+
+    def _taken(self, invocation_id: str) -> bool:
+        """A sender's chosen id that this agent runs, queues or is creating (the
+        store refuses one it has recorded)."""
+        return invocation_id in self.running or invocation_id in self.queued or any(
+            c.invocation_id == invocation_id for c in self.creating)
 
     def _commit_soon(self) -> None:
         """Group commit: a message to itself, handled after those already waiting,
