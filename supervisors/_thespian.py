@@ -35,6 +35,9 @@
 - **A whole message per loop turn.** :func:`install_read_patch` makes the
   transport read the rest of a frame (a message or an ACK) in the turn that
   read its size, not one ``poll`` later (:mod:`supervisors._tcpread`).
+- **Addresses pickled with integers.** :func:`install_address_patch` makes an
+  actor address pickle its socket family and type as integers, not as enum
+  members, and load them back as the same members (:mod:`supervisors._tcpaddr`).
 - **The run loop on a stack chunk of its own.** :func:`install_stack_patch`
   runs each actor's loop (``ActorManager.run`` in its forked process) through
   :func:`supervisors._stack.on_own_chunk`, so a message's handling does not
@@ -67,6 +70,7 @@ from thespian.system.utilis import partition
 
 from supervisors._poll import _SELECTORS_SHIM
 from supervisors._stack import on_own_chunk
+from supervisors._tcpaddr import address_restore, address_state
 from supervisors._tcploop import run_with_expiry
 from supervisors._tcpread import handle_readable_incoming, next_xmit_4
 
@@ -164,9 +168,9 @@ def install_reap_patch() -> None:
 
 PLAIN_THESPIAN_ENV = "SUPERVISORS_PLAIN_THESPIAN"
 """Set to ``1`` (before ``supervisors`` is imported) to keep Thespian's own
-selector per loop turn, its loop, its stack, its eager ``identify()`` and its
-frame read over two loop turns: a switch to measure the speed patches
-against, not a setting."""
+selector per loop turn, its loop, its stack, its eager ``identify()``, its
+frame read over two loop turns and its enum-pickled addresses: a switch to
+measure the speed patches against, not a setting."""
 
 SELECTOR_PATCH_FITS = {
     "thespian": "4.0.1",
@@ -344,6 +348,42 @@ def install_read_patch() -> bool:
     return True
 
 
+ADDRESS_PATCH_FITS = {
+    "thespian": "4.0.1",
+    "IPActorAddress.__getstate__": "14f20352d69d",
+    "IPActorAddress.__setstate__": "",
+}
+"""What :func:`install_address_patch` was written against: Thespian's version,
+the source of the method it replaces, and no ``__setstate__`` of its own."""
+
+_THESPIAN_ADDRESS_STATE = IPActorAddress.__getstate__
+
+
+def address_patch_fingerprint() -> dict[str, str]:
+    """The installed Thespian's values for :data:`ADDRESS_PATCH_FITS`."""
+    from importlib import metadata
+
+    own = IPActorAddress.__dict__.get("__setstate__")
+    return {"thespian": metadata.version("thespian"),
+            "IPActorAddress.__getstate__": _source_hash(_THESPIAN_ADDRESS_STATE),
+            "IPActorAddress.__setstate__": "" if own in (None, address_restore)
+            else _source_hash(own)}
+
+
+def install_address_patch() -> bool:
+    """Pickle actor addresses with integer socket kinds (:mod:`supervisors._tcpaddr`);
+    not applied (False) if :data:`PLAIN_THESPIAN_ENV` is ``1`` or Thespian is
+    not the one it was written for."""
+    if IPActorAddress.__getstate__ is address_state:
+        return True
+    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
+            or address_patch_fingerprint() != ADDRESS_PATCH_FITS:
+        return False
+    IPActorAddress.__getstate__ = address_state
+    IPActorAddress.__setstate__ = address_restore
+    return True
+
+
 def prepare_environment(bind: str) -> None:
     """Set the bind and advertised address for this process and its forks."""
     os.environ[BIND_ENV] = bind
@@ -435,3 +475,4 @@ install_describe_patch()
 install_stack_patch()
 install_loop_patch()
 install_read_patch()
+install_address_patch()

@@ -16,8 +16,10 @@ class PatchProbe(Actor):  # type: ignore[misc]
         if message == "which":
             import thespian.system.transport.TCPTransport as transport
             from thespian.system.multiprocCommon import MultiProcManager
+            from thespian.system.transport.IPBase import IPActorAddress
 
             from supervisors._poll import _SELECTORS_SHIM
+            from supervisors._tcpaddr import address_state
             from supervisors._tcploop import run_with_expiry
             from supervisors._tcpread import handle_readable_incoming, next_xmit_4
 
@@ -27,7 +29,8 @@ class PatchProbe(Actor):  # type: ignore[misc]
                 "read": (transport.TCPTransport._handleReadableIncoming
                          is handle_readable_incoming
                          and transport.TCPTransport._next_XMIT_4 is next_xmit_4),
-                "stack": getattr(MultiProcManager.run, "_supervisors_patched", False)}))
+                "stack": getattr(MultiProcManager.run, "_supervisors_patched", False),
+                "address": IPActorAddress.__getstate__ is address_state}))
 
 
 def patches_in_an_actor(system: System) -> dict[str, bool]:

@@ -1,0 +1,86 @@
+"""Addresses pickled with integer socket kinds (``supervisors/_tcpaddr.py``,
+``install_address_patch``): smaller and quicker to pickle, loaded back as the
+same address, and understood by a process without the patch."""
+
+from __future__ import annotations
+
+import pickle
+import socket
+import subprocess
+import sys
+
+import pytest
+from thespian.actors import ActorAddress
+from thespian.system.transport.IPBase import IPActorAddress, TCPv4ActorAddress
+
+from supervisors import System
+from supervisors import _tcpaddr as A
+from supervisors import _thespian as T
+from tests.thespian_probe import patches_in_an_actor
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _address(port: int = 40123) -> ActorAddress:
+    return ActorAddress(TCPv4ActorAddress("127.0.0.1", port))
+
+
+def test_the_address_patch_fits_the_installed_thespian_and_is_applied() -> None:
+    # A new Thespian: compare IPActorAddress.__getstate__ with
+    # supervisors/_tcpaddr.py, then update ADDRESS_PATCH_FITS.
+    assert T.address_patch_fingerprint() == T.ADDRESS_PATCH_FITS
+    assert T.install_address_patch() is True
+    assert IPActorAddress.__getstate__ is A.address_state
+    assert IPActorAddress.__setstate__ is A.address_restore
+
+
+def test_actor_processes_run_the_address_patch(system: System) -> None:
+    assert patches_in_an_actor(system)["address"] is True
+
+
+def test_a_pickled_address_holds_integers_and_loads_as_the_same_address() -> None:
+    address = _address()
+    str(address)  # caches the text, which is never pickled
+    state = address.addressDetails.__getstate__()
+    assert "_str_form" not in state
+    assert [type(state[k]) for k in ("af", "socktype", "proto")] == [int, int, int]
+    loaded = pickle.loads(pickle.dumps(address, 3))
+    details = loaded.addressDetails
+    assert details.af is socket.AF_INET and details.socktype is socket.SOCK_STREAM
+    assert loaded == address and hash(details) == hash(address.addressDetails)
+    assert str(loaded) == str(address)
+    assert details.__dict__.keys() - {"_str_form"} == state.keys()
+
+
+def test_an_address_pickled_by_thespian_itself_loads_the_same() -> None:
+    address = _address()
+    plain = pickle.dumps({**address.addressDetails.__dict__})  # Thespian's state: enums
+    details = TCPv4ActorAddress.__new__(TCPv4ActorAddress)
+    details.__setstate__(pickle.loads(plain))
+    assert details.af is socket.AF_INET and details == address.addressDetails
+
+
+def test_the_pickle_is_smaller_than_thespians() -> None:
+    address = _address()
+    plain = pickle.dumps((TCPv4ActorAddress, address.addressDetails.__dict__), 3)
+    assert len(pickle.dumps(address, 3)) < len(plain)
+
+
+_UNPATCHED = """
+import pickle, sys
+from thespian.system.transport.IPBase import IPActorAddress, TCPv4ActorAddress
+assert "__setstate__" not in IPActorAddress.__dict__
+loaded = pickle.loads(sys.stdin.buffer.read())
+local = TCPv4ActorAddress("127.0.0.1", 40123)
+assert loaded.addressDetails == local and hash(loaded.addressDetails) == hash(local)
+assert str(loaded.addressDetails) == str(local)
+print(type(loaded.addressDetails.af).__name__)
+"""
+
+
+def test_a_process_without_the_patch_loads_the_address_as_an_equal_one() -> None:
+    # Thespian alone (no supervisors import): the integers stay integers there.
+    done = subprocess.run([sys.executable, "-c", _UNPATCHED], input=pickle.dumps(_address(), 3),
+                          capture_output=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "int"
