@@ -67,11 +67,45 @@ def _check_text(text: str, path: str) -> None:
         ) from None
 
 
+def _plainly_encodable(value: Any, depth: int = 0) -> bool:
+    """True if ``value`` is made only of the exact encodable types (no
+    subclasses) with ASCII text, within the depth limit: then it is
+    encodable. False says nothing (a subclass, non-ASCII text, an error):
+    :func:`check_encodable` then walks it with paths, to name what is wrong.
+    About four times quicker than that walk, which builds every part's path."""
+    kind = type(value)
+    if kind is str:
+        return bool(value.isascii())
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    if value is None or kind is float or kind is bool or kind is bytes:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str or not k.isascii() or not _plainly_encodable(v, depth + 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for v in value:  # noqa: SIM110 - no generator frame per level, MAX_DEPTH deep
+            if not _plainly_encodable(v, depth + 1):
+                return False
+        return True
+    return False
+
+
 def check_encodable(value: Any, key: str) -> None:
     """Raise :class:`EncodingError` naming the first unencodable path under ``key``.
 
     Walks ``value`` depth first; returns ``None`` if every part is encodable.
     """
+    if not _plainly_encodable(value):
+        _walk(value, key)
+
+
+def _walk(value: Any, key: str) -> None:
+    """:func:`check_encodable`'s walk of every part, with its path."""
     stack: list[tuple[Any, str, int]] = [(value, key, 0)]
     while stack:
         item, path, depth = stack.pop()

@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hayata_py._codec import FORMAT_VERSION, MAX_DEPTH, check_encodable, decode, encode
+from hayata_py._codec import (
+    FORMAT_VERSION,
+    MAX_DEPTH,
+    _plainly_encodable,
+    _walk,
+    check_encodable,
+    decode,
+    encode,
+)
 from hayata_py._errors import CorruptRecord, EncodingError
 
 scalars = (
@@ -81,6 +89,48 @@ def test_encoding_error_names_path(value: Any, path: str) -> None:
 def test_check_encodable_accepts_valid() -> None:
     """check_encodable returns None for encodable values."""
     check_encodable({"a": [1, 2.5, "x", b"y", None, True]}, "k")
+
+
+anything = st.recursive(
+    scalars | st.integers() | st.complex_numbers() | st.sets(st.integers(), max_size=2)
+    | st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=4) | st.integers(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(anything)
+def test_the_quick_check_accepts_only_what_the_full_walk_accepts(value: Any) -> None:
+    """check_encodable's quick pass (exact types, ASCII text) never lets through a
+    value the walk with paths refuses; what it does not accept goes to that walk."""
+    if _plainly_encodable(value):
+        _walk(value, "v")  # must not raise
+    try:
+        _walk(value, "v")
+    except EncodingError:
+        with pytest.raises(EncodingError):
+            check_encodable(value, "v")
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    {"k": _Text("x")}, [True, 1, 2.5], {"é": "ü"}, (1, "a"), b"x", 2**64 - 1, -(2**63)])
+def test_values_the_quick_check_leaves_to_the_walk_are_still_accepted(value: Any) -> None:
+    check_encodable(value, "v")
+
+
+@pytest.mark.parametrize("value", [{"k": "\ud800"}, {"\udfff": 1}, [2**64], {1: "x"}])
+def test_values_the_quick_check_refuses_are_refused_by_the_walk(value: Any) -> None:
+    assert not _plainly_encodable(value)
+    with pytest.raises(EncodingError):
+        check_encodable(value, "v")
 
 
 def test_too_deep_is_refused() -> None:
