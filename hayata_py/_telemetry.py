@@ -72,9 +72,15 @@ EVENTS: frozenset[Event] = frozenset(
 TASK_EVENTS: frozenset[Event] = frozenset(
     [(*prefix, suffix) for prefix in (NODE_EXECUTION, EDGE, REDUCER)
      for suffix in ("start", "stop")] + [(*CACHE, "hit"), (*CACHE, "miss")])
-"""The events of every task (several per step): the built-in log handler logs
-them at ``debug`` level, except a ``stop`` whose status is not ``completed``
-(a failed, cancelled or timed-out task), which it logs at ``info``."""
+"""The events of every task (several per step)."""
+
+QUIET_EVENTS: frozenset[Event] = TASK_EVENTS | {(*AGENT_INVOCATION, "start"),
+                                                (*AGENT_INVOCATION, "stop")}
+"""What the built-in log handler logs at ``debug`` level, except a ``stop``
+whose status is not ``completed`` (a failed, cancelled, timed-out or paused
+one), which it logs at ``info``: every task's events, and an invocation's
+start and completed stop, which the agent's own ``invocation_started`` and
+``invocation_ended`` lines (with ``duration_ms``) already say at ``info``."""
 
 STATUSES = ("completed", "failed", "cancelled", "timed_out")
 """Values of the ``status`` metadata key on terminal events."""
@@ -296,10 +302,11 @@ def log_event(event: Event, measurements: dict[str, Any], metadata: dict[str, An
               config: Any) -> None:
     """The built-in handler: one structlog line per event, named ``"hayata.node..."``,
     with the measurements and metadata as fields; at ``debug`` level for a task's
-    start and successful stop (:data:`TASK_EVENTS`), so at the default ``info``
-    level no line is built for them, at ``info`` for everything else."""
+    or an invocation's start and successful stop (:data:`QUIET_EVENTS`), so at
+    the default ``info`` level no line is built for them, at ``info`` for
+    everything else."""
     log = _log()
-    if event in TASK_EVENTS and metadata.get("status", "completed") == "completed":
+    if event in QUIET_EVENTS and metadata.get("status", "completed") == "completed":
         enabled = getattr(log, "is_enabled_for", None)
         if enabled is not None and not enabled(logging.DEBUG):
             return

@@ -226,9 +226,13 @@ def test_log_event_logs_name_measurements_and_metadata(
     (("hayata", "cache", "hit"), {}, True),
     (("hayata", "edge", "stop"), {"status": "cancelled"}, False),
     (("hayata", "edge", "exception"), {"status": "failed"}, False),
-    (("hayata", "agent", "invocation", "stop"), {"status": "completed"}, False),
+    (("hayata", "agent", "invocation", "stop"), {"status": "completed"}, True),
+    (("hayata", "agent", "invocation", "start"), {}, True),
+    (("hayata", "agent", "invocation", "stop"), {"status": "failed"}, False),
+    (("hayata", "agent", "invocation", "stop"), {"status": "paused"}, False),
+    (("hayata", "agent", "invocation", "exception"), {"status": "failed"}, False),
 ])
-def test_a_tasks_start_and_successful_stop_are_logged_at_debug_only(
+def test_a_tasks_or_invocations_start_and_successful_stop_are_logged_at_debug_only(
         event: tuple[str, ...], metadata: dict[str, Any], debug_only: bool) -> None:
     saved = structlog.get_config()["wrapper_class"]
     try:

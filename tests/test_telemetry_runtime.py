@@ -145,3 +145,26 @@ def test_a_run_that_pauses_stops_its_span_as_paused_not_failed(tmp_path: Path,
                                    if ".".join(r["event"][1:]) == "agent.invocation.stop"],
                           message="the invocation span stopped")
     assert rows[0]["metadata"]["status"] == "paused"
+
+
+def test_the_log_has_one_info_line_per_invocation_end_with_its_duration(
+        tmp_path: Path) -> None:
+    """At the default level the agent's own ``invocation_ended`` line says how
+    long the invocation took; the built-in handler's invocation start and
+    completed stop lines are debug lines, not written."""
+    result, data = run(tmp_path, [["next", "a", {}], ["finish", 1]], {})
+    assert result.ok
+    log = data / "hayata.log.jsonl"
+
+    def ended() -> list[dict[str, Any]]:
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        return [r for r in rows if r.get("invocation_id") == result.invocation_id]
+
+    rows = eventually(lambda: (r := ended()) and any(
+        x["event"] == "invocation_ended" for x in r) and r, message="invocation_ended logged")
+    line = next(r for r in rows if r["event"] == "invocation_ended")
+    assert line["ok"] is True and isinstance(line["duration_ms"], float)
+    assert 0 < line["duration_ms"] < 30_000
+    assert [r["event"] for r in rows if r["event"].startswith("hayata.agent.invocation")] == []
+    assert [r["event"] for r in rows if r["event"] == "invocation_started"] == [
+        "invocation_started"]

@@ -439,9 +439,10 @@ class AgentActor(Admission, SupervisedActor):
         self.deadlines.forget(inv.id)
         self.deferred.pop(inv.id, None)
         self.cache.forget(inv.id)
-        self.spans.ended(inv.id, end.ok, end.error, end.paused)
+        took = self.spans.ended(inv.id, end.ok, end.error, end.paused)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
-                      code=end.error.code if end.error else None, kept=end.kept)
+                      code=end.error.code if end.error else None, kept=end.kept,
+                      duration_ms=took)
         result = AgentResult(inv.id, end.ok, end.result, end.error, status="paused"
                              if end.paused else "interrupted" if end.kept else "",
                              run=run.run_id)

@@ -5,6 +5,7 @@ ending one touches only its own spans."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from hayata_py import _telemetry as telemetry
@@ -57,19 +58,23 @@ class InvocationSpans:
             **({} if retry.key.item is None else {"item": retry.key.item})})
 
     def ended(self, invocation_id: str, ok: bool, error: ErrorInfo | None,
-              paused: bool = False) -> None:
+              paused: bool = False) -> float | None:
+        """Stop the invocation's span (and any task span still open); the
+        invocation's duration in milliseconds (None: it had no span)."""
         for task_id in list(self.tasks.get(invocation_id, {})):
             self.task_ended(invocation_id, task_id, None, "failed")
         self.tasks.pop(invocation_id, None)
         span = self.invocations.pop(invocation_id, None)
         if span is None:
-            return
+            return None
+        took = round((time.monotonic_ns() - span.started) / 1e6, 3)
         if error is not None and error.code in ("policy_failed", "node_failed") \
                 and "type" in error.details:
             telemetry.span_exception(span, str(error.details["type"]),
                                      metadata={"error_code": error.code})
-            return
+            return took
         status = "completed" if ok else "paused" if paused else (
             "timed_out" if error is not None and error.code == "execution_timeout"
             else "failed")
         telemetry.span_stop(span, status, metadata={"error_code": error.code} if error else None)
+        return took
