@@ -105,18 +105,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     calls = args.calls.split(",") if args.calls else ["run_wait"] * len(trees)
     if len(calls) != len(trees) or not set(calls) <= {"run_wait", "invoke"}:
         parser.error("--calls needs run_wait or invoke for each checkout")
-    how = dict(zip(trees, calls, strict=True))
-    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in trees}
+    # A side is a checkout and a call: one checkout may be measured with both.
+    sides = list(zip(trees, calls, strict=True))
+    runs: list[list[dict[str, Any]]] = [[] for _ in sides]
+    order = list(range(len(sides)))
     for index in range(args.rounds):
-        for tree in trees if index % 2 == 0 else trees[::-1]:
+        for side in order if index % 2 == 0 else order[::-1]:
+            tree, how = sides[side]
             out = subprocess.run(
                 [sys.executable, str(Path(__file__).resolve()), "--child", "--graph", args.graph,
-                 "--invocations", str(args.invocations), "--call", how[tree]],
+                 "--invocations", str(args.invocations), "--call", how],
                 cwd=tree, capture_output=True, text=True, timeout=900, check=True).stdout
-            runs[tree].append(json.loads(out.strip().splitlines()[-1]))
-    base = runs[trees[0]]
-    for tree in trees:
-        rows = runs[tree]
+            runs[side].append(json.loads(out.strip().splitlines()[-1]))
+    base = runs[0]
+    for (tree, how), rows in zip(sides, runs, strict=True):
         roles = sorted({r for row in rows for r in row["roles"]})
         by_role = {r: statistics.median(row["roles"].get(r, 0.0) for row in rows) for r in roles}
         pairs = list(zip(base, rows, strict=True))
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         lat_ratio = statistics.median(b["latency_ms"] / a["latency_ms"] for a, b in pairs)
         latency = statistics.median(r["latency_ms"] for r in rows)
         cpu = statistics.median(r["cpu_ms"] for r in rows)
-        print(f"{tree} ({how[tree]}): {args.graph} latency {latency:.2f} ms, CPU {cpu:.2f} ms ("
+        print(f"{tree} ({how}): {args.graph} latency {latency:.2f} ms, CPU {cpu:.2f} ms ("
               + ", ".join(f"{r} {v:.2f}" for r, v in by_role.items() if v >= 0.01)
               + f"); paired ratio CPU {cpu_ratio:.3f}, latency {lat_ratio:.3f}")
         print("   CPU per round: " + " ".join(f"{r['cpu_ms']:.1f}" for r in rows))
