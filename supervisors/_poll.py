@@ -1,6 +1,6 @@
 """One ``select.poll`` set per thread, kept across turns of Thespian's
 transport loop: what ``TCPTransport`` uses of a selector (installed by
-:func:`supervisors._thespian.install_selector_patch`; see
+:func:`supervisors._speed.install_selector_patch`; see
 :class:`_ReusedSelector`)."""
 
 from __future__ import annotations

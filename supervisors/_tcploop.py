@@ -26,7 +26,7 @@ What changes here, each with the same outcome as Thespian's code:
 
 Everything else (the incoming sockets' delays and timeouts, the error paths,
 the watches, the callbacks, the return values) is Thespian's code as it was.
-:func:`supervisors._thespian.install_loop_patch` installs it only on the
+:func:`supervisors._speed.install_loop_patch` installs it only on the
 Thespian it was written for (``SELECTOR_PATCH_FITS``), and
 ``SUPERVISORS_PLAIN_THESPIAN=1`` keeps Thespian's loop.
 """

@@ -1,5 +1,5 @@
 """``supervisors._stack.on_own_chunk`` and the patch that runs every actor's
-loop through it (``supervisors/_thespian.py`` ``install_stack_patch``).
+loop through it (``supervisors/_speed.py`` ``install_stack_patch``).
 
 A call that crosses the end of one of CPython's frame-stack chunks maps a
 fresh chunk and unmaps it on return: its first page faults again on every
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from supervisors import System, _stack
-from supervisors import _thespian as T
+from supervisors import _speed as T
 from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)

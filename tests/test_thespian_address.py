@@ -14,8 +14,8 @@ from thespian.actors import ActorAddress
 from thespian.system.transport.IPBase import IPActorAddress, TCPv4ActorAddress
 
 from supervisors import System
+from supervisors import _speed as T
 from supervisors import _tcpaddr as A
-from supervisors import _thespian as T
 from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)

@@ -15,8 +15,8 @@ from thespian.system.timing import ExpirationTimer
 
 from supervisors import System
 from supervisors import _poll as P
+from supervisors import _speed as T
 from supervisors import _tcploop as L
-from supervisors import _thespian as T
 from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)

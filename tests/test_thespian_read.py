@@ -16,8 +16,8 @@ import thespian.system.transport.TCPTransport as tcp
 from thespian.system.transport.streamBuffer import ReceiveBuffer, ackMsg, toSendBuffer
 
 from supervisors import System
+from supervisors import _speed as T
 from supervisors import _tcpread as R
-from supervisors import _thespian as T
 from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)

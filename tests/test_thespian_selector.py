@@ -1,4 +1,4 @@
-"""The transport's reused selector (``supervisors/_thespian.py``
+"""The transport's reused selector (``supervisors/_speed.py``
 ``install_selector_patch``): it fits the installed Thespian, it is in force in
 actor processes, and it keeps the ``selectors`` semantics Thespian's loop
 relies on."""
@@ -17,7 +17,7 @@ import pytest
 import thespian.system.transport.TCPTransport as tcp
 
 from supervisors import System
-from supervisors import _thespian as T
+from supervisors import _speed as T
 from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
