@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import linecache
 import os
+from collections.abc import Callable
 from typing import Any
 
 import thespian.system.multiprocCommon as _multiproc
@@ -79,15 +80,25 @@ def _source_hash(fn: Any) -> str:
     return hashlib.sha256("".join(lines[start:end]).encode()).hexdigest()[:12]
 
 
+def _thespian_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("thespian")
+
+
+def _fits(fits: dict[str, str], fingerprint: Callable[[], dict[str, str]]) -> bool:
+    """A patch may be applied: :data:`PLAIN_THESPIAN_ENV` is not ``1`` and the
+    installed Thespian is the one it was written for."""
+    return os.environ.get(PLAIN_THESPIAN_ENV) != "1" and fingerprint() == fits
+
+
 _THESPIAN_RUN = _tcp.TCPTransport._runWithExpiry
 """Thespian's own loop, as imported (:func:`install_loop_patch` replaces it)."""
 
 
 def selector_patch_fingerprint() -> dict[str, str]:
     """The installed Thespian's values for :data:`SELECTOR_PATCH_FITS`."""
-    from importlib import metadata
-
-    return {"thespian": metadata.version("thespian"),
+    return {"thespian": _thespian_version(),
             "_runWithExpiry": _source_hash(_THESPIAN_RUN),
             "_check_fd": _source_hash(_tcp.TCPTransport._check_fd)}
 
@@ -99,8 +110,7 @@ def install_selector_patch() -> bool:
     is ``1`` or Thespian is not the one it was written for."""
     if _tcp.selectors is _SELECTORS_SHIM:
         return True
-    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
-            or selector_patch_fingerprint() != SELECTOR_PATCH_FITS:
+    if not _fits(SELECTOR_PATCH_FITS, selector_patch_fingerprint):
         return False
     _tcp.selectors = _SELECTORS_SHIM
     return True
@@ -122,9 +132,7 @@ _IDENTIFY = (TransmitIntent.identify, ReceiveEnvelope.identify, ReceiveEnvelope.
 
 def describe_patch_fingerprint() -> dict[str, str]:
     """The installed Thespian's values for :data:`DESCRIBE_PATCH_FITS`."""
-    from importlib import metadata
-
-    return {"thespian": metadata.version("thespian"),
+    return {"thespian": _thespian_version(),
             "TransmitIntent.identify": _source_hash(_IDENTIFY[0]),
             "ReceiveEnvelope.identify": _source_hash(_IDENTIFY[1]),
             "ReceiveEnvelope.__str__": _source_hash(_IDENTIFY[2])}
@@ -157,8 +165,7 @@ def install_describe_patch() -> bool:
     was written for."""
     if getattr(TransmitIntent.identify, "_supervisors_patched", False):
         return True
-    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
-            or describe_patch_fingerprint() != DESCRIBE_PATCH_FITS:
+    if not _fits(DESCRIBE_PATCH_FITS, describe_patch_fingerprint):
         return False
     TransmitIntent.identify = _lazy(_IDENTIFY[0])
     ReceiveEnvelope.identify = _lazy(_IDENTIFY[1])
@@ -209,9 +216,7 @@ _THESPIAN_READ = (_tcp.TCPTransport._handleReadableIncoming, _tcp.TCPTransport._
 
 def read_patch_fingerprint() -> dict[str, str]:
     """The installed Thespian's values for :data:`READ_PATCH_FITS`."""
-    from importlib import metadata
-
-    return {"thespian": metadata.version("thespian"),
+    return {"thespian": _thespian_version(),
             "_handleReadableIncoming": _source_hash(_THESPIAN_READ[0]),
             "_next_XMIT_4": _source_hash(_THESPIAN_READ[1])}
 
@@ -222,8 +227,7 @@ def install_read_patch() -> bool:
     not the one it was written for."""
     if _tcp.TCPTransport._handleReadableIncoming is handle_readable_incoming:
         return True
-    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
-            or read_patch_fingerprint() != READ_PATCH_FITS:
+    if not _fits(READ_PATCH_FITS, read_patch_fingerprint):
         return False
     _tcp.TCPTransport._handleReadableIncoming = handle_readable_incoming
     _tcp.TCPTransport._next_XMIT_4 = next_xmit_4
@@ -243,10 +247,8 @@ _THESPIAN_ADDRESS_STATE = IPActorAddress.__getstate__
 
 def address_patch_fingerprint() -> dict[str, str]:
     """The installed Thespian's values for :data:`ADDRESS_PATCH_FITS`."""
-    from importlib import metadata
-
     own = IPActorAddress.__dict__.get("__setstate__")
-    return {"thespian": metadata.version("thespian"),
+    return {"thespian": _thespian_version(),
             "IPActorAddress.__getstate__": _source_hash(_THESPIAN_ADDRESS_STATE),
             "IPActorAddress.__setstate__": "" if own in (None, address_restore)
             else _source_hash(own)}
@@ -258,8 +260,7 @@ def install_address_patch() -> bool:
     not the one it was written for."""
     if IPActorAddress.__getstate__ is address_state:
         return True
-    if os.environ.get(PLAIN_THESPIAN_ENV) == "1" \
-            or address_patch_fingerprint() != ADDRESS_PATCH_FITS:
+    if not _fits(ADDRESS_PATCH_FITS, address_patch_fingerprint):
         return False
     IPActorAddress.__getstate__ = address_state
     IPActorAddress.__setstate__ = address_restore
