@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
+from hayata_py._actors import edges as edge_pool
 from hayata_py.store import TaskClass, classify_map, task_id_for
 from tests.helpers import collect, eventually, find
 from tests.test_map_steps import data, tasks  # noqa: F401 - the fixture, and the reader
@@ -33,13 +34,22 @@ def effects(log: Path) -> dict[int, dict[str, float]]:
     return out
 
 
+@pytest.fixture
+def chains_at_any_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Items chain whatever this machine's pace: the agent chains a node's items
+    only while its tasks take under ``CHAIN_BELOW`` each, and a loaded machine
+    takes longer (the agent, forked after this, inherits the setting)."""
+    monkeypatch.setattr(edge_pool, "CHAIN_BELOW", 60.0)
+
+
 def test_an_edge_killed_mid_chain_leaves_held_items_not_started(
+        chains_at_any_pace: None,
         data: tuple[hy.AgentSystem, Path]) -> None:  # noqa: F811 - the imported fixture
     system, tmp = data
     agent = system.start_agent(hy.AgentConfig(
         "chainer", {"item": "tests.map_nodes:item"}, "tests.map_nodes:map_policy",
         map_concurrency=1))
-    # Fast items teach the agent the node's pace: its items then go in chains.
+    # The first items teach the agent the node's pace: its items then go in chains.
     warm = agent.wait(agent.run({"items": [{"value": i} for i in range(30)]}), 60)
     assert warm.ok, warm.error
     edge = find(system.tree(), "edge")
