@@ -1,4 +1,5 @@
-"""The Thespian adapter: the one place that knows Thespian's internals.
+"""The Thespian adapter: with :mod:`supervisors._speed`, the one place that
+knows Thespian's internals.
 
 - **Loopback only by default.** Thespian binds every actor socket to
   ``0.0.0.0`` and messages are pickles, so anyone who can reach a port could

@@ -120,9 +120,20 @@ class _Text(str):
     pass
 
 
+class _Int(int):
+    pass
+
+
 @pytest.mark.parametrize("value", [
-    {"k": _Text("x")}, [True, 1, 2.5], {"é": "ü"}, (1, "a"), b"x", 2**64 - 1, -(2**63)])
+    [True, 1, 2.5, None, b"x"], {"k": (1, "a")}, 2**64 - 1, -(2**63)])
+def test_plain_values_pass_the_quick_check(value: Any) -> None:
+    assert _plainly_encodable(value)
+    check_encodable(value, "v")
+
+
+@pytest.mark.parametrize("value", [{"k": _Text("x")}, {"é": "ü"}, ["ü"], {"n": _Int(3)}])
 def test_values_the_quick_check_leaves_to_the_walk_are_still_accepted(value: Any) -> None:
+    assert not _plainly_encodable(value)
     check_encodable(value, "v")
 
 
