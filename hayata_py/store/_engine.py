@@ -24,8 +24,8 @@
   every pooled connection. Each connection names its process in
   ``pg_stat_activity.application_name`` (``hayata_py pid N``, unless the URL
   sets ``application_name``), so an operator sees which process holds a lock.
-* Migrations: checked and applied under a lock in one transaction (see
-  :func:`migrate`).
+* The raw write transaction of the fast writes is :mod:`._sqlitetx`'s, and so
+  is the busy timeout; migrations are :mod:`._migrate`'s.
 """
 
 from __future__ import annotations
@@ -38,29 +38,23 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
-from hayata_py._errors import SchemaTooNew, StoreError
-from hayata_py.store._schema import HEAD_REVISION
-from hayata_py.store._walsync import defer_sync, sync_wal
-from hayata_py.store._writequeue import WriteQueue, queue_for
+from hayata_py._errors import StoreError
+from hayata_py.store import _sqlitetx
+from hayata_py.store._sqlitetx import sqlite_transaction
+from hayata_py.store._walsync import defer_sync
+from hayata_py.store._writequeue import queue_for
 
-if TYPE_CHECKING:
-    from alembic.config import Config
-
-__all__ = ["EngineHolder", "migrate", "normalize_url", "pg_application_name"]
+__all__ = ["EngineHolder", "normalize_url", "pg_application_name"]
 
 T = TypeVar("T")
 
-SQLITE_BUSY_TIMEOUT_S = 30.0
 PG_PING_AFTER_IDLE_S = 1.0
 """A pooled PostgreSQL connection idle this long is pinged before reuse."""
-_MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-_PG_MIGRATION_LOCK = 0x48415941  # arbitrary constant key for pg_advisory_xact_lock
 _ABANDONED: list[Engine] = []  # parents' engines, kept alive in forked children
 _HOLDERS: weakref.WeakSet[EngineHolder] = weakref.WeakSet()
 
@@ -77,7 +71,7 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
     cursor = dbapi_conn.cursor()
     try:
-        cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute(f"PRAGMA busy_timeout = {int(_sqlitetx.SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = FULL")
         cursor.execute("PRAGMA foreign_keys = ON")
@@ -133,7 +127,7 @@ def _pg_name_process(url: URL) -> Callable[[Any, Any, Any, dict[str, Any]], None
 def create_engine(url: URL) -> Engine:
     """Create an engine configured as described in the module docs."""
     if url.get_backend_name() == "sqlite":
-        engine = sa.create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        engine = sa.create_engine(url, connect_args={"timeout": _sqlitetx.SQLITE_BUSY_TIMEOUT_S})
         sa.event.listen(engine, "connect", _sqlite_on_connect)
         sa.event.listen(engine, "begin", _sqlite_on_begin)
         return engine
@@ -373,159 +367,9 @@ class EngineHolder:
             delay = min(delay * 2, 0.1)
 
 
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return bool(code & 0xFF == sqlite3.SQLITE_BUSY)
-    return "database is locked" in str(exc).lower()
-
-
-def _begin_immediate(cursor: Any) -> None:
-    """``BEGIN IMMEDIATE`` on a connection with ``busy_timeout = 0``, retried
-    while another writer holds the lock.
-
-    Concurrent writers (parallel edges recording their tasks) each hold the
-    lock for about one commit (0.1-0.5 ms). SQLite's own busy handler sleeps
-    1, 2, 5, 10, 15, 20, 25 ... ms between tries, so the eighth of eight
-    writers waited tens of milliseconds for a lock that was free most of the
-    time; this polls every 0.1-2 ms instead. ``BEGIN IMMEDIATE`` takes the lock
-    before anything is read or written, so a busy attempt changed nothing.
-    After :data:`SQLITE_BUSY_TIMEOUT_S` the error is raised (the caller then
-    takes the general path, which waits again with SQLite's handler).
-    """
-    deadline = 0.0
-    delay = 0.0001
-    while True:
-        try:
-            cursor.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
-                raise
-            now = time.monotonic()
-            if not deadline:
-                deadline = now + SQLITE_BUSY_TIMEOUT_S
-            elif now > deadline:
-                raise
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 1.5, 0.002)
-
-
-def _config(conn: Connection) -> Config:
-    from alembic.config import Config
-
-    cfg = Config()
-    cfg.set_main_option("script_location", str(_MIGRATIONS))
-    cfg.attributes["connection"] = conn
-    return cfg
-
-
-def migrate(holder: EngineHolder) -> None:
-    """Bring the schema to the newest revision this code knows.
-
-    Under a lock (SQLite write lock / PostgreSQL advisory lock) and in one
-    transaction: read ``alembic_version``; if it names a revision unknown to
-    this code raise :class:`SchemaTooNew` and roll back (nothing changed);
-    otherwise apply missing revisions. Concurrent first opens serialize on the
-    lock, so the later one finds the schema current. A database already at
-    :data:`HEAD_REVISION` is recognised with one read, without importing Alembic.
-    """
-
-    def current_is_head(conn: Connection) -> bool:
-        if not sa.inspect(conn).has_table("alembic_version"):
-            return False
-        rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
-        return [tuple(r) for r in rows] == [(HEAD_REVISION,)]
-
-    if holder.run(current_is_head, write=False):
-        return
-
-    def step(conn: Connection) -> None:
-        from alembic import command
-        from alembic.runtime.migration import MigrationContext
-        from alembic.script import ScriptDirectory
-
-        if not holder.is_sqlite:
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-        cfg = _config(conn)
-        script = ScriptDirectory.from_config(cfg)
-        current = set(MigrationContext.configure(conn).get_current_heads())
-        known = {rev.revision for rev in script.walk_revisions()}
-        unknown = sorted(current - known)
-        if unknown:
-            raise SchemaTooNew(
-                f"the database schema is at revision {', '.join(unknown)}, written by a newer "
-                f"hayata_py; this version knows up to {', '.join(script.get_heads())}. "
-                "Upgrade hayata_py to open it (the database was not changed).",
-                revisions=unknown,
-                known_heads=list(script.get_heads()),
-            )
-        if current != set(script.get_heads()):
-            command.upgrade(cfg, "heads")
-
-    holder.run(step, write=True)
-
-
 def _reset_after_fork() -> None:
     for holder in list(_HOLDERS):
         holder._after_fork()
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def sqlite_transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],
-                       db_error: type[Exception], discard: Callable[[], None],
-                       queue: WriteQueue | None = None, wal: str | None = None) -> bool:
-    """``BEGIN IMMEDIATE``, ``statements``, ``COMMIT`` on a plain sqlite3
-    connection: True if each changed exactly one row and it committed; else
-    rolled back and False (a driver error too). ``discard`` is called when the
-    connection's state is unknown (interrupted, a failed rollback or commit):
-    it must never be reused. ``queue``: the database's writers' queue, waited
-    for first (:mod:`~hayata_py.store._writequeue`). ``wal``: the WAL file to
-    sync once the commit is done and the queue free (:mod:`~hayata_py.store._walsync`;
-    an ``OSError`` if it cannot); None: nothing after the commit (a ``FULL``
-    connection synced it, or a deferred write). Shared by
-    :meth:`EngineHolder.write_all` and the edge's light writer (``_writer.py``)."""
-    if queue is None:
-        done = _transaction(conn, statements, db_error, discard)
-    else:
-        with queue.hold():
-            done = _transaction(conn, statements, db_error, discard)
-    if done and wal is not None:
-        sync_wal(wal)
-    return done
-
-
-def _transaction(conn: Any, statements: Sequence[tuple[str, Sequence[Any]]],
-                 db_error: type[Exception], discard: Callable[[], None]) -> bool:
-    try:
-        cursor = conn.cursor()
-        try:
-            _begin_immediate(cursor)
-            changed = True
-            for sql, params in statements:
-                cursor.execute(sql, params)
-                if cursor.rowcount != 1:
-                    changed = False
-                    break
-        finally:
-            cursor.close()
-    except db_error:
-        try:
-            conn.rollback()
-        except db_error:
-            discard()
-        return False
-    except BaseException:
-        discard()  # interrupted mid-transaction: never reuse it
-        raise
-    try:
-        if not changed:
-            conn.rollback()
-            return False
-        conn.commit()
-    except BaseException:
-        discard()  # state unknown: never reuse it
-        raise
-    return True

@@ -25,8 +25,9 @@ from hayata_py.store import _fast
 from hayata_py.store._batch import BatchWrites
 from hayata_py.store._cache import CacheWrites
 from hayata_py.store._contract import TaskStore
-from hayata_py.store._engine import EngineHolder, migrate, normalize_url
+from hayata_py.store._engine import EngineHolder, normalize_url
 from hayata_py.store._events import EventWrites, insert_events
+from hayata_py.store._migrate import migrate
 from hayata_py.store._records import (
     TERMINAL_INVOCATION_STATUSES,
     InvocationRecord,

@@ -1,7 +1,7 @@
 """A queue for SQLite's writers on one host: the next starts when the last commits.
 
 SQLite has one write lock per database and no queue for it. A writer that
-finds it taken polls (:func:`~hayata_py.store._engine._begin_immediate`,
+finds it taken polls (:func:`~hayata_py.store._sqlitetx._begin_immediate`,
 every 0.1-2 ms), so after each commit the lock often sits free until a
 sleeper wakes. The edges of parallel branches record their tasks at the same
 moment: eight writers, sixteen commits, each waiting out a sleep (py-spy on

@@ -35,15 +35,10 @@ from typing import Any
 from hayata_py._codec import encode
 from hayata_py.store import _fast
 from hayata_py.store._contract import TaskStore
-from hayata_py.store._engine import (
-    SQLITE_BUSY_TIMEOUT_S,
-    _sqlite_on_connect,
-    normalize_url,
-    pg_application_name,
-    sqlite_transaction,
-)
+from hayata_py.store._engine import _sqlite_on_connect, normalize_url, pg_application_name
 from hayata_py.store._records import InvocationRecord, TaskRecord
 from hayata_py.store._rows import task_values
+from hayata_py.store._sqlitetx import SQLITE_BUSY_TIMEOUT_S, sqlite_transaction
 from hayata_py.store._tasks import _checkpoint_of
 from hayata_py.store._walsync import defer_sync
 from hayata_py.store._writequeue import queue_for

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hayata_py._errors import StaleWriter, StoreError
-from hayata_py.store import SqlTaskStore, _engine
+from hayata_py.store import SqlTaskStore, _engine, _sqlitetx
 from hayata_py.store._engine import EngineHolder
 from tests.helpers import eventually
 from tests.store.conftest import FakeClock
@@ -255,7 +255,7 @@ def quick_lock_store(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[SqlTaskStore]:
     """A SQLite store whose busy timeout is 50 ms and which retries for 2 s."""
-    monkeypatch.setattr(_engine, "SQLITE_BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(_sqlitetx, "SQLITE_BUSY_TIMEOUT_S", 0.05)
     opened = SqlTaskStore(f"sqlite:///{tmp_path / 'hayata.db'}", clock=clock, retry_seconds=2.0)
     try:
         yield opened

@@ -11,7 +11,8 @@ from alembic import command
 from hayata_py._codec import FORMAT_VERSION, encode
 from hayata_py._errors import StoreError
 from hayata_py.store import open_store
-from hayata_py.store._engine import EngineHolder, _config, normalize_url
+from hayata_py.store._engine import EngineHolder, normalize_url
+from hayata_py.store._migrate import _config
 from hayata_py.store._schema import HEAD_REVISION
 from tests.store.test_store_threads import on_thread
 from tests.store.util import raw_execute
