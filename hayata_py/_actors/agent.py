@@ -13,16 +13,15 @@ about a running one names it (a task's execution id is
 of them share one heap (``timers.py``); tasks of all of them wait for edges in
 one first-in first-out queue per node (``edges.py``).
 
-Ownership: each invocation is held under a lease owned by the system's name;
-one timer renews them all every third of ``spec.lease_seconds``; a refused
-renewal stops that run (``ownership_lost``).
+How runs are let in is the :class:`~hayata_py._actors.admission.Admission`
+mixin's; the timers, the leases' renewal among them, are the
+:class:`~hayata_py._actors.upkeep.Upkeep` mixin's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import random
 import time
 from typing import Any
@@ -45,8 +44,9 @@ from hayata_py._actors.outbox import Outbox
 from hayata_py._actors.recovering import recorded_outcome
 from hayata_py._actors.running import Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
-from hayata_py._actors.timers import Deadlines, Due, invocation_of
+from hayata_py._actors.timers import Deadlines, invocation_of
 from hayata_py._actors.transmits import busy_targets
+from hayata_py._actors.upkeep import Upkeep
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import HayataError
@@ -68,15 +68,12 @@ from hayata_py.messages import (
 from hayata_py.store import task_id_for
 from supervisors import SupervisedActor
 
-ELSEWHERE_CHECK = 1.0
-"""Seconds between two looks at the store for waited-for invocations that this
-agent does not run (queued ones, ones another system took over)."""
 OUTBOX_RECHECK = 0.002
 """Seconds until the agent looks again whether sends it holds (their target was
 still receiving an earlier message) may go, when no message comes meanwhile."""
 
 
-class AgentActor(Admission, SupervisedActor):
+class AgentActor(Admission, Upkeep, SupervisedActor):
     """Coordinates the invocations of one agent (child of its agent supervisor)."""
 
     def on_start(self, spec: AgentSpec, nodes_supervisor: Any) -> None:
@@ -452,51 +449,3 @@ class AgentActor(Admission, SupervisedActor):
             self.ledger.keep(inv.id, self.ledger.record_of(inv.id, inv.input, inv.checkpoint()))
         if run.next_started is not None:
             self._start_queued(run.next_started)
-
-    elsewhere_at = math.inf
-    """When the waits on invocations run elsewhere are checked next (monotonic)."""
-
-    # -- timers: deadlines, retries, lease renewal ----------------------------------------
-
-    def _on_timer(self, at: Any) -> None:
-        self.deadlines.fired(at)
-        self.events.due()
-        if self.deadlines.renewal_due() and self.running:
-            self._renew()
-        for kind, (execution_id, key) in self.deadlines.pop_due():
-            run = self._running(execution_id)
-            if run is not None:
-                self._feed(run, m.DeadlinePassed(execution_id, key) if kind is Due.DEADLINE
-                           else m.RetryDue(execution_id, key))
-        self._sends(self.pool.retire_due(time.monotonic()))
-        if time.monotonic() >= self.elsewhere_at:
-            self.elsewhere_at = math.inf
-            self.ledger.check_elsewhere(self.running)
-            if self.ledger.elsewhere:
-                self._arm_elsewhere()
-        if not self.running:
-            self.deadlines.renew_at = float("inf")
-        retire = self.pool.next_retire(time.monotonic())
-        self.deadlines.rearm(min(retire if retire is not None else math.inf,
-                                 self.events.flush_at))
-
-    def _arm_elsewhere(self) -> None:
-        if self.elsewhere_at == math.inf:
-            self.elsewhere_at = time.monotonic() + ELSEWHERE_CHECK
-            self.deadlines.arm(self.elsewhere_at)
-
-    def _arm_retire(self) -> None:
-        """A wakeup for the next idle edge to retire (edges go idle as tasks end)."""
-        retire = self.pool.next_retire(time.monotonic())
-        if retire is not None:
-            self.deadlines.arm(retire)
-
-    def _renew(self) -> None:
-        renewed = self.ledger.renew({iid: run.token for iid, run in self.running.items()})
-        hiccup = any(ok is None for ok in renewed.values())
-        for invocation_id, ok in renewed.items():
-            run = self.running.get(invocation_id)
-            if ok is False and run is not None:
-                self._feed(run, m.LeaseLost())
-        lease = self.spec.lease_seconds
-        self.deadlines.renew_in(min(1.0, lease / 6) if hiccup else lease / 3)
