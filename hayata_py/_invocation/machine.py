@@ -17,6 +17,7 @@ Phases::
     any failure (durable) --> FINISHING --ResultRecorded--> ENDED
     interruption, lost lease (nothing written) --> ENDED
 
+What a RUNNING step hears from its tasks is :mod:`hayata_py._invocation.stepping`.
 A map step (``hy.Map``) stays RUNNING until its reducer answers; its window
 of items and consolidation are :mod:`hayata_py._invocation.mapping`.
 
@@ -36,7 +37,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import compensating, holding, mapping, pause, reasons
+from hayata_py._invocation import compensating, holding, mapping, pause, reasons, stepping
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -55,7 +56,6 @@ from hayata_py._invocation.events import (
     CheckpointSaved,
     CircuitChanged,
     DeadlinePassed,
-    DownCause,
     Event,
     LeaseLost,
     NodeDown,
@@ -131,7 +131,7 @@ class Invocation:
             return self._fail(reasons.policy_failed(event.type_name, event.message,
                                                     self.step_no))
         if isinstance(event, CheckpointSaved) and phase is Phase.SAVING:
-            return self._dispatch_step(event.unplaced)
+            return stepping.dispatch_step(self, event.unplaced)
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
             return self._ended()
         if isinstance(event, PauseRecorded) and phase is Phase.PAUSING:
@@ -140,13 +140,13 @@ class Invocation:
                                                          Phase.PAUSING):
             return self._on_refused(event)
         if isinstance(event, TaskOutcome) and phase is Phase.RUNNING:
-            return self._on_outcome(event)
+            return stepping.on_outcome(self, event)
         if isinstance(event, PartialResult) and phase is Phase.RUNNING:
-            return self._on_partial(event)
+            return stepping.on_partial(self, event)
         if isinstance(event, NodeDown) and phase is Phase.RUNNING:
-            return self._on_node_down(event)
+            return stepping.on_node_down(self, event)
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
-            return self._on_deadline(event)
+            return stepping.on_deadline(self, event)
         if isinstance(event, RetryDue) and phase is Phase.RUNNING:
             return holding.on_retry_due(self, event)
         if isinstance(event, CircuitChanged) and phase is Phase.RUNNING:
@@ -245,22 +245,6 @@ class Invocation:
 
     # -- running a step --------------------------------------------------------------
 
-    def _dispatch_step(self, unplaced: Any) -> list[Command]:
-        ex = self.execution
-        assert ex is not None
-        hold = pause.breakpoint_at(self.rules.pause_before, ex.nodes, pause.PauseKind.BEFORE)
-        if hold is not None:
-            return holding.start_pause(self, hold)
-        self.phase = Phase.RUNNING
-        waiting = [n for n in ex.nodes if n in unplaced]
-        if waiting and self.rules.durable:
-            # No system can run it now: say so at once. Nothing started; recover()
-            # runs the step once a system that qualifies has joined.
-            return self._interrupt(reasons.unplaced(waiting[0], unplaced[waiting[0]]))
-        if ex.map is not None:
-            return mapping.start(self, ex)
-        return self._send(ex, [(n, 1) for n in ex.nodes])
-
     def _send(self, ex: _Execution, runs: Iterable[tuple[str, int]],
               history: tuple[str, ...] = (), retry: bool = False) -> list[Command]:
         out: list[Command] = []
@@ -282,54 +266,6 @@ class Invocation:
             return None
         return ex, ex.pending[key]
 
-    def _on_outcome(self, outcome: TaskOutcome) -> list[Command]:
-        found = self._current(outcome.execution_id, outcome.key)
-        if found is None:
-            return []
-        ex, task = found
-        if task.retry is not None:
-            return []  # waiting for its next attempt: nothing of it runs
-        if outcome.ok and task.partials_seen < outcome.partials:
-            task.held = outcome  # its partial results are still on the way
-            return []
-        return self._task_done(ex, outcome)
-
-    def _on_partial(self, partial: PartialResult) -> list[Command]:
-        found = self._current(partial.execution_id, partial.key)
-        if found is None or found[1].retry is not None:
-            return []  # a failed attempt's partial still on its way: dropped
-        ex, task = found
-        task.partials_seen += 1
-        data: dict[str, Any] = {"node_id": partial.key.node_id, "execution_id": ex.id,
-                                "edge_id": partial.edge_id, "result": partial.result}
-        if partial.key.item is not None:
-            data["item"] = partial.key.item
-        out = self._emit("node_partial_result", data)
-        if task.held is not None and task.partials_seen >= task.held.partials:
-            out += self._task_done(ex, task.held)
-        return out
-
-    def _task_done(self, ex: _Execution, outcome: TaskOutcome) -> list[Command]:
-        task = ex.pending.pop(outcome.key)
-        if not outcome.ok:
-            assert outcome.error is not None
-            retried = holding.after_failure(self, ex, task, outcome.error)
-            return self._fail(outcome.error) if retried is None else retried
-        if outcome.key.node_id in self.rules.compensate and not outcome.cached:
-            item = outcome.key.item
-            self.undo.append(Undo(task.task_id, outcome.key.node_id, self.step_no,
-                                  ex.input if item is None or ex.map is None
-                                  else ex.map.items[item], outcome.result))
-        if ex.map is not None:
-            return mapping.item_done(self, ex, outcome)
-        ex.results[outcome.key.node_id] = outcome.result
-        out = self._emit("node_completed", {"node_id": outcome.key.node_id,
-                                            "execution_id": ex.id}
-                         | ({"cached": True} if outcome.cached else {}))
-        if ex.pending:
-            return out
-        return out + self._step_done(ex)
-
     def _step_done(self, ex: _Execution | None) -> list[Command]:
         assert ex is not None
         self.execution = None
@@ -345,31 +281,6 @@ class Invocation:
         self.step_no += 1
         hold = pause.breakpoint_at(self.rules.pause_after, ex.nodes, pause.PauseKind.AFTER)
         return out + (self._decide() if hold is None else holding.start_pause(self, hold))
-
-    def _on_node_down(self, down: NodeDown) -> list[Command]:
-        ex = self.execution
-        assert ex is not None
-        lost = [k for k, t in ex.pending.items() if k.node_id == down.node_id and not t.retry]
-        if not lost:
-            return []
-        for key in lost:
-            del ex.pending[key]
-        if down.cause in (DownCause.UNREACHABLE, DownCause.WAITING_FOR_PLACEMENT) \
-                and self.rules.durable:
-            return self._interrupt(reasons.unreachable(down.node_id, ex.id, down.reason))
-        return self._fail(reasons.node_crashed(down.node_id, down.pid, ex.id, down.reason))
-
-    def _on_deadline(self, deadline: DeadlinePassed) -> list[Command]:
-        ex = self.execution
-        assert ex is not None
-        key = deadline.key
-        if deadline.execution_id != ex.id or not mapping.waiting(ex) \
-                or (key is not None and (key not in ex.pending or ex.pending[key].retry)):
-            return []
-        pending = sorted({k.node_id for k in ex.pending}) or [ex.nodes[0]]
-        node_id = pending[0] if key is None else key.node_id
-        pending = [node_id] + [n for n in pending if n != node_id]
-        return self._fail(reasons.timed_out(pending, self.rules.timeout_for(node_id), ex.id))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:
