@@ -15,7 +15,8 @@ one first-in first-out queue per node (``edges.py``).
 
 How runs are let in is the :class:`~hayata_py._actors.admission.Admission`
 mixin's; the timers, the leases' renewal among them, are the
-:class:`~hayata_py._actors.upkeep.Upkeep` mixin's.
+:class:`~hayata_py._actors.upkeep.Upkeep` mixin's; its nodes and edges coming
+and going, the :class:`~hayata_py._actors.membership.Membership` mixin's.
 """
 
 from __future__ import annotations
@@ -36,12 +37,12 @@ from hayata_py._actors.admission import Admission
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.circuit_gate import CircuitGate
-from hayata_py._actors.edges import EdgePool, chain_windows, edge_died, run_task
+from hayata_py._actors.edges import EdgePool, chain_windows, run_task
 from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
+from hayata_py._actors.membership import Membership
 from hayata_py._actors.outbox import Outbox
-from hayata_py._actors.recovering import recorded_outcome
 from hayata_py._actors.running import Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.timers import Deadlines, invocation_of
@@ -73,7 +74,7 @@ OUTBOX_RECHECK = 0.002
 still receiving an earlier message) may go, when no message comes meanwhile."""
 
 
-class AgentActor(Admission, Upkeep, SupervisedActor):
+class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
     """Coordinates the invocations of one agent (child of its agent supervisor)."""
 
     def on_start(self, spec: AgentSpec, nodes_supervisor: Any) -> None:
@@ -227,72 +228,11 @@ class AgentActor(Admission, Upkeep, SupervisedActor):
     def _running(self, execution_id: str) -> Running | None:
         return self.running.get(invocation_of(execution_id))
 
-    def _on_node_table(self, table: p.NodeTable) -> None:
-        self.unplaced = dict(table.waiting)
-        if table.supervisor_pid is not None:
-            self.nodes_sup = procs.identity(table.supervisor_pid) or (
-                table.supervisor_pid, -1.0)
-        for node_id, address in table.nodes.items():
-            self._node_up(node_id, address)
-        if self.auto_pending:  # the nodes (and which cannot be placed) are known now
-            self.auto_pending = False
-            self._auto_recover()
-
     def _circuit(self, changes: list[m.CircuitChanged]) -> None:
         """A breaker opened or closed: every running invocation hears of it."""
         for change in changes:
             for run in list(self.running.values()):
                 self._feed(run, change)
-
-    def _node_up(self, node_id: str, address: Any) -> None:
-        sends = self.pool.node_up(node_id, address)
-        for run in self.running.values():
-            if run.map is not None:
-                sends += run.map.node_up(node_id, address)
-        self._sends(sends)
-
-    def _on_edge_lost(self, lost: p.EdgeLost) -> None:
-        """Every task the edge was running when it died fails (none if it was
-        killed or retired), unless its end is recorded (a chain's items report
-        together, at its end): then that record is its outcome. A task of an
-        idempotent node runs again at once."""
-        error = edge_died(lost)
-        failed = []
-        for task in self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit):
-            run = self._running(task.execution_id)
-            if run is None:
-                continue
-            recorded = self._recorded_end(task, lost.edge_id)
-            if recorded is not None:
-                self._on_outcome(recorded)
-                continue
-            if task.node_id in self.spec.idempotent_nodes and not task.function:
-                # The node may run again: the task runs at once on another edge, as
-                # recovery would run it (attempt + 1, the same idempotency key).
-                self.log.info("task_rerun", task_id=task.task_id, attempt=task.attempt + 1)
-                self._sends(self.pool.dispatch(dataclasses.replace(
-                    task, attempt=task.attempt + 1)))
-                continue
-            self.spans.task_ended(run.inv.id, task.task_id, error)
-            failed.append((run, task))
-        for run, task in failed:  # spans first: the first failure cancels its siblings
-            if not task.function:  # a compensator's death does not count for the node
-                self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
-            self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
-                                          False, error=error))
-
-    def _recorded_end(self, task: p.RunTask, edge_id: str) -> p.Outcome | None:
-        """The Outcome of ``task`` from its durable record, if its edge recorded
-        its end before it died; None if not, or unreadable."""
-        store = self.ledger.store
-        if store is None or task.function:
-            return None
-        try:
-            record = store.get_task(task.task_id)
-        except Exception as exc:  # noqa: BLE001 - unreadable: the task fails as today
-            self.log.warning("task_record_unreadable", task_id=task.task_id, error=str(exc))
-            return None
-        return recorded_outcome(task, record, edge_id)
 
     # -- commands ---------------------------------------------------------------------
 

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from hayata_py import _invocation as m
@@ -45,6 +43,7 @@ from hayata_py._actors._protocol import (
     RetireEdge,
     RunTask,
 )
+from hayata_py._actors.edge_slots import EdgeSlots, NodeEdges, note_pace
 from hayata_py._config import AgentSpec, default_node_concurrency
 from hayata_py._errors import ErrorInfo
 
@@ -58,45 +57,6 @@ CHAIN_BELOW = 0.005
 """Seconds: a node's items are chained only while its tasks take less than
 this each (a moving average, as the agent sees them), so a slow item never
 holds back more than a few fast ones that another edge could have run."""
-_PACE_WEIGHT = 0.3
-
-@dataclass
-class _Edge:
-    address: Any
-    capacity: int
-    running: dict[str, float] = field(default_factory=dict)
-    """Task id -> when it was sent, in the order sent."""
-    idle_since: float | None = None  # None while it runs a task
-    last_done: float = 0.0  # when its last task's outcome came
-    spent: float = 0.0  # seconds the tasks of its current chain took so far
-    ended: int = 0  # tasks of its current chain that ended so far
-
-    def free(self) -> int:
-        return max(0, self.capacity - len(self.running))  # a chain fills more than one
-
-
-@dataclass
-class _Node:
-    address: Any = None
-    version: int = 0
-    edges: dict[str, _Edge] = field(default_factory=dict)
-    """Edges the pool may send to: published, not retiring, in table order."""
-    lost: dict[str, _Edge] = field(default_factory=dict)
-    """Edges a newer table no longer lists while they ran tasks: their
-    :class:`EdgeLost` (which fails those tasks) may still be on its way."""
-    dropped: set[str] = field(default_factory=set)
-    """Edges the pool has killed or retired: a table that still lists them (sent
-    before the node acted) does not bring them back."""
-    queue: OrderedDict[str, RunTask] = field(default_factory=OrderedDict)
-    """Task id -> task, first in first out (an OrderedDict: taking the oldest is
-    O(1); a dict's first key is found by skipping the slots of removed ones)."""
-    target: int = 1
-    """Edges the node keeps or is starting, as far as the pool knows."""
-    asked: int = 0  # seq of the pool's last EnsureEdges to this node address
-    pace: float | None = None
-    """Moving average of the seconds one task of this node takes on its edge."""
-    early: list[tuple[Any, EdgeTable]] = field(default_factory=list)
-    """Tables from an address that is not (yet) the node's current one."""
 
 
 class EdgePool:
@@ -109,12 +69,12 @@ class EdgePool:
         self.capacities = dict(spec.edge_concurrency) if spec is not None else {}
         self.idle_timeout = spec.edge_idle_timeout if spec is not None else 60.0
         self.clock = clock
-        self.nodes: dict[str, _Node] = {}
+        self.nodes: dict[str, NodeEdges] = {}
         self.tasks: dict[str, tuple[str, RunTask]] = {}  # task id -> (edge id, task)
         self._seq = itertools.count(1)
 
-    def _node(self, node_id: str) -> _Node:
-        return self.nodes.setdefault(node_id, _Node())
+    def _node(self, node_id: str) -> NodeEdges:
+        return self.nodes.setdefault(node_id, NodeEdges())
 
     def address(self, node_id: str) -> Any:
         return self._node(node_id).address
@@ -147,7 +107,7 @@ class EdgePool:
         self._forget_edges(node)
         node.address, node.version = None, 0
 
-    def _forget_edges(self, node: _Node) -> None:
+    def _forget_edges(self, node: NodeEdges) -> None:
         """The node is gone with its edges: their tasks are the machine's to end
         (``NodeDown``); nothing here reports them."""
         for edge in [*node.edges.values(), *node.lost.values()]:
@@ -170,8 +130,8 @@ class EdgePool:
         for ref in table.edges:
             if ref.edge_id in node.dropped or ref.edge_id in node.lost:
                 continue
-            edge = old.pop(ref.edge_id, None) or _Edge(ref.address, max(1, ref.capacity),
-                                                       idle_since=now)
+            edge = old.pop(ref.edge_id, None) or EdgeSlots(ref.address, max(1, ref.capacity),
+                                                           idle_since=now)
             node.edges[ref.edge_id] = edge
         for edge_id, edge in old.items():  # killed or dead: wait for its EdgeLost
             if edge.running:
@@ -219,7 +179,7 @@ class EdgePool:
             edge.ended += 1
             edge.last_done = now
             if not any(at == sent and t != task_id for t, at in edge.running.items()):
-                _note_pace(node, edge.spent / edge.ended, edge.ended)
+                note_pace(node, edge.spent / edge.ended, edge.ended)
                 edge.spent, edge.ended = 0.0, 0
         if edge is None:
             lost = node.lost.get(edge_id)
@@ -256,12 +216,12 @@ class EdgePool:
                                                          KillEdge(edge_id, reason))]
         return sends + self._flush(node_id, node)
 
-    def _release(self, edge: _Edge, task_id: str) -> None:
+    def _release(self, edge: EdgeSlots, task_id: str) -> None:
         edge.running.pop(task_id, None)
         if not edge.running:
             edge.idle_since = self.clock()
 
-    def _flush(self, node_id: str, node: _Node) -> Sends:
+    def _flush(self, node_id: str, node: NodeEdges) -> Sends:
         """Send waiting tasks to free slots (the first edge in table order that has
         one: busy edges fill up, idle ones stay idle and retire), then ask for more
         edges if tasks still wait. Tasks go in the order they came, but for a map
@@ -286,7 +246,7 @@ class EdgePool:
                     break
         return sends + self._grow(node_id, node)
 
-    def _next_task(self, node: _Node, full: set[str]) -> str | None:
+    def _next_task(self, node: NodeEdges, full: set[str]) -> str | None:
         """The first waiting task that may start now (``full``: steps found at
         their ``map_concurrency``, added to as they are found)."""
         for task_id, run in node.queue.items():
@@ -299,7 +259,7 @@ class EdgePool:
             full.add(run.execution_id)
         return None
 
-    def _map_slots(self, node: _Node, execution_id: str) -> int:
+    def _map_slots(self, node: NodeEdges, execution_id: str) -> int:
         """Items of map step ``execution_id`` running at once (a chain on a
         one-task edge counts once: its items run one at a time)."""
         slots = 0
@@ -313,7 +273,7 @@ class EdgePool:
         return slots
 
     @staticmethod
-    def _with_chain(node: _Node, edge: _Edge, first: RunTask) -> list[RunTask]:
+    def _with_chain(node: NodeEdges, edge: EdgeSlots, first: RunTask) -> list[RunTask]:
         """``first`` and, if it starts a chain, the waiting items of its step that
         join it: ``first`` is a map item going to a one-task edge of a node whose
         tasks take less than ``CHAIN_BELOW`` each; up to ``ITEMS_PER_EDGE``."""
@@ -331,7 +291,7 @@ class EdgePool:
             del node.queue[run.task_id]
         return chain
 
-    def _grow(self, node_id: str, node: _Node) -> Sends:
+    def _grow(self, node_id: str, node: NodeEdges) -> Sends:
         """Ask the node for the edges its waiting tasks need beyond its free slots
         (edges asked for and not yet published count as free), up to its limit."""
         if not node.queue or node.address is None:
@@ -387,15 +347,6 @@ class EdgePool:
                     at = edge.idle_since + self.idle_timeout
                     due = at if due is None else min(due, at)
         return None if due is None else max(due, now)
-
-
-def _note_pace(node: _Node, took: float, tasks: int) -> None:
-    """``tasks`` tasks of ``node`` took ``took`` seconds each (a chain's Outcomes
-    come together: its time is shared out among its items)."""
-    if node.pace is None:
-        node.pace = took
-    else:
-        node.pace = took + (node.pace - took) * (1 - _PACE_WEIGHT) ** tasks
 
 
 def chain_windows(spec: AgentSpec) -> dict[str, int]:

@@ -10,11 +10,12 @@ renewals. A
 refused write comes back as a ``WriteRefused`` event for the machine, marked
 ``fenced`` when another system owns the invocation now.
 
-It also answers what the store knows: the status and results of earlier
-invocations. The unfinished invocations it holds (found at start, or kept
-when a run was interrupted) are acted on by the recovery requests in
-:mod:`~hayata_py._actors.recoveries` (``recover``, ``resolve_task``,
-``abandon``, ``resume``).
+It also answers what the store knows: the agent's status, and (in its
+:class:`~hayata_py._actors.results.Results` mixin) the results of earlier
+invocations and the waits on them. The unfinished invocations it holds (found
+at start, or kept when a run was interrupted) are acted on by the recovery
+requests in :mod:`~hayata_py._actors.recoveries` (``recover``,
+``resolve_task``, ``abandon``, ``resume``).
 
 With ``max_invocations=1`` an unfinished invocation blocks new runs
 (``recovery_required``, ``agent_paused``), as in Hayata; with more, each is its
@@ -31,6 +32,7 @@ from typing import Any
 from hayata_py._actors import pauses
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
+from hayata_py._actors.results import Results
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
     ErrorInfo,
@@ -47,32 +49,13 @@ from hayata_py._invocation import (
     WriteRefused,
 )
 from hayata_py._invocation.compensation import History, history
-from hayata_py.messages import (
-    AgentResult,
-    AgentStatus,
-    GetResult,
-    ResultReply,
-    Run,
-    WaitResult,
-)
+from hayata_py.messages import AgentResult, AgentStatus, Run
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
     StoredEvent,
     TaskStore,
 )
-
-RESULTS_KEPT = 1000
-"""Results kept in memory without a store (the only place they are)."""
-RESULTS_KEPT_DURABLE = 32
-"""With a store, older results are read back from it: the agent's memory stays flat."""
-
-
-def stored_result(record: InvocationRecord) -> AgentResult:
-    """The result of a finished invocation, as the store has it."""
-    error = ErrorInfo.from_dict(record.error) if record.error else None
-    return AgentResult(record.invocation_id, record.status == "completed", record.result,
-                       error)
 
 
 def _refused(raw: Exception) -> WriteRefused:
@@ -81,8 +64,9 @@ def _refused(raw: Exception) -> WriteRefused:
                         fenced=isinstance(exc, StaleWriter))
 
 
-class Ledger:
-    """The agent's store access, its unfinished invocations and its recent results."""
+class Ledger(Results):
+    """The agent's store access, its unfinished invocations and (:class:`Results`)
+    its recent results."""
 
     def __init__(self, spec: AgentSpec, log: Any, send: Callable[[Any, Any], None]) -> None:
         self.spec = spec
@@ -298,63 +282,11 @@ class Ledger:
         if record is not None and record.status == "running":
             self.unfinished[invocation_id] = record
 
-    # -- results ---------------------------------------------------------------------
-
-    def publish(self, result: AgentResult) -> None:
-        """Keep ``result`` (the last few) and answer its waiters."""
-        self.results[result.invocation_id] = result
-        kept = RESULTS_KEPT if self.store is None else RESULTS_KEPT_DURABLE
-        while len(self.results) > kept:
-            self.results.popitem(last=False)
-        for waiter, ref in self.waiters.pop(result.invocation_id, []):
-            self.send(waiter, ResultReply(result.invocation_id, result, ref=ref))
-
-    def refresh(self, invocation_id: str | None = None) -> None:
-        """Forget unfinished invocations (``invocation_id``, default every one) that
-        have ended meanwhile (another system recovered or abandoned them): keep
-        their stored results, answer their waiters."""
-        if self.store is None:
-            return
-        ids = list(self.unfinished) if invocation_id is None else (
-            [invocation_id] if invocation_id in self.unfinished else [])
-        for iid in ids:
-            try:
-                now = self.store.get_invocation(iid)
-            except Exception as raw:  # noqa: BLE001 - keep what we know; report later
-                self.log.warning("store_unavailable", code=as_store_error(raw).code)
-                return
-            if now is not None and now.status == "running":
-                # The store's record, not what this process guessed when it could
-                # not read it (keep()'s fallback has no active execution once the
-                # machine cancelled the step): recover() classifies what the store names.
-                self.unfinished[iid] = now
-                continue
-            del self.unfinished[iid]
-            self.log.info("unfinished_invocation_ended_elsewhere", invocation_id=iid)
-            if now is not None:
-                self.publish(stored_result(now))
+    # -- unfinished invocations, runs refused, status --------------------------------
 
     def paused(self) -> list[InvocationRecord]:
         """The unfinished invocations that wait for ``resume()``."""
         return [r for r in self.unfinished.values() if pauses.is_paused(r)]
-
-    def result_reply(self, invocation_id: str, running: bool) -> ResultReply:
-        result = self.results.get(invocation_id)
-        held = self.unfinished.get(invocation_id)
-        running = running or held is not None
-        if held is not None and pauses.is_paused(held):
-            return ResultReply(invocation_id, pauses.paused_result(held), known=True)
-        if result is None and not running and self.store is not None:
-            record = self.store.get_invocation(invocation_id)
-            if record is not None and record.agent_id == self.spec.id:
-                if record.status == "running":
-                    return ResultReply(invocation_id, None, known=True)
-                result = stored_result(record)
-            elif record is None:
-                queued = self.store.queued_run(invocation_id)
-                if queued is not None and queued.agent_id == self.spec.id:
-                    return ResultReply(invocation_id, None, known=True)
-        return ResultReply(invocation_id, result, known=result is not None or running)
 
     def refuse(self, run: Run, running: int, first: str | None) -> RunRejected | None:
         """Why ``run`` cannot start now (bad; with ``max_invocations=1`` an
@@ -406,57 +338,6 @@ class Ledger:
         return AgentStatus(self.spec.id, "running" if running else "idle",
                            next(iter(running), None), idempotent_nodes=idempotent,
                            **counts)
-
-    def answer(self, message: GetResult | WaitResult, sender: Any, running: bool,
-               recovering: bool = False) -> None:
-        """Answer a result request now, or (a ``WaitResult`` on a running or queued
-        invocation) once the invocation has ended. ``recovering``: ``auto_recover``
-        has yet to look at the unfinished ones; a wait on one of them is held until
-        it has (:meth:`release`)."""
-        if isinstance(message, WaitResult):
-            self.refresh(message.invocation_id)
-        reply = self.result_reply(message.invocation_id, running)
-        if isinstance(message, WaitResult) and reply.result is None:
-            if message.invocation_id in self.unfinished and not recovering:
-                reply = dataclasses.replace(reply, recovery_required=True)
-            elif reply.known:
-                self.waiters.setdefault(message.invocation_id, []).append(
-                    (sender, message.ref))
-                if not running:
-                    self.elsewhere.add(message.invocation_id)
-                return
-        self.send(sender, dataclasses.replace(reply, ref=message.ref))
-
-    def wait_for(self, invocation_id: str, sender: Any, ref: int) -> None:
-        """Answer ``sender`` (with ``ref``) once the invocation, running or queued
-        here, has ended: the wait of a ``Run(wait=True)``."""
-        self.waiters.setdefault(invocation_id, []).append((sender, ref))
-
-    def check_elsewhere(self, running: Mapping[str, Any]) -> None:
-        """Answer the waits on invocations this agent does not run that have ended
-        in the store (one read each; ``running``: what this agent runs now)."""
-        if self.store is None:
-            self.elsewhere.clear()
-            return
-        for invocation_id in list(self.elsewhere):
-            if invocation_id not in self.waiters or invocation_id in running:
-                self.elsewhere.discard(invocation_id)  # answered, or ours now
-                continue
-            try:
-                record = self.store.get_invocation(invocation_id)
-            except Exception as raw:  # noqa: BLE001 - the store is unreachable: later
-                self.log.warning("store_unavailable", code=as_store_error(raw).code)
-                return
-            if record is not None and record.status != "running":
-                self.elsewhere.discard(invocation_id)
-                self.publish(stored_result(record))
-
-    def release(self, invocation_ids: list[str]) -> None:
-        """Answer the waits held for these unfinished invocations: nothing runs them."""
-        for invocation_id in invocation_ids:
-            for waiter, ref in self.waiters.pop(invocation_id, []):
-                self.send(waiter, ResultReply(invocation_id, None, known=True, ref=ref,
-                                              recovery_required=True))
 
     # -- claims ----------------------------------------------------------------------
 

@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hayata_py._actors import pauses
-from hayata_py._actors.ledger import Ledger, stored_result
+from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import resume_map
 from hayata_py._actors.recovering import resume_step, waiting_node
+from hayata_py._actors.results import stored_result
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
     EncodingError,

@@ -1,0 +1,109 @@
+"""What an agent hears of its nodes and edges coming and going: the node
+table (where each node runs, which no system can run now), a node started or
+restarted, an edge lost with the tasks it was running; a mixin of
+:class:`~hayata_py._actors.agent.AgentActor`.
+
+A lost edge's tasks fail (``node_failed``), unless the edge recorded a task's
+end before it died (that record is its outcome) or the task's node is
+idempotent (it runs again at once on another edge). A node's death itself
+comes as ``NodeDown``, which the agent feeds to every running invocation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from hayata_py import _invocation as m
+from hayata_py._actors import _protocol as p
+from hayata_py._actors import procs
+from hayata_py._actors.circuit_gate import CircuitGate
+from hayata_py._actors.edges import EdgePool, edge_died
+from hayata_py._actors.ledger import Ledger
+from hayata_py._actors.recovering import recorded_outcome
+from hayata_py._actors.running import Running
+from hayata_py._actors.spans import InvocationSpans
+from hayata_py._config import AgentSpec
+
+
+class Membership:
+    """The agent's nodes and edges: tables, restarts, losses."""
+
+    spec: AgentSpec
+    log: Any
+    ledger: Ledger
+    pool: EdgePool
+    gate: CircuitGate
+    spans: InvocationSpans
+    running: dict[str, Running]
+    unplaced: dict[str, str]
+    nodes_sup: procs.Identity | None
+    auto_pending: bool
+    _feed: Callable[[Running, m.Event], None]
+    _running: Callable[[str], Running | None]
+    _sends: Callable[[list[tuple[Any, Any]]], None]
+    _circuit: Callable[[list[m.CircuitChanged]], None]
+    _on_outcome: Callable[[p.Outcome], None]
+    _auto_recover: Callable[[], None]
+
+    def _on_node_table(self, table: p.NodeTable) -> None:
+        self.unplaced = dict(table.waiting)
+        if table.supervisor_pid is not None:
+            self.nodes_sup = procs.identity(table.supervisor_pid) or (
+                table.supervisor_pid, -1.0)
+        for node_id, address in table.nodes.items():
+            self._node_up(node_id, address)
+        if self.auto_pending:  # the nodes (and which cannot be placed) are known now
+            self.auto_pending = False
+            self._auto_recover()
+
+    def _node_up(self, node_id: str, address: Any) -> None:
+        sends = self.pool.node_up(node_id, address)
+        for run in self.running.values():
+            if run.map is not None:
+                sends += run.map.node_up(node_id, address)
+        self._sends(sends)
+
+    def _on_edge_lost(self, lost: p.EdgeLost) -> None:
+        """Every task the edge was running when it died fails (none if it was
+        killed or retired), unless its end is recorded (a chain's items report
+        together, at its end): then that record is its outcome. A task of an
+        idempotent node runs again at once."""
+        error = edge_died(lost)
+        failed = []
+        for task in self.pool.on_lost(lost.node_id, lost.edge_id, lost.exit):
+            run = self._running(task.execution_id)
+            if run is None:
+                continue
+            recorded = self._recorded_end(task, lost.edge_id)
+            if recorded is not None:
+                self._on_outcome(recorded)
+                continue
+            if task.node_id in self.spec.idempotent_nodes and not task.function:
+                # The node may run again: the task runs at once on another edge, as
+                # recovery would run it (attempt + 1, the same idempotency key).
+                self.log.info("task_rerun", task_id=task.task_id, attempt=task.attempt + 1)
+                self._sends(self.pool.dispatch(dataclasses.replace(
+                    task, attempt=task.attempt + 1)))
+                continue
+            self.spans.task_ended(run.inv.id, task.task_id, error)
+            failed.append((run, task))
+        for run, task in failed:  # spans first: the first failure cancels its siblings
+            if not task.function:  # a compensator's death does not count for the node
+                self._circuit(self.gate.outcome(task.node_id, task.task_id, False, error))
+            self._feed(run, m.TaskOutcome(task.execution_id, m.TaskKey(task.node_id, task.item),
+                                          False, error=error))
+
+    def _recorded_end(self, task: p.RunTask, edge_id: str) -> p.Outcome | None:
+        """The Outcome of ``task`` from its durable record, if its edge recorded
+        its end before it died; None if not, or unreadable."""
+        store = self.ledger.store
+        if store is None or task.function:
+            return None
+        try:
+            record = store.get_task(task.task_id)
+        except Exception as exc:  # noqa: BLE001 - unreadable: the task fails as today
+            self.log.warning("task_record_unreadable", task_id=task.task_id, error=str(exc))
+            return None
+        return recorded_outcome(task, record, edge_id)
