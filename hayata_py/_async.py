@@ -30,8 +30,9 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from hayata_py import _ref
-from hayata_py._api import AgentSystem, check_options
+from hayata_py import _ref_wait
+from hayata_py._api import AgentSystem
+from hayata_py._api_checks import check_options
 from hayata_py._config import AgentConfig
 from hayata_py._errors import HayataError, TimeoutError_
 from hayata_py._eventlog_read import POLL, LogReader
@@ -264,7 +265,7 @@ class AsyncAgentRef:
         system = self.system.sync
         inbox, receiver = system._caller_inbox()
         asked = await self._address()
-        ref = next(_ref._REFS)
+        ref = next(_ref_wait._REFS)
         future = inbox.expect_reply(ref)
         answer = asyncio.wrap_future(future)
 
@@ -287,7 +288,7 @@ class AsyncAgentRef:
                                         f"did not end within {timeout}s",
                                         invocation_id=invocation_id)
                 done, _ = await asyncio.wait(
-                    {answer}, timeout=min(remaining, _ref.WAIT_CHECK_PERIOD))
+                    {answer}, timeout=min(remaining, _ref_wait.WAIT_CHECK_PERIOD))
                 reply = answer.result() if done else None
                 if isinstance(reply, ResultReply) and reply.invocation_id == invocation_id:
                     break

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import itertools
-import random
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,11 +21,9 @@ from hayata_py._ref_checks import (
     checked_run,
     is_answer,
     result_for,
-    run_lost,
-    system_died,
-    waited_result,
 )
 from hayata_py._ref_system import RefSystem
+from hayata_py._ref_wait import _REFS, Waiting
 from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
 from hayata_py.messages import (
     Abandon,
@@ -48,23 +43,19 @@ from hayata_py.messages import (
     RunAccepted,
     Unfinished,
     UnfinishedList,
-    WaitResult,
 )
 from hayata_py.store import TaskClass, TaskRecord, classify_task
 
-_REFS = itertools.count(random.randrange(1, 2**31))
 ASK_TIMEOUT = 30.0
-WAIT_CHECK_PERIOD = 0.5
-"""How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""
-REMOTE_ASK_TIMEOUT = 2.0
-"""How long a look-up waits for an actor on another system."""
 
 
-class AgentRef:
+class AgentRef(Waiting):
     """A handle on one agent: run it, read its results and status.
 
     The agent's address is looked up through its supervisor (it changes when
-    the agent restarts) and cached until a call finds it stale.
+    the agent restarts) and cached until a call finds it stale. How
+    :meth:`wait` and :meth:`invoke` wait is the
+    :class:`~hayata_py._ref_wait.Waiting` mixin's.
     """
 
     def __init__(self, system: RefSystem, agent_id: str) -> None:
@@ -210,82 +201,6 @@ class AgentRef:
         run = checked_invoke(input, thread, multitask)
         assert run.invocation_id is not None
         return self._wait(run.invocation_id, check_timeout(timeout), run)
-
-    def _wait(self, invocation_id: str, timeout: float, run: Run | None) -> AgentResult:
-        """Wait for the invocation's ``ResultReply``, asked by ``run`` (a
-        ``Run(wait=True)``) or else by a ``WaitResult``; after an agent restart,
-        by a ``WaitResult`` to its successor."""
-        deadline = time.monotonic() + timeout
-        ref = next(_REFS)
-        endpoint = self.system._system
-        asked = self._current_address()
-        endpoint.tell(asked, WaitResult(invocation_id, ref=ref) if run is None
-                      else dataclasses.replace(run, ref=ref))
-        probe: Any = None
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError_(f"invocation {invocation_id} of agent {self.id!r} "
-                                        f"did not end within {timeout}s",
-                                        invocation_id=invocation_id)
-                reply = endpoint.listen(min(remaining, WAIT_CHECK_PERIOD))
-                if isinstance(reply, ResultReply) and reply.ref == ref \
-                        and reply.invocation_id == invocation_id:
-                    break
-                if run is not None and isinstance(reply, HayataError) \
-                        and getattr(reply, "ref", None) == ref:
-                    raise reply  # the agent refused the run
-                if reply is None and not alive(endpoint.admin_pid):
-                    raise system_died(self.system, invocation_id)
-                if reply is None:
-                    # Is the agent we asked still there? Asked through a private
-                    # endpoint: on this one the checks would take (and drop) the
-                    # reply we wait for if it arrived meanwhile.
-                    probe = probe or endpoint.new_endpoint()
-                    if self._restarted_since(asked, probe):
-                        # Its successor answers (at once if the invocation now
-                        # needs recover()).
-                        asked = self._address
-                        endpoint.tell(asked, WaitResult(invocation_id, ref=ref))
-        finally:
-            if probe is not None:
-                with contextlib.suppress(Exception):
-                    probe.exit_clone()
-        if run is not None and not reply.known:
-            raise run_lost(self.id, invocation_id)
-        result = waited_result(reply, invocation_id)
-        self._settle(invocation_id, result, asked, deadline)
-        return result
-
-    def _settle(self, invocation_id: str, result: AgentResult, source: Any,
-               until: float) -> None:
-        """Hand a waited-for result to this system's CALLER stream of the
-        invocation (if it follows one from ``source``) and wait for the rest
-        of that stream while its agent process runs."""
-        inbox = self.system._inbox
-        if not inbox.follows(invocation_id):
-            return
-        pid = self._pid if source == self._address else None
-        give_up = time.monotonic() + REMOTE_ASK_TIMEOUT
-
-        def sending() -> bool:
-            return alive(pid) if pid is not None else time.monotonic() < give_up
-
-        inbox.settle(invocation_id, result, until, sending, source)
-
-    def _restarted_since(self, address: Any, probe: Any = None) -> bool:
-        """True if the agent now runs as another process than ``address``
-        (asked through ``probe``, default this thread's endpoint)."""
-        try:
-            current, pid = self.system._agent_address(self.id, via=probe,
-                                                      timeout=REMOTE_ASK_TIMEOUT)
-        except HayataError:
-            return False  # between two processes, or no answer now: look again later
-        if current != address:
-            self._address, self._pid = current, pid
-            return True
-        return False
 
     def status(self) -> str:
         """``idle``, ``running``, ``paused`` or ``recovery_required``."""

@@ -124,7 +124,7 @@ def test_wait_checks_never_swallow_the_result(
     through their own endpoint, so the result arriving during one is never
     taken for a check's stray reply. Checking all the time makes a collision
     certain if they shared the caller's endpoint."""
-    import hayata_py._ref as api
+    import hayata_py._ref_wait as api
 
     monkeypatch.setattr(api, "WAIT_CHECK_PERIOD", 0.001)
     agent = agents.start_agent(hy.AgentConfig(

@@ -145,7 +145,7 @@ def _parse_liveness(texts: dict[str, str | None]) -> Liveness:
 def _parse_store(url: str | None) -> str | None:
     if url is None:
         return None
-    from hayata_py._api import check_store_url
+    from hayata_py._api_checks import check_store_url
 
     try:
         return check_store_url(url)
