@@ -260,7 +260,7 @@ class AsyncAgentRef:
         return await self._wait(run.invocation_id, check_timeout(timeout), run)
 
     async def _wait(self, invocation_id: str, timeout: float, run: Run | None) -> AgentResult:
-        """:meth:`AgentRef._wait` on this event loop."""
+        """:func:`hayata_py._ref_wait.wait` on this event loop."""
         deadline = time.monotonic() + timeout
         system = self.system.sync
         inbox, receiver = system._caller_inbox()
@@ -299,7 +299,7 @@ class AsyncAgentRef:
                     answer = asyncio.wrap_future(future)
                 if not alive(system.admin_pid):
                     raise system_died(system, invocation_id)
-                if await self.system.call(self.sync._restarted_since, asked):
+                if await self.system.call(_ref_wait.restarted_since, self.sync, asked):
                     asked = self.sync._address
                     ask(asked, WaitResult(invocation_id, ref=ref))
         finally:
@@ -307,7 +307,8 @@ class AsyncAgentRef:
         if run is not None and not reply.known:
             raise run_lost(self.id, invocation_id)
         result = waited_result(reply, invocation_id)
-        await self.system.call(self.sync._settle, invocation_id, result, asked, deadline)
+        await self.system.call(_ref_wait.settle, self.sync, invocation_id, result, asked,
+                               deadline)
         return result
 
     def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT

@@ -9,6 +9,7 @@ from typing import Any
 
 from thespian.actors import PoisonMessage
 
+from hayata_py import _ref_wait
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
 from hayata_py._eventlog_read import LogReader, read_events
@@ -23,7 +24,7 @@ from hayata_py._ref_checks import (
     result_for,
 )
 from hayata_py._ref_system import RefSystem
-from hayata_py._ref_wait import _REFS, Waiting
+from hayata_py._ref_wait import _REFS
 from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
 from hayata_py.messages import (
     Abandon,
@@ -49,13 +50,12 @@ from hayata_py.store import TaskClass, TaskRecord, classify_task
 ASK_TIMEOUT = 30.0
 
 
-class AgentRef(Waiting):
+class AgentRef:
     """A handle on one agent: run it, read its results and status.
 
     The agent's address is looked up through its supervisor (it changes when
     the agent restarts) and cached until a call finds it stale. How
-    :meth:`wait` and :meth:`invoke` wait is the
-    :class:`~hayata_py._ref_wait.Waiting` mixin's.
+    :meth:`wait` and :meth:`invoke` wait is :func:`hayata_py._ref_wait.wait`.
     """
 
     def __init__(self, system: RefSystem, agent_id: str) -> None:
@@ -181,7 +181,7 @@ class AgentRef(Waiting):
         stream, so :meth:`messages` no longer needs the agent.
         """
         check_id(invocation_id, "invocation_id")
-        return self._wait(invocation_id, check_timeout(timeout), None)
+        return _ref_wait.wait(self, invocation_id, check_timeout(timeout), None)
 
     def invoke(self, input: Any = None, *, thread: str | None = None,
                multitask: str = "reject", timeout: float = ASK_TIMEOUT) -> AgentResult:
@@ -200,7 +200,7 @@ class AgentRef(Waiting):
         """
         run = checked_invoke(input, thread, multitask)
         assert run.invocation_id is not None
-        return self._wait(run.invocation_id, check_timeout(timeout), run)
+        return _ref_wait.wait(self, run.invocation_id, check_timeout(timeout), run)
 
     def status(self) -> str:
         """``idle``, ``running``, ``paused`` or ``recovery_required``."""
