@@ -33,12 +33,12 @@ from collections.abc import Callable
 from typing import Any
 
 from hayata_py._codec import encode
-from hayata_py.store import _fast
+from hayata_py.store import _fast, _sqlitetx
 from hayata_py.store._contract import TaskStore
 from hayata_py.store._engine import _sqlite_on_connect, normalize_url, pg_application_name
 from hayata_py.store._records import InvocationRecord, TaskRecord
 from hayata_py.store._rows import task_values
-from hayata_py.store._sqlitetx import SQLITE_BUSY_TIMEOUT_S, sqlite_transaction
+from hayata_py.store._sqlitetx import sqlite_transaction
 from hayata_py.store._tasks import _checkpoint_of
 from hayata_py.store._walsync import defer_sync
 from hayata_py.store._writequeue import queue_for
@@ -220,7 +220,7 @@ class TaskWriter:
     def _connect(self) -> tuple[Any, type[Exception]]:
         """A new driver connection and the driver's error class."""
         if self.is_sqlite:
-            conn = sqlite3.connect(self._target, timeout=SQLITE_BUSY_TIMEOUT_S,
+            conn = sqlite3.connect(self._target, timeout=_sqlitetx.SQLITE_BUSY_TIMEOUT_S,
                                    check_same_thread=False)
             try:
                 _sqlite_on_connect(conn, None)  # the pooled connections' settings
