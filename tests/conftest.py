@@ -57,13 +57,35 @@ def system(log_file: Path) -> Iterator[object]:
         yield sysm
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep each phase's report on the test item (``item.report_call``), so a
+    fixture's teardown can tell whether its test failed."""
+    outcome = yield
+    setattr(item, f"report_{call.when}", outcome.get_result())  # type: ignore[attr-defined]
+
+
+def print_log_tail(log: Path, limit: int = 80) -> None:
+    """Print the last ``limit`` lines of a system's JSON-lines log (every
+    supervisor decision: starts, exits, restarts, shutdown timeouts)."""
+    if log.exists():
+        lines = log.read_text(errors="replace").splitlines()
+        print(f"--- the last {min(limit, len(lines))} of {len(lines)} lines of {log}:")
+        print("\n".join(lines[-limit:]))
+
+
 @pytest.fixture
-def agents(tmp_path: Path) -> Iterator[object]:
-    """A fresh AgentSystem with its data dir under tmp_path."""
+def agents(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """A fresh AgentSystem with its data dir under tmp_path. If the test fails,
+    the end of its system's log is printed (pytest shows it with the failure):
+    a failure seen once leaves what its supervisors decided."""
     import hayata_py as hy
 
     with hy.AgentSystem(tmp_path / "data") as system:
         yield system
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        print_log_tail(tmp_path / "data" / "hayata.log.jsonl")
 
 
 @pytest.fixture(scope="session")
