@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -43,6 +45,37 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def stopped(pids: Iterable[int]) -> bool:
+    """Has every process of ``pids`` stopped (or exited)? ``kill(SIGSTOP)`` only
+    queues the signal: a process running on the other core, or inside a system
+    call (the write of a side-effect line), stops when it returns to user mode,
+    and what is read of its files or its store before then may still change."""
+    for pid in pids:
+        try:
+            status = psutil.Process(pid).status()
+        except psutil.NoSuchProcess:
+            continue
+        if status not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            return False
+    return True
+
+
+def group_members(group: int) -> set[int]:
+    """The processes of the process group ``group``."""
+    members: set[int] = set()
+    for pid in psutil.pids():
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile: not a member
+            if os.getpgid(pid) == group:
+                members.add(pid)
+    return members
+
+
+def freeze(pid: int, timeout: float = 30.0) -> None:
+    """SIGSTOP ``pid`` and return once it has stopped (:func:`stopped`)."""
+    os.kill(pid, signal.SIGSTOP)
+    eventually(lambda: stopped([pid]), timeout, message=f"pid {pid} stopped")
 
 
 def pids(system: Any) -> set[int]:

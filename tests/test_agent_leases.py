@@ -18,7 +18,7 @@ import pytest
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import open_store, task_id_for
-from tests.helpers import alive, eventually, find, lease_row
+from tests.helpers import alive, eventually, find, freeze, lease_row
 
 
 def _lease(db: Path, invocation_id: str) -> tuple[str, int, float | None]:
@@ -68,7 +68,7 @@ def test_a_frozen_owner_loses_the_invocation_and_writes_nothing_more(tmp_path: P
         seen = _lease(db, inv)[2] or 0
         eventually(lambda: (_lease(db, inv)[2] or 0) > seen, timeout=10,
                    message="a renewal committed")
-        os.kill(row["pid"], signal.SIGSTOP)
+        freeze(row["pid"])
         try:
             eventually(lambda: (_lease(db, inv)[2] or 0) < time.time(), timeout=10,
                        message="lease expired")

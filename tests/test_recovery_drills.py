@@ -22,7 +22,7 @@ import pytest
 import hayata_py as hy
 from examples.drills.graph import config
 from hayata_py.store import TaskRecord, open_store, task_id_for
-from tests.helpers import alive, assert_logged, eventually, find, lease_row
+from tests.helpers import alive, assert_logged, eventually, find, freeze, lease_row
 
 
 class Drill:
@@ -206,7 +206,7 @@ def test_drill_4_parallel_recovery_reuses_the_done_branch_and_runs_the_other(
     right_node = find(system.tree(), "node", "node:right")
     assert right_node is not None
     (right_edge,) = [e for e in right_node["children"] if e["role"] == "edge"]
-    os.kill(right_edge["pid"], signal.SIGSTOP)  # right never takes up its work
+    freeze(right_edge["pid"])  # right never takes up its work
     inv = agent.run(drill.input())
     drill.wait_status(inv, "left", "completed")
     assert "right" not in drill.tasks(inv)

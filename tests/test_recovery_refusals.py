@@ -20,7 +20,7 @@ import pytest
 
 import hayata_py as hy
 from hayata_py.store import TaskClass, open_store
-from tests.helpers import alive, eventually, find
+from tests.helpers import alive, eventually, find, freeze
 from tests.hitl_nodes import effects
 
 pytestmark = pytest.mark.timeout(120)
@@ -95,7 +95,7 @@ def test_a_recorded_final_failure_ends_the_step_despite_an_uncertain_sibling(
                    message="both branches' node_started in the log")
         agent_pid = find(system.tree(), "agent")
         assert agent_pid is not None
-        os.kill(agent_pid["pid"], signal.SIGSTOP)  # too slow to act on a's failure
+        freeze(agent_pid["pid"])  # too slow to act on a's failure
         gate_a.touch()
         eventually(lambda: statuses(data, inv).get("a") == "failed", timeout=30,
                    message="a's failure recorded")

@@ -181,7 +181,7 @@ def check(obs: Observation) -> list[Violation]:
                                  f"uncertain {sorted(uncertain)}"))
         if obs.effects_at_refusal is None or obs.effects_at_refusal != obs.effects_at_fault:
             out.append(Violation("refused_recovery_ran_code", "effects changed by a refused "
-                                 "recovery"))
+                                 f"recovery: {_effects_diff(obs)}"))
     # 5. Exactly one terminal AgentResult, or still recoverable.
     if obs.recovery is Recovery.RECOVERABLE:
         if obs.final_status != "running" or obs.terminal_results != 0:
@@ -215,6 +215,17 @@ def check(obs: Observation) -> list[Violation]:
                 out.append(Violation("event_log_disagrees", f"live {seq} {kind} {data!r}: "
                                      f"stored {stored.get(seq)!r}"))
     return out
+
+
+def _effects_diff(obs: Observation) -> str:
+    """The side-effect lines that differ between the fault and the refusal."""
+    if obs.effects_at_refusal is None:
+        return "not read at the refusal"
+    keys = sorted(set(obs.effects_at_fault) | set(obs.effects_at_refusal))
+    at_fault, at_refusal = obs.effects_at_fault, obs.effects_at_refusal
+    return ", ".join(f"{event} {task}: {at_fault[(event, task)]} -> "
+                     f"{at_refusal[(event, task)]}" for event, task in keys
+                     if at_fault[(event, task)] != at_refusal[(event, task)])
 
 
 def _replaced_writes(obs: Observation, replaced: str) -> list[Violation]:

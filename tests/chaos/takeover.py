@@ -46,6 +46,7 @@ from tests.chaos.campaign import (
     tasks_of,
 )
 from tests.chaos.invariants import Effects, Observation, Recovery, Task
+from tests.helpers import group_members, stopped
 
 FREEZE_TRIES = 50  # freezes retried when the agent was caught inside a transaction
 
@@ -76,7 +77,7 @@ def takeover(campaign: Campaign, run: Run) -> str:
     old_pids = frozenset(_parents(campaign.sys))
     group = os.getpgid(campaign.sys.admin_pid)  # the admin's group: the whole system
     try:
-        _freeze_outside_transaction(campaign, run, group)
+        _freeze_outside_transaction(campaign, group, old_pids)
         if not _running(campaign, run):
             return "takeover (finished before the freeze)"
         record = reading(lambda: campaign.sys.store.get_invocation(run.invocation))
@@ -181,13 +182,20 @@ def _lines(run: Run) -> list[str]:
     return text.splitlines()[: text.count("\n")]
 
 
-def _freeze_outside_transaction(campaign: Campaign, run: Run, group: int) -> None:
-    """SIGSTOP the process group ``group`` at a moment none of it holds an open
-    store transaction: caught inside one, it is thawed until the transactions
-    seen open have ended, and frozen again."""
+def _freeze_outside_transaction(campaign: Campaign, group: int, pids: frozenset[int]
+                                ) -> None:
+    """SIGSTOP the process group ``group`` (the system's processes ``pids`` among
+    them: one outside the group would fail the wait for them to stop) at a moment
+    none of it holds an open store transaction: caught inside one, it is thawed
+    until the transactions seen open have ended, and frozen again."""
     held: frozenset[Any] = frozenset()
     for _ in range(FREEZE_TRIES):
         os.killpg(group, signal.SIGSTOP)
+        # Read nothing before the whole group has stopped (helpers.stopped): an edge
+        # still inside the write of its ``end`` line would change the side-effect
+        # file after the fault was read (found by the concurrent campaign, seed
+        # 20261201 in CI: refused_recovery_ran_code).
+        poll(lambda: stopped(group_members(group) | pids), WAIT_S, f"process group {group} stopped")
         held = _held(campaign, group)
         if not held:
             return
@@ -260,7 +268,7 @@ def _open_transactions(campaign: Campaign, group: int) -> list[Any]:
     names its process (``application_name``, see ``hayata_py.store._engine``)."""
     import sqlalchemy as sa
 
-    names = [f"hayata_py pid {pid}" for pid in sorted(_members(group))]
+    names = [f"hayata_py pid {pid}" for pid in sorted(group_members(group))]
     engine = campaign.sys.store._db.engine()  # type: ignore[attr-defined]
 
     def read() -> list[Any]:
@@ -272,15 +280,3 @@ def _open_transactions(campaign: Campaign, group: int) -> list[Any]:
 
     rows: list[Any] = reading(read)
     return rows
-
-
-def _members(group: int) -> set[int]:
-    """The processes of the process group ``group``."""
-    import psutil
-
-    members: set[int] = set()
-    for pid in psutil.pids():
-        with contextlib.suppress(ProcessLookupError):  # gone meanwhile: not a member
-            if os.getpgid(pid) == group:
-                members.add(pid)
-    return members

@@ -18,7 +18,7 @@ import pytest
 import hayata_py as hy
 from tests.chaos.nodes import SERVICE
 from tests.chaos.plan import STOP_EDGE_S
-from tests.helpers import eventually
+from tests.helpers import eventually, freeze, group_members, stopped
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -46,6 +46,8 @@ def frozen(system: hy.AgentSystem, db: Path) -> Iterator[None]:
 
     def stopped_outside_a_transaction() -> bool:
         os.killpg(group, signal.SIGSTOP)
+        # Look at the lock once every process has stopped, not at kill().
+        eventually(lambda: stopped(group_members(group)), 30, message=f"group {group} stopped")
         if not _write_locked(db):
             return True
         os.killpg(group, signal.SIGCONT)
@@ -147,7 +149,7 @@ def _freeze_an_async_edge(system: hy.AgentSystem, agent: hy.AgentRef, where: Pat
     eventually(lambda: all(e.exists() and e.read_text().endswith("\n") for e in effects), 30,
                message="8 tasks started")
     (edge,) = {int(e.read_text().split()[3]) for e in effects}
-    os.kill(edge, signal.SIGSTOP)
+    freeze(edge)
     try:
         time.sleep(STOP_EDGE_S)  # the fault's duration: frozen past the deadline
     finally:

@@ -89,6 +89,16 @@ def test_each_broken_rule_is_named(change: dict[str, object], rule: str) -> None
     assert rule in rules(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]
 
 
+def test_a_refused_recovery_that_ran_code_names_the_lines() -> None:
+    obs = dataclasses.replace(clean(), effects_at_refusal=effects(start_t1=1, end_t1=1,
+                                                                  start_t2=1, end_t2=1))
+    (found,) = check(obs)
+    assert found.rule == "refused_recovery_ran_code"
+    assert found.detail.endswith("recovery: end t2: 0 -> 1"), found.detail
+    (unread,) = check(dataclasses.replace(clean(), effects_at_refusal=None))
+    assert unread.detail.endswith("not read at the refusal"), unread.detail
+
+
 def test_a_resolved_task_may_never_have_started() -> None:
     """Found by the long campaign (seed 20261201, fault 438 on SQLite): a task
     killed before its node wrote ``start``, resolved by the user, is completed
