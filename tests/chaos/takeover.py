@@ -5,7 +5,9 @@ The whole first system (the admin's process group: agent, nodes, edges, ...)
 is SIGSTOPped past the lease, at a moment none of it holds an open transaction
 (a process frozen inside one keeps SQLite's write lock, or a PostgreSQL row
 lock, and then nobody can write: that is no fencing question); an edge may be
-frozen in the middle of a task. A second :class:`~hayata_py.AgentSystem` (its
+frozen in the middle of a task. Nothing of it is read before every one of its
+processes has stopped (``tests.helpers.stopped``: a signal is delivered
+asynchronously). A second :class:`~hayata_py.AgentSystem` (its
 own name, instance and data directory; the same store) starts the agent, whose
 ``recover()`` waits out the lease (``invocation_busy``) and claims the
 invocation; a refusal (``task_execution_uncertain``: the frozen edge's task) is
