@@ -282,11 +282,7 @@ class AsyncAgentRef:
             ask(asked, WaitResult(invocation_id, ref=ref) if run is None
                 else dataclasses.replace(run, ref=ref))
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError_(f"invocation {invocation_id} of agent {self.id!r} "
-                                        f"did not end within {timeout}s",
-                                        invocation_id=invocation_id)
+                remaining = _ref_wait.time_left(deadline, self.id, invocation_id, timeout)
                 done, _ = await asyncio.wait(
                     {answer}, timeout=min(remaining, _ref_wait.WAIT_CHECK_PERIOD))
                 reply = answer.result() if done else None

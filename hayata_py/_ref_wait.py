@@ -59,11 +59,7 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
     probe: Any = None
     try:
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError_(f"invocation {invocation_id} of agent {agent.id!r} "
-                                    f"did not end within {timeout}s",
-                                    invocation_id=invocation_id)
+            remaining = time_left(deadline, agent.id, invocation_id, timeout)
             reply = endpoint.listen(min(remaining, WAIT_CHECK_PERIOD))
             if isinstance(reply, ResultReply) and reply.ref == ref \
                     and reply.invocation_id == invocation_id:
@@ -92,6 +88,16 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
     result = waited_result(reply, invocation_id)
     settle(agent, invocation_id, result, asked, deadline)
     return result
+
+
+def time_left(deadline: float, agent_id: str, invocation_id: str, timeout: float) -> float:
+    """Seconds left of a wait for the invocation's result (sync or asyncio) until
+    ``deadline`` (``time.monotonic()``); :class:`TimeoutError_` once none are."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError_(f"invocation {invocation_id} of agent {agent_id!r} "
+                            f"did not end within {timeout}s", invocation_id=invocation_id)
+    return remaining
 
 
 def settle(agent: WaitingRef, invocation_id: str, result: AgentResult, source: Any,

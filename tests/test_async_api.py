@@ -122,6 +122,15 @@ def test_bad_input_to_async_calls_gets_the_blocking_api_errors(tmp_path: Path) -
                 await agent.run({"steps": [["finish", 2]]})
             assert rejected.value.code == "agent_busy"
             assert rejected.value.details["invocation_id"] == busy
+            with pytest.raises(TimeoutError) as blocking_wait:
+                agent.sync.wait(busy, 0.2)
+            with pytest.raises(TimeoutError) as awaited_wait:
+                await agent.wait(busy, 0.2)  # the gated run is still running
+            for out_of_time in (blocking_wait.value, awaited_wait.value):
+                assert isinstance(out_of_time, hy.HayataError)
+                assert out_of_time.code == "timeout"
+                assert out_of_time.details["invocation_id"] == busy
+            assert str(awaited_wait.value) == str(blocking_wait.value)
             gate.touch()
             assert (await agent.wait(busy, 30)).ok
             assert await agent.status() == "idle"  # nothing of the bad calls ran

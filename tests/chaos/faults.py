@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests import helpers
 from tests.chaos.campaign import WAIT_S, Campaign, Run, _alive, _kind, _procs, _walk, poll
-from tests.helpers import stopped
 
 Inject = Callable[[Campaign, Run], str]
 
@@ -97,9 +97,8 @@ def freeze(role: str, seconds: float) -> Inject:
         if not pids:
             return role
         pid = campaign.rng.choice(pids)
-        os.kill(pid, signal.SIGSTOP)
+        helpers.freeze(pid, WAIT_S)  # returns once it has stopped, not at kill()
         try:
-            poll(lambda: stopped([pid]), WAIT_S, f"pid {pid} stopped")  # not at kill()
             time.sleep(seconds)  # the fault's duration: the process stays frozen this long
         finally:
             with contextlib.suppress(ProcessLookupError):

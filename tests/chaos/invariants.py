@@ -221,8 +221,8 @@ def _effects_diff(obs: Observation) -> str:
     """The side-effect lines that differ between the fault and the refusal."""
     if obs.effects_at_refusal is None:
         return "not read at the refusal"
-    keys = sorted(set(obs.effects_at_fault) | set(obs.effects_at_refusal))
     at_fault, at_refusal = obs.effects_at_fault, obs.effects_at_refusal
+    keys = sorted(set(at_fault) | set(at_refusal))
     return ", ".join(f"{event} {task}: {at_fault[(event, task)]} -> "
                      f"{at_refusal[(event, task)]}" for event, task in keys
                      if at_fault[(event, task)] != at_refusal[(event, task)])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hayata_py.store._writequeue import WriteQueue, queue_for
-from tests.helpers import eventually
+from tests.helpers import freeze
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -90,13 +90,10 @@ def test_a_writer_never_waits_on_a_stopped_holder(tmp_path: Path) -> None:
     stopped: a writer that finds it so goes to SQLite's lock (which has a deadline)."""
     db = tmp_path / "x.db"
     proc = holder(db)
-    os.kill(proc.pid, signal.SIGSTOP)
+    # A signal is delivered asynchronously: freeze() returns once the holder's
+    # state says it stopped (a writer that looked before would rightly wait).
+    freeze(proc.pid)
     try:
-        # A signal is delivered asynchronously: the holder is stopped once its
-        # state says so (a writer that looked before would rightly wait).
-        eventually(lambda: Path(f"/proc/{proc.pid}/stat").read_text()
-                   .rpartition(")")[2].split()[0] in ("T", "t"),
-                   timeout=30, message="the holder stopped")
         done = threading.Event()
 
         def write() -> None:
