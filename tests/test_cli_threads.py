@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import hayata_py as hy
+from examples.drills.service import config as drill_config
 from examples.service import main
 from tests.test_cli import hayata, json_lines, ok
 
@@ -28,7 +31,7 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_threads_from_the_shell(data_dir: Path) -> None:
-    question = json.dumps({"question": "hi", "delay": 0})
+    question = json.dumps({"question": "hi"})
     first = json.loads(ok(data_dir, "run", "service", "--thread", "user-1", "--input", question,
                           "--json"))
     second = json.loads(ok(data_dir, "run", "service", "--thread", "user-1", "--input",
@@ -62,3 +65,24 @@ def test_the_service_example_runs_two_turns_of_many_conversations(
     out = capsys.readouterr().out
     assert "turn 1: 20 conversations" in out and "turn 2: 20 conversations" in out
     assert "thread user-0: version 2, state turns=2" in out
+
+
+def test_the_drill_service_agent_records_what_ran_and_holds_at_its_gate(tmp_path: Path) -> None:
+    """examples/drills/service.py (VM_RECOVERY_TESTS.md, drill 10): each node writes its
+    effect line, and ``llm`` answers only once the gate file exists."""
+    effects, gate = tmp_path / "effects.log", tmp_path / "gate"
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(drill_config())
+        inv = agent.run({"question": "q", "delay": 0, "gate": str(gate), "effects": str(effects)},
+                        thread="user-1")
+        deadline = time.monotonic() + 30
+        while "run llm" not in (effects.read_text() if effects.exists() else ""):
+            assert time.monotonic() < deadline, "llm never started"
+            time.sleep(0.02)
+        with pytest.raises(TimeoutError):  # held at the gate
+            agent.wait(inv, timeout=0.5)
+        gate.touch()
+        result = agent.wait(inv, timeout=30)
+    assert result.ok and result.result["turns"] == 1
+    lines = [line.split()[:3] for line in effects.read_text().splitlines()]
+    assert lines == [["run", node, inv] for node in ("plan", "llm", "answer")]
