@@ -60,12 +60,12 @@ bench-memory-floor: $(STAMP)
 	$(PY) -m benchmarks.bench_memory_floor
 
 # A map step of 100, 1,000 and 10,000 trivial items side by side with LangGraph
-# Send (issue 23: hayata_py linear in the item count); writes benchmarks/results/map.json.
+# Send (hayata_py stays linear in the item count); writes benchmarks/results/map.json.
 bench-map: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks.bench_map --items 100,1000,10000 --samples 2
 
-# Agents as services (issue 21): C conversations at once on one agent
+# Agents as services: C conversations at once on one agent
 # (max_invocations=C) vs one compiled LangGraph graph (AsyncSqliteSaver),
 # C = 100, 1,000, 10,000 with a 200 ms llm step and 1,000 with 0 ms; writes
 # benchmarks/results/service.json. E.g. BENCH_SERVICE_ARGS=--quick.
