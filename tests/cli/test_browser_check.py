@@ -15,7 +15,7 @@ from tests.browser import MISSING
 
 pytestmark = pytest.mark.timeout(60)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def script(path: Path, body: str) -> Path:

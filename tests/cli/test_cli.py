@@ -23,7 +23,7 @@ from hayata_py.cli import cli
 from supervisors._system import session_processes
 from tests.helpers import alive, eventually, interruptible
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLEAN_ENV = {k: v for k, v in os.environ.items()
              if k not in ("SUPERVISORS_LOG_FILE", "HAYATA_TELEMETRY_HANDLERS", "HAYATA_DATA_DIR")}
 
@@ -264,7 +264,7 @@ def test_recovery_drill_through_the_cli(data_dir: Path, tmp_path: Path) -> None:
         eventually(lambda: " right " in effects.read_text(), message="right started")
         assert "killed" in ok(data_dir, "system", "kill")
         _out, err = run.communicate(timeout=20)
-        # One message whichever check noticed first (tests/test_cli_follow.py).
+        # One message whichever check noticed first (tests/unit/test_cli_follow.py).
         assert run.returncode == 3 and f"the system died during invocation {inv}" in err, err
     finally:
         run.kill()

@@ -1,5 +1,5 @@
 """`hayata resume` and the paused column of `hayata agent list`, through the CLI
-(drill 8 of VM_RECOVERY_TESTS.md, without the crash: tests/test_pauses.py has it)."""
+(drill 8 of VM_RECOVERY_TESTS.md, without the crash: tests/runtime/test_pauses.py has it)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import assert_one_line_error, hayata, ok
+from tests.cli.test_cli import assert_one_line_error, hayata, ok
 
 pytestmark = pytest.mark.timeout(90)
 

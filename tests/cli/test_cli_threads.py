@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from examples.service import main
-from tests.test_cli import hayata, json_lines, ok
+from tests.cli.test_cli import hayata, json_lines, ok
 
 pytestmark = pytest.mark.timeout(180)
 

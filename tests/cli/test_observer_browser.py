@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
+from tests.cli.test_cli import ROOT, hayata, ok, popen, record
 from tests.helpers import alive, eventually
 from tests.observer_util import chrome, click, uncertain_slow
-from tests.test_cli import ROOT, hayata, ok, popen, record
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -9,8 +9,8 @@ import pytest
 
 from hayata_py import AgentSystem, ConfigError, HayataError
 from hayata_py._observer import observe
+from tests.cli.test_cli import assert_one_line_error, hayata, ok, record
 from tests.observer_util import Client
-from tests.test_cli import assert_one_line_error, hayata, ok, record
 
 pytestmark = pytest.mark.timeout(90)
 

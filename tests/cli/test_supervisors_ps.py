@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from supervisors import ChildSpec, SupervisorFlags, SupervisorRef, System
+from tests.cli.test_cli import hayata, ok
 from tests.helpers import walk
 from tests.sup_actors import Echo
-from tests.test_cli import hayata, ok
 
 
 def test_a_ref_made_from_an_address_alone_learns_the_pid(system: System) -> None:

@@ -21,7 +21,7 @@ from examples.openai_agent import config
 from tests.fake_openai import FakeOpenAI, serve
 from tests.helpers import collect, eventually, interruptible
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ANSWER = ["I", " emailed", " the", " page", " to", " you:", " The", " launch", " is",
           " on", " 12", " May."]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hayata_py as hy
-from tests.test_agent_runtime import collect
+from tests.runtime.test_agent_runtime import collect
 
 
 def test_partials_arrive_in_order_before_node_completed(agents: hy.AgentSystem) -> None:

@@ -13,8 +13,8 @@ import pytest
 import hayata_py as hy
 from hayata_py._cache import default_key
 from tests.cache_nodes import cached_agent, ran
+from tests.cli.test_cli import assert_one_line_error, hayata, ok
 from tests.helpers import eventually
-from tests.test_cli import assert_one_line_error, hayata, ok
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,7 @@ import psutil
 
 import hayata_py as hy
 from tests.helpers import alive, eventually, find
-from tests.test_agent_runtime import collect
+from tests.runtime.test_agent_runtime import collect
 
 TERMINAL = {"invocation_completed", "invocation_failed", "invocation_interrupted"}
 

@@ -207,7 +207,7 @@ def test_a_whole_system_kill_while_a_task_waits_for_the_circuit(tmp_path: Path) 
 
 @pytest.mark.timeout(120)
 def test_hayata_agent_list_shows_the_circuit(tmp_path: Path) -> None:
-    from tests.test_cli import hayata, ok
+    from tests.cli.test_cli import hayata, ok
 
     data, outage = tmp_path / "data", tmp_path / "outage"
     outage.touch()

@@ -5,7 +5,7 @@ SIGKILL of that edge ends exactly its tasks, and a timed-out step on a shared
 edge cancels its coroutines without killing the edge.
 
 The queue-driven growth (tasks of many invocations waiting for one node) is
-tested on the pure pool (tests/test_edge_pool.py)."""
+tested on the pure pool (tests/unit/test_edge_pool.py)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import pytest
 import hayata_py as hy
 from tests.helpers import assert_logged, eventually
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = hy.AgentConfig("ev", {"w": "tests.graph_nodes:touch_and_wait",
                                "ok": "tests.graph_nodes:worker"},
                         "tests.graph_nodes:scripted", execution_timeout=60.0)
@@ -149,7 +149,7 @@ def test_hayata_events_and_prune_read_and_trim_the_store(agents: hy.AgentSystem,
     """``hayata events`` prints the log (text and JSON, from --after on; exit 4 for
     an unknown invocation); ``prune`` refuses an unreadable age, keeps what is
     recent or running, and deletes finished invocations with their records."""
-    from tests.test_cli import hayata
+    from tests.cli.test_cli import hayata
 
     data_dir = tmp_path / "data"
     agent = agents.start_agent(CONFIG)

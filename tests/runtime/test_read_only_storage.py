@@ -48,7 +48,7 @@ def _contents(where: Path) -> dict[str, bytes]:
 
 def _prepare(data: Path, store_url: str = "") -> None:
     subprocess.run([sys.executable, "-c", _PREPARE, str(data), store_url], check=True,
-                   timeout=60, cwd=Path(__file__).resolve().parent.parent)
+                   timeout=60, cwd=Path(__file__).resolve().parents[2])
 
 
 @pytest.mark.parametrize("where", ["data_dir", "store"])

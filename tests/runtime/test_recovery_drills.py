@@ -1,5 +1,5 @@
 """Drills 1-5 and 7 (a map step) of VM_RECOVERY_TESTS.md, automated (drill 6, a member host's
-death, is in tests/test_scale_out.py and tests/test_cli.py).
+death, is in tests/runtime/test_scale_out.py and tests/cli/test_cli.py).
 
 Each drill runs a real system, kills real processes with SIGKILL (the whole
 system, or one actor), starts a new system on the same data directory (new

@@ -5,7 +5,7 @@ anything is sent (the system behind the ref fails the test if touched), a
 policy's answer is turned into a Decision or an error naming the field by
 ``validate_decision``, and what a node may return or stream is what the
 durable codec accepts (``check_encodable``, then ``encode``/``decode``).
-tests/test_bad_input_actors.py runs the same refusals through real actors.
+tests/runtime/test_bad_input_actors.py runs the same refusals through real actors.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from hayata_py import otel
 from hayata_py import telemetry as tm
 from hayata_py._otel import _handler
 from tests import otel_setup
-from tests.test_exports import isort_style
+from tests.unit.test_exports import isort_style
 
 
 @pytest.fixture(autouse=True)

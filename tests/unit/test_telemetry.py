@@ -60,7 +60,7 @@ def test_execute_calls_handler_with_event_measurements_metadata_config() -> None
 
 
 def test_handler_by_path_is_imported_lazily() -> None:
-    telemetry.attach("p", [NODE_STOP], "tests.test_telemetry:record")
+    telemetry.attach("p", [NODE_STOP], "tests.unit.test_telemetry:record")
     telemetry.execute(NODE_STOP, {}, {"a": 1})
     assert CALLS == [(NODE_STOP, {}, {"a": 1}, None)]
 
@@ -83,7 +83,7 @@ def test_attach_twice_is_refused() -> None:
     assert err.value.code == "handler_exists"
 
 
-@pytest.mark.parametrize("handler", [explode, "tests.test_telemetry:missing"])
+@pytest.mark.parametrize("handler", [explode, "tests.unit.test_telemetry:missing"])
 def test_failing_handler_is_detached_and_logged(handler: Any) -> None:
     telemetry.attach("bad", [NODE_STOP], handler)
     telemetry.attach("good", [NODE_STOP], record)
@@ -139,12 +139,12 @@ def test_reducer_stop_extra_metadata() -> None:
 
 def test_env_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
     value = telemetry.env_value({
-        "rec": ("tests.test_telemetry:record", [NODE_STOP, ("hayata", "edge", "start")]),
+        "rec": ("tests.unit.test_telemetry:record", [NODE_STOP, ("hayata", "edge", "start")]),
         "fn": (record, [("hayata", "reducer", "stop")]),
     })
     assert json.loads(value) == {
-        "fn": ["tests.test_telemetry:record", [["hayata", "reducer", "stop"]]],
-        "rec": ["tests.test_telemetry:record",
+        "fn": ["tests.unit.test_telemetry:record", [["hayata", "reducer", "stop"]]],
+        "rec": ["tests.unit.test_telemetry:record",
                 [["hayata", "node", "execution", "stop"], ["hayata", "edge", "start"]]],
     }
     monkeypatch.setenv(telemetry.ENV_VAR, value)
@@ -160,7 +160,7 @@ def test_execute_installs_env_handlers_in_a_fresh_process(
     from hayata_py import _telemetry
 
     monkeypatch.setenv(telemetry.ENV_VAR, telemetry.env_value(
-        {"rec": ("tests.test_telemetry:record", [NODE_STOP])}))
+        {"rec": ("tests.unit.test_telemetry:record", [NODE_STOP])}))
     monkeypatch.setattr(_telemetry, "_installed_pid", os.getpid() + 1)  # as after a fork
     telemetry.execute(NODE_STOP, {"duration": 3}, {})
     assert CALLS == [(NODE_STOP, {"duration": 3}, {}, None)]
@@ -174,13 +174,13 @@ def test_malformed_env_is_logged_not_raised(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.parametrize(("entry", "words"), [
-    (("tests.test_telemetry:nope", [NODE_STOP]), "not found"),
+    (("tests.unit.test_telemetry:nope", [NODE_STOP]), "not found"),
     (("no_such_module_xyz:f", [NODE_STOP]), "cannot import"),
     (("not a path", [NODE_STOP]), "package.module:function"),
-    (("tests.test_telemetry:record", [("hayata", "bogus")]), "unknown event"),
-    (("tests.test_telemetry:record", ["hayata.node"]), "tuple of strings"),
-    (("tests.test_telemetry:record", []), "at least one event"),
-    ("tests.test_telemetry:record", "expected"),
+    (("tests.unit.test_telemetry:record", [("hayata", "bogus")]), "unknown event"),
+    (("tests.unit.test_telemetry:record", ["hayata.node"]), "tuple of strings"),
+    (("tests.unit.test_telemetry:record", []), "at least one event"),
+    ("tests.unit.test_telemetry:record", "expected"),
 ])
 def test_env_value_rejects_bad_handlers_naming_them(entry: Any, words: str) -> None:
     with pytest.raises(hy.ConfigError) as err:
