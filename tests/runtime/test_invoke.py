@@ -1,6 +1,7 @@
 """``AgentRef.invoke``: a run and its wait in one message (``Run(wait=True)``).
 The agent answers with the result only; refusals, restarts, threads and the
-asyncio API behave as ``wait(run(...))`` does."""
+asyncio API behave as ``wait(run(...))`` does. The check of a waiting run's
+options: ``tests/unit/test_invoke_options.py``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from hayata_py._actors.boundary import validate_run
 from hayata_py.messages import ResultReply, Run, RunAccepted
 from hayata_py.store import TaskClass
 from tests.helpers import eventually, find, in_thread
@@ -53,22 +53,6 @@ def test_the_agent_answers_a_waiting_run_with_the_result_only(agents: hy.AgentSy
     last = answers[-1]
     assert (last.ref, last.invocation_id) == (77, invocation_id)
     assert last.result is not None and last.result.result == "done"
-
-
-@pytest.mark.parametrize(("change", "field"), [
-    ({"wait": True}, "invocation_id"),
-    ({"wait": "yes", "invocation_id": "a" * 32}, "wait"),
-    ({"invocation_id": "A" * 32}, "invocation_id"),
-    ({"invocation_id": "abc"}, "invocation_id"),
-    ({"invocation_id": 12}, "invocation_id"),
-    ({"invocation_id": "../" + "a" * 29}, "invocation_id"),
-    ({"wait": True, "invocation_id": "b" * 32, "subscriber": hy.CALLER}, "subscriber"),
-])
-def test_a_bad_waiting_run_is_refused_naming_the_field(change: dict[str, Any], field: str
-                                                       ) -> None:
-    rejected = validate_run(Run(None, **change))
-    assert rejected is not None and rejected.code == "invalid_option"
-    assert rejected.details["field"] == field, rejected
 
 
 def test_a_chosen_id_is_accepted_and_a_taken_one_refused(agents: hy.AgentSystem) -> None:

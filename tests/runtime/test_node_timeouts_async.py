@@ -1,4 +1,5 @@
-"""Per-node timeouts and ``async def`` nodes, on real actor processes."""
+"""Per-node timeouts and ``async def`` nodes, on real actor processes (what a
+config of them may hold: ``tests/unit/test_node_timeouts_config.py``)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import hayata_py as hy
-from hayata_py._config import validate_config
 from tests.hitl_nodes import effects
 
 NODES = {"slow": "tests.hitl_nodes:flaky", "quick": "tests.hitl_nodes:flaky",
@@ -86,35 +84,3 @@ def test_an_async_node_that_times_out_has_its_edge_killed(agents: hy.AgentSystem
     pids = [line.split()[2] for line in log.read_text().splitlines()]
     assert pids[0] != pids[1], "the timed-out edge was replaced"
     assert effects(log) == [("stream", 1), ("stream", 1)]
-
-
-async def _nested_async_node(ctx: hy.NodeContext) -> dict[str, Any]:
-    return {}
-
-
-def test_an_async_node_is_refused_when_it_cannot_be_imported_by_path() -> None:
-    async def local(ctx: hy.NodeContext) -> dict[str, Any]:
-        return {}
-
-    with pytest.raises(hy.ConfigError) as err:
-        validate_config(config(nodes={"x": local}))
-    assert err.value.details["field"] == "nodes['x']"
-    assert "nested function" in str(err.value)
-    spec = validate_config(config(nodes={"x": _nested_async_node}))
-    assert spec.nodes["x"].endswith(":_nested_async_node")
-
-
-@pytest.mark.parametrize(("value", "field", "why"), [
-    ({"slow": -1}, "node_timeouts['slow']", "positive"),
-    ({"slow": 0}, "node_timeouts['slow']", "positive"),
-    ({"slow": float("nan")}, "node_timeouts['slow']", "positive"),
-    ({"slow": True}, "node_timeouts['slow']", "positive"),
-    ({"slow": 1e300}, "node_timeouts['slow']", "at most"),
-    ({"nope": 1}, "node_timeouts", "unknown node id 'nope'"),
-    ([("slow", 1)], "node_timeouts", "mapping"),
-])
-def test_bad_node_timeouts_name_the_field(value: Any, field: str, why: str) -> None:
-    with pytest.raises(hy.ConfigError) as err:
-        validate_config(config(node_timeouts=value))
-    assert err.value.details["field"] == field
-    assert why in str(err.value)

@@ -326,20 +326,3 @@ def test_bad_system_options_are_refused_before_anything_starts(
         pytest.fail(f"AgentSystem({name}={value!r}) was accepted")
     assert len(STARTED_SESSIONS) == started
     assert not Path(data_dir).exists()
-
-
-def test_an_admin_port_in_use_is_refused_and_its_system_keeps_running(
-        tmp_path: Path) -> None:
-    """Regression: Thespian attached the new system to the running one's admin, and
-    the failed start then shut that system down."""
-    with hy.AgentSystem(tmp_path / "a") as running:
-        agent = running.start_agent(hy.AgentConfig(
-            id="a", nodes={"mock": "tests.graph_nodes:mock_node"},
-            decision_policy="tests.graph_nodes:once_policy"))
-        port = running.admin_port
-        with pytest.raises(hy.ConfigError) as err:
-            hy.AgentSystem(tmp_path / "b", admin_port=port)
-        assert err.value.details["field"] == "admin_port"
-        assert str(port) in str(err.value)
-        result = agent.wait(agent.run("still here"), 30)
-        assert result.ok, result

@@ -89,22 +89,6 @@ def test_refusals_say_why_a_lambda_cannot_be_a_node() -> None:
         validate_config(config(nodes={"l": lambda ctx: {}}))
 
 
-def test_start_agent_validates_and_refuses_duplicates(agents: hy.AgentSystem) -> None:
-    with pytest.raises(hy.ConfigError):
-        agents.start_agent(config(nodes={"l": lambda ctx: {}}))
-    assert agents.agents() == []
-    agents.start_agent(config())
-    with pytest.raises(hy.AgentAlreadyStarted):
-        agents.start_agent(config())
-    assert agents.agents() == ["a"]
-    with pytest.raises(hy.AgentNotFound):
-        agents.agent("b")
-    agents.stop_agent("a")
-    assert agents.agents() == []
-    with pytest.raises(hy.AgentNotFound):
-        agents.stop_agent("a")
-
-
 def test_system_options_are_validated(tmp_path: Any) -> None:
     with pytest.raises(hy.ConfigError) as err:
         hy.AgentSystem(tmp_path, base="multiprocQueueBase")

@@ -3,7 +3,8 @@ loop through it (``supervisors/_speed.py`` ``install_stack_patch``).
 
 A call that crosses the end of one of CPython's frame-stack chunks maps a
 fresh chunk and unmaps it on return: its first page faults again on every
-crossing. The minor page faults of a loop of calls show it."""
+crossing. The minor page faults of a loop of calls show it. That actor
+processes run their loop so: ``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from supervisors import System, _stack
-from supervisors import _speed as T
-from tests.thespian_probe import patches_in_an_actor
+from supervisors import _stack
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -56,7 +55,3 @@ def test_on_own_chunk_passes_arguments_and_the_result() -> None:
     with pytest.raises(ZeroDivisionError):
         _stack.on_own_chunk(lambda: 1 / 0)
 
-
-def test_actor_processes_run_their_loop_on_their_own_chunk(system: System) -> None:
-    assert T.install_stack_patch() is True
-    assert patches_in_an_actor(system)["stack"] is True

@@ -1,22 +1,19 @@
 """Addresses pickled with integer socket kinds (``supervisors/_tcpaddr.py``,
 ``install_address_patch``): smaller and quicker to pickle, loaded back as the
-same address, and understood by a process without the patch."""
+same address. That actor processes run it, and that a process without the
+patch understands the address: ``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
 
 import pickle
 import socket
-import subprocess
-import sys
 
 import pytest
 from thespian.actors import ActorAddress
 from thespian.system.transport.IPBase import IPActorAddress, TCPv4ActorAddress
 
-from supervisors import System
 from supervisors import _speed as T
 from supervisors import _tcpaddr as A
-from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -32,10 +29,6 @@ def test_the_address_patch_fits_the_installed_thespian_and_is_applied() -> None:
     assert T.install_address_patch() is True
     assert IPActorAddress.__getstate__ is A.address_state
     assert IPActorAddress.__setstate__ is A.address_restore
-
-
-def test_actor_processes_run_the_address_patch(system: System) -> None:
-    assert patches_in_an_actor(system)["address"] is True
 
 
 def test_a_pickled_address_holds_integers_and_loads_as_the_same_address() -> None:
@@ -64,23 +57,3 @@ def test_the_pickle_is_smaller_than_thespians() -> None:
     address = _address()
     plain = pickle.dumps((TCPv4ActorAddress, address.addressDetails.__dict__), 3)
     assert len(pickle.dumps(address, 3)) < len(plain)
-
-
-_UNPATCHED = """
-import pickle, sys
-from thespian.system.transport.IPBase import IPActorAddress, TCPv4ActorAddress
-assert "__setstate__" not in IPActorAddress.__dict__
-loaded = pickle.loads(sys.stdin.buffer.read())
-local = TCPv4ActorAddress("127.0.0.1", 40123)
-assert loaded.addressDetails == local and hash(loaded.addressDetails) == hash(local)
-assert str(loaded.addressDetails) == str(local)
-print(type(loaded.addressDetails.af).__name__)
-"""
-
-
-def test_a_process_without_the_patch_loads_the_address_as_an_equal_one() -> None:
-    # Thespian alone (no supervisors import): the integers stay integers there.
-    done = subprocess.run([sys.executable, "-c", _UNPATCHED], input=pickle.dumps(_address(), 3),
-                          capture_output=True, timeout=30, check=False)
-    assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode().strip() == "int"

@@ -1,6 +1,7 @@
 """The transport loop of ``supervisors/_tcploop.py`` (``install_loop_patch``):
 it is Thespian's loop in every actor process, and its shortcuts for idle
-sockets and wait sets give Thespian's outcomes."""
+sockets and wait sets give Thespian's outcomes. That actor processes run it:
+``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
 
@@ -13,11 +14,9 @@ import pytest
 import thespian.system.transport.TCPTransport as tcp
 from thespian.system.timing import ExpirationTimer
 
-from supervisors import System
 from supervisors import _poll as P
 from supervisors import _speed as T
 from supervisors import _tcploop as L
-from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,10 +26,6 @@ def test_the_loop_patch_is_applied_and_thespians_loop_is_still_fingerprinted() -
     assert T.install_loop_patch() is True
     # The fingerprint reads Thespian's own loop, not the replacement.
     assert T.selector_patch_fingerprint() == T.SELECTOR_PATCH_FITS
-
-
-def test_actor_processes_run_the_patched_loop(system: System) -> None:
-    assert patches_in_an_actor(system)["loop"] is True
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """A whole frame per loop turn (``supervisors/_tcpread.py``, ``install_read_patch``):
 the transport reads the rest of a message or an ACK in the turn that read its
 size, never a byte of the next frame, and leaves an unfinished frame for a
-later turn without a backoff."""
+later turn without a backoff. That actor processes run it:
+``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ import pytest
 import thespian.system.transport.TCPTransport as tcp
 from thespian.system.transport.streamBuffer import ReceiveBuffer, ackMsg, toSendBuffer
 
-from supervisors import System
 from supervisors import _speed as T
 from supervisors import _tcpread as R
-from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,10 +29,6 @@ def test_the_read_patch_fits_the_installed_thespian_and_is_applied() -> None:
     assert T.install_read_patch() is True
     assert tcp.TCPTransport._handleReadableIncoming is R.handle_readable_incoming
     assert tcp.TCPTransport._next_XMIT_4 is R.next_xmit_4
-
-
-def test_actor_processes_run_the_read_patch(system: System) -> None:
-    assert patches_in_an_actor(system)["read"] is True
 
 
 @pytest.fixture

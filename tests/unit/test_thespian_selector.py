@@ -1,7 +1,7 @@
 """The transport's reused selector (``supervisors/_speed.py``
-``install_selector_patch``): it fits the installed Thespian, it is in force in
-actor processes, and it keeps the ``selectors`` semantics Thespian's loop
-relies on."""
+``install_selector_patch``): it fits the installed Thespian and it keeps the
+``selectors`` semantics Thespian's loop relies on. That actor processes run it:
+``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 import thespian.system.transport.TCPTransport as tcp
 
-from supervisors import System
 from supervisors import _speed as T
-from tests.thespian_probe import patches_in_an_actor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -29,10 +27,6 @@ def test_the_patch_fits_the_installed_thespian_and_is_applied() -> None:
     assert T.selector_patch_fingerprint() == T.SELECTOR_PATCH_FITS
     assert tcp.selectors is T._SELECTORS_SHIM
     assert T.install_selector_patch() is True
-
-
-def test_actor_processes_use_the_reused_selector(system: System) -> None:
-    assert patches_in_an_actor(system)["selector"] is True
 
 
 @pytest.fixture
