@@ -1,13 +1,14 @@
 # Two entry points for a fresh machine:
 #   make demo   -> creates .venv, installs, runs the hello example (Python 3.11+ and make)
 #   make test   -> creates .venv, installs, gets the observer test's browser (make browser),
-#                  runs ruff, mypy and the test suite
+#                  runs ruff, mypy and the test suite (every folder of tests/)
+# and one for every change: make test-quick -> tests/unit alone, in under a minute.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +32,20 @@ typecheck: $(STAMP)
 browser: $(STAMP)
 	@$(PY) -m tests.browser
 
-# Two workers (pytest-xdist): the suite's tests mostly wait on actor processes.
-# PYTEST_WORKERS=0 runs it in this one process.
+# The whole suite, every folder of tests/ (pyproject's testpaths): unit, runtime,
+# supervisors, cli, examples, store and chaos. Two workers (pytest-xdist): the
+# suite's tests mostly wait on actor processes. PYTEST_WORKERS=0 runs it in this
+# one process.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP) browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
+
+# The quick suite: tests/unit, the tests that start no process and reach no
+# database server (tests/unit/conftest.py fails one that does), in under a
+# minute on two cores. In this one process: two workers would each import
+# everything again, which costs more than they save here.
+test-quick: $(STAMP)
+	$(PY) -m pytest tests/unit -n 0
 
 # The browser first: a machine that cannot have one stops at once.
 test: browser lint typecheck pytest
