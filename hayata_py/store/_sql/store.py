@@ -40,13 +40,8 @@ class SqlTaskStore(Invocations, Leases, Threads, TaskRecords, NodeCache, EventLo
     """:class:`TaskStore` on SQLite (file) or PostgreSQL; see the contract for guarantees.
 
     Each base implements one section of the contract over the state they all
-    share (:class:`~hayata_py.store._sql.base.SqlBase`: the constructor, the
-    engine, the clock). The constructor applies migrations (raising
-    :class:`SchemaTooNew` for a database from a newer hayata_py) and then drops
-    its connections, so the object can be created in one process and used in
-    forked children; each process connects on first use. ``clock`` (default
-    ``time.time``) supplies timestamps and lease expiry, so tests can move time
-    without sleeping.
+    share, declared once in :class:`~hayata_py.store._sql.base.SqlBase`, whose
+    constructor (``url``, ``clock``, ``retry_seconds``) applies migrations.
     """
 
     def __repr__(self) -> str:
