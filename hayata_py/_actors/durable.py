@@ -15,7 +15,7 @@ from hayata_py._errors import StoreError
 from hayata_py.store import TaskStore
 
 if TYPE_CHECKING:  # imported on first use: it loads SQLAlchemy (see hayata_py.store)
-    from hayata_py.store._writer import TaskWriter
+    from hayata_py.store._fast.writer import TaskWriter
 
 _STORES: dict[tuple[int, str], TaskStore] = {}
 _WRITERS: dict[tuple[int, str], TaskWriter] = {}
@@ -39,7 +39,7 @@ def writer_for(url: str) -> TaskWriter:
     key = (os.getpid(), url)
     writer = _WRITERS.get(key)
     if writer is None:
-        from hayata_py.store._writer import TaskWriter
+        from hayata_py.store._fast.writer import TaskWriter
 
         writer = _WRITERS[key] = TaskWriter(url)
     return writer

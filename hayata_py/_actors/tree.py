@@ -56,7 +56,7 @@ NODE_FLAGS = SupervisorFlags(Strategy.ONE_FOR_ONE, intensity=20, period=10.0)
 
 RUNTIME_MODULES = (
     "hayata_py._actors.agent", "hayata_py._actors.node", "hayata_py._actors.edge",
-    "hayata_py._actors.watcher", "hayata_py.store._sqlalchemy", "hayata_py.store._writer",
+    "hayata_py._actors.watcher", "hayata_py.store._sql.store", "hayata_py.store._fast.writer",
     "sqlite3", "psutil",
 )
 

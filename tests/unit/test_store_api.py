@@ -6,7 +6,7 @@ from pathlib import Path
 
 import hayata_py.store as store_pkg
 from hayata_py.store import default_store_url
-from hayata_py.store._engine import normalize_url
+from hayata_py.store._connect import normalize_url
 
 
 def test_exports_are_pinned() -> None:

@@ -1,5 +1,5 @@
-"""The event log in :class:`SqlTaskStore`: the ``hayata_events`` table, and the
-retention of finished invocations (:meth:`prune`).
+"""The event log of :class:`~hayata_py.store._sql.store.SqlTaskStore`: the
+"event log" section of the contract, the ``hayata_events`` table.
 
 Events are fenced like every write of an invocation: a batch carries each
 writer's token, checked in the transaction that inserts (on PostgreSQL the
@@ -10,7 +10,6 @@ harmless.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -18,16 +17,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from hayata_py._codec import decode, encode
-from hayata_py._errors import StoreError
-from hayata_py.store._records import PruneReport, StoredEvent
-from hayata_py.store._schema import events as ev
-from hayata_py.store._schema import invocations as inv
-from hayata_py.store._schema import tasks as tk
-from hayata_py.store._tasks import TaskWrites
+from hayata_py.store._records import StoredEvent
+from hayata_py.store._sql.base import SqlBase
+from hayata_py.store._sql.schema import events as ev
+from hayata_py.store._sql.schema import invocations as inv
 
-__all__ = ["EventWrites", "insert_events"]
-
-_FINISHED = ("completed", "failed")
+__all__ = ["EventLog", "insert_events"]
 
 
 def insert_events(conn: Connection, is_sqlite: bool,
@@ -43,8 +38,8 @@ def insert_events(conn: Connection, is_sqlite: bool,
          for iid, seq, kind, data in logged])
 
 
-class EventWrites(TaskWrites):
-    """Event log reads and writes; mixed into SqlTaskStore."""
+class EventLog(SqlBase):
+    """Each invocation's events, numbered 1, 2, ..."""
 
     def append_events(self, events: Sequence[tuple[StoredEvent, int]]
                       ) -> set[tuple[str, int]]:
@@ -87,30 +82,3 @@ class EventWrites(TaskWrites):
         query = sa.select(sa.func.max(ev.c.seq)).where(ev.c.invocation_id == invocation_id)
         last = self._db.run(lambda conn: conn.execute(query).scalar(), write=False)
         return int(last or 0)
-
-    def prune(self, older_than: float, *, agent_id: str | None = None) -> PruneReport:
-        if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) \
-                or not math.isfinite(older_than) or older_than < 0:
-            raise StoreError(f"prune: older_than must be a finite number of seconds >= 0, "
-                             f"got {older_than!r}", code="invalid_argument")
-        cutoff = float(self.clock()) - float(older_than)
-        chosen = sa.select(inv.c.invocation_id).where(
-            inv.c.status.in_(_FINISHED), inv.c.updated_at < cutoff)
-        if agent_id is not None:
-            chosen = chosen.where(inv.c.agent_id == agent_id)
-
-        def write(conn: Connection) -> PruneReport:
-            ids = [r[0] for r in conn.execute(chosen).all()]
-            counts = [0, 0, 0]
-            for start in range(0, len(ids), 500):  # bounded IN lists
-                part = ids[start:start + 500]
-                counts[1] += conn.execute(sa.delete(tk).where(tk.c.invocation_id.in_(part))
-                                          ).rowcount
-                counts[2] += conn.execute(sa.delete(ev).where(ev.c.invocation_id.in_(part))
-                                          ).rowcount
-                counts[0] += conn.execute(sa.delete(inv).where(
-                    inv.c.invocation_id.in_(part), inv.c.status.in_(_FINISHED))).rowcount
-            return PruneReport(*counts)
-
-        report: PruneReport = self._db.run(write, write=True)
-        return report

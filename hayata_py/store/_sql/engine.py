@@ -1,31 +1,29 @@
-"""Engines per process, SQLite pragmas, write transactions, retries, migrations.
+"""The general path's engine: one per process, transactions with retries, and
+the fast writes on the engine's own connections.
 
 * One SQLAlchemy engine per process, created lazily on first use. After
   ``os.fork`` the child never touches the parent's engine or connections (a
   fork hook drops them, and a pid check backs it up); the parent's objects are
   kept referenced in the child so garbage collection cannot close sockets or
   SQLite handles the parent still uses.
-* SQLite: WAL, ``synchronous=FULL`` (a commit is on disk when it returns;
-  the fast writes' connection commits with ``NORMAL`` and
-  :meth:`EngineHolder.write_all` syncs after the lock, :mod:`._walsync`),
-  ``busy_timeout`` 30 s, foreign keys on; pysqlite's own transaction handling
-  is switched off (the SQLAlchemy-documented recipe) so writes start with
-  ``BEGIN IMMEDIATE`` and reads with ``BEGIN``. Single-statement fast writes
-  (:meth:`EngineHolder.write_one`) use one connection per thread kept out of
-  the pool, since a pool checkout and return cost more than the statement.
-* PostgreSQL via psycopg 3 (``postgresql://`` URLs are mapped to
-  ``postgresql+psycopg://``). A pooled connection idle for
+* Connections are configured by :mod:`hayata_py.store._connect` (SQLite: WAL,
+  ``synchronous=FULL``, the busy timeout, ``BEGIN IMMEDIATE`` for writes;
+  PostgreSQL via psycopg 3, each connection naming its process). On SQLite the
+  fast writes (:meth:`EngineHolder.write_all`) use one connection per thread
+  kept out of the pool, since a pool checkout and return cost more than the
+  statement; it commits with ``NORMAL`` and syncs after the lock
+  (:mod:`hayata_py.store._fast.walsync`).
+* PostgreSQL: a pooled connection idle for
   :data:`PG_PING_AFTER_IDLE_S` or longer is pinged before reuse (and replaced
   if dead), so a server restart between bursts goes unnoticed; connections
   in steady use skip the ping's round trip (SQLAlchemy's ``pool_pre_ping``
   would pay it on every transaction). A connection that dies mid-burst fails
   that one call (nothing of it was written, or it is reported as an error;
   a read is made once more on a new connection) and SQLAlchemy then replaces
-  every pooled connection. Each connection names its process in
-  ``pg_stat_activity.application_name`` (``hayata_py pid N``, unless the URL
-  sets ``application_name``), so an operator sees which process holds a lock.
-* The raw write transaction of the fast writes is :mod:`._sqlitetx`'s, and so
-  is the busy timeout; migrations are :mod:`._migrate`'s.
+  every pooled connection.
+* The fast writes' transaction is
+  :func:`~hayata_py.store._fast.transaction.write_transaction`, shared with the
+  edge's task writer; migrations are :mod:`.migrate`'s.
 """
 
 from __future__ import annotations
@@ -37,19 +35,20 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
 from hayata_py._errors import StoreError
-from hayata_py.store import _sqlitetx
-from hayata_py.store._sqlitetx import sqlite_transaction
-from hayata_py.store._walsync import defer_sync
-from hayata_py.store._writequeue import queue_for
+from hayata_py.store import _connect
+from hayata_py.store._fast.statements import Statements
+from hayata_py.store._fast.transaction import write_transaction
+from hayata_py.store._fast.walsync import defer_sync
+from hayata_py.store._fast.writequeue import queue_for
 
-__all__ = ["EngineHolder", "normalize_url", "pg_application_name"]
+__all__ = ["EngineHolder"]
 
 T = TypeVar("T")
 
@@ -57,26 +56,6 @@ PG_PING_AFTER_IDLE_S = 1.0
 """A pooled PostgreSQL connection idle this long is pinged before reuse."""
 _ABANDONED: list[Engine] = []  # parents' engines, kept alive in forked children
 _HOLDERS: weakref.WeakSet[EngineHolder] = weakref.WeakSet()
-
-
-def normalize_url(url: str | URL) -> URL:
-    """Parse ``url``; plain ``postgresql`` selects the psycopg 3 driver."""
-    parsed = sa.make_url(url)
-    if parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed
-
-
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
-    dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
-    cursor = dbapi_conn.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout = {int(_sqlitetx.SQLITE_BUSY_TIMEOUT_S * 1000)}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = FULL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-    finally:
-        cursor.close()
 
 
 def _sqlite_on_begin(conn: Connection) -> None:
@@ -109,17 +88,9 @@ def _pg_ping_if_idle(engine: Engine) -> Callable[[Any, Any, Any], None]:
     return on_checkout
 
 
-def pg_application_name(url: URL) -> dict[str, Any]:
-    """The connect argument naming this process in ``pg_stat_activity`` (none if
-    the URL names the application itself)."""
-    if "application_name" in url.query:
-        return {}
-    return {"application_name": f"hayata_py pid {os.getpid()}"}
-
-
 def _pg_name_process(url: URL) -> Callable[[Any, Any, Any, dict[str, Any]], None]:
     def on_connect(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
-        cparams.update(pg_application_name(url))  # the connecting process, after any fork
+        cparams.update(_connect.pg_application_name(url))  # the connecting process, after any fork
 
     return on_connect
 
@@ -127,8 +98,8 @@ def _pg_name_process(url: URL) -> Callable[[Any, Any, Any, dict[str, Any]], None
 def create_engine(url: URL) -> Engine:
     """Create an engine configured as described in the module docs."""
     if url.get_backend_name() == "sqlite":
-        engine = sa.create_engine(url, connect_args={"timeout": _sqlitetx.SQLITE_BUSY_TIMEOUT_S})
-        sa.event.listen(engine, "connect", _sqlite_on_connect)
+        engine = sa.create_engine(url, connect_args={"timeout": _connect.SQLITE_BUSY_TIMEOUT_S})
+        sa.event.listen(engine, "connect", _connect.sqlite_on_connect)
         sa.event.listen(engine, "begin", _sqlite_on_begin)
         return engine
     engine = sa.create_engine(url)
@@ -215,7 +186,7 @@ class EngineHolder:
         fairy = engine.raw_connection()
         conn = fairy.driver_connection
         fairy.detach()  # ours now: the pool neither counts nor resets it
-        # write_one waits for the write lock itself (see _begin_immediate):
+        # write_all waits for the write lock itself (see write_transaction):
         # SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... ms.
         conn.execute("PRAGMA busy_timeout = 0")
         # Commits not synced inside the write lock; write_all syncs after each.
@@ -239,97 +210,37 @@ class EngineHolder:
             self._pinned_all = [(t, c) for t, c in self._pinned_all if c is not conn]
         _close_quietly(conn)
 
-    def write_one(self, sql: str, params: Sequence[Any]) -> bool:
-        """Run one driver-level statement as its own durable write transaction.
+    def write_all(self, statements: Statements, durable: bool = True) -> bool:
+        """Run fenced driver-level statements as one durable write transaction.
 
-        Returns True if the statement changed exactly one row and committed;
-        otherwise nothing was written and it returns False. Any database error
-        before the commit also returns False (after rolling back): the caller
-        then takes the general path (:meth:`run`), which retries lock
-        contention and reports errors as SQLAlchemy exceptions. ``sql`` is in
-        the driver's paramstyle (see :mod:`hayata_py.store._fast`) and must
-        change at most one row; bypassing SQLAlchemy's execution layer saves
-        most of a transaction's Python overhead.
-
-        SQLite: ``BEGIN IMMEDIATE``, the statement, ``COMMIT`` (or
-        ``ROLLBACK`` if no row changed), on a connection this thread keeps for
-        fast writes (configured like the pooled ones, closed by
-        :meth:`dispose`). PostgreSQL, on a pooled connection: the statement alone in
-        autocommit mode - a single statement is atomic, so its fencing check
-        and write commit together, and zero changed rows means nothing was
-        written; this saves the ``BEGIN`` and ``COMMIT`` round trips.
-        """
-        return self.write_all(((sql, params),))
-
-    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]],
-                  durable: bool = True) -> bool:
-        """Run driver-level statements as one durable write transaction.
-
-        Like :meth:`write_one`, for several statements that must all apply:
-        True if each changed exactly one row and the transaction committed;
-        otherwise it is rolled back (nothing written) and the result is False.
-        PostgreSQL runs more than one statement in an explicit transaction.
+        Returns True if each statement changed exactly one row and the
+        transaction committed; otherwise it is rolled back (nothing written)
+        and the result is False. Any database error before the commit also
+        returns False: the caller then takes the general path (:meth:`run`),
+        which retries lock contention and reports errors as SQLAlchemy
+        exceptions. Bypassing SQLAlchemy's execution layer saves most of a
+        transaction's Python overhead. The transaction is
+        :func:`~hayata_py.store._fast.transaction.write_transaction`'s: on
+        SQLite on a connection this thread keeps for fast writes (configured
+        like the pooled ones, closed by :meth:`dispose`), on PostgreSQL on a
+        pooled connection (one statement alone in autocommit mode).
         ``durable=False``: on SQLite in WAL mode, committed but not synced on
-        its own (the next synced commit carries it, :mod:`._walsync`).
+        its own (the next synced commit carries it,
+        :mod:`~hayata_py.store._fast.walsync`).
         """
         engine = self.engine()
         db_error: type[Exception] = engine.dialect.loaded_dbapi.Error
         if not self.is_sqlite:
             raw = engine.raw_connection()
             try:
-                if len(statements) == 1:
-                    sql, params = statements[0]
-                    return self._write_one_autocommit(raw, db_error, sql, params)
-                return self._write_all_transaction(raw, db_error, statements)
+                return write_transaction(raw.driver_connection, statements, sqlite=False,
+                                         db_error=db_error, discard=raw.invalidate)
             finally:
                 raw.close()
         conn = self._pinned_connection(engine)
-        return sqlite_transaction(conn, statements, db_error, lambda: self._unpin(conn),
-                                  self._queue, self._pinned.wal if durable else None)
-
-    def _write_one_autocommit(
-        self, raw: Any, db_error: type[Exception], sql: str, params: Sequence[Any]
-    ) -> bool:
-        dbapi = raw.driver_connection
-        try:
-            dbapi.autocommit = True
-            try:
-                with dbapi.cursor() as cursor:
-                    cursor.execute(sql, params)
-                    return bool(cursor.rowcount == 1)
-            finally:
-                dbapi.autocommit = False
-        except db_error:
-            self._rollback_quietly(raw, db_error)
-            return False
-
-    def _write_all_transaction(
-        self, raw: Any, db_error: type[Exception],
-        statements: Sequence[tuple[str, Sequence[Any]]],
-    ) -> bool:
-        dbapi = raw.driver_connection
-        try:
-            with dbapi.cursor() as cursor:
-                for sql, params in statements:
-                    cursor.execute(sql, params)
-                    if cursor.rowcount != 1:
-                        dbapi.rollback()
-                        return False
-            dbapi.commit()
-        except db_error:
-            self._rollback_quietly(raw, db_error)
-            return False
-        except BaseException:
-            raw.invalidate()  # interrupted mid-transaction: never reuse it
-            raise
-        return True
-
-    @staticmethod
-    def _rollback_quietly(raw: Any, db_error: type[Exception]) -> None:
-        try:
-            raw.driver_connection.rollback()
-        except db_error:  # broken connection: drop it from the pool
-            raw.invalidate()
+        return write_transaction(conn, statements, sqlite=True, db_error=db_error,
+                                 discard=lambda: self._unpin(conn), queue=self._queue,
+                                 wal=self._pinned.wal if durable else None)
 
     def run(self, fn: Callable[[Connection], T], *, write: bool) -> T:
         """Run ``fn`` in one transaction and commit; retry on lock contention.

@@ -1,14 +1,14 @@
 """A queue for SQLite's writers on one host: the next starts when the last commits.
 
 SQLite has one write lock per database and no queue for it. A writer that
-finds it taken polls (:func:`~hayata_py.store._sqlitetx._begin_immediate`,
+finds it taken polls (:func:`~hayata_py.store._fast.transaction._begin_immediate`,
 every 0.1-2 ms), so after each commit the lock often sits free until a
 sleeper wakes. The edges of parallel branches record their tasks at the same
 moment: eight writers, sixteen commits, each waiting out a sleep (py-spy on
 the edges of fanout8: 42% of their busy time asleep in that poll).
 
-Each fast writer (the edge's :class:`~hayata_py.store._writer.TaskWriter`,
-the store's :meth:`~hayata_py.store._engine.EngineHolder.write_all`) takes an
+Each fast writer (the edge's :class:`~hayata_py.store._fast.writer.TaskWriter`,
+the store's :meth:`~hayata_py.store._sql.engine.EngineHolder.write_all`) takes an
 exclusive ``flock`` on ``<database>-wlock`` around its write transaction, and
 the kernel wakes the next waiter the moment it is released. SQLite's lock
 stays the only guard of the data: a writer that does not queue (the store's

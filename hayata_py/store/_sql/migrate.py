@@ -9,15 +9,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from hayata_py._errors import SchemaTooNew
-from hayata_py.store._engine import EngineHolder
-from hayata_py.store._schema import HEAD_REVISION
+from hayata_py.store._sql.engine import EngineHolder
+from hayata_py.store._sql.schema import HEAD_REVISION
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 __all__ = ["migrate"]
 
-_MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 _PG_MIGRATION_LOCK = 0x48415941  # arbitrary constant key for pg_advisory_xact_lock
 
 

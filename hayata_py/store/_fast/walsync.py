@@ -5,8 +5,8 @@ With ``synchronous=FULL`` SQLite syncs the WAL inside the commit, holding the
 database's one write lock for the whole ``fdatasync`` (~0.2 ms here). Eight
 parallel branches record their starts one after another: sixteen commits,
 each with its sync, in a row. The fast writers (the edge's
-:class:`~hayata_py.store._writer.TaskWriter` and
-:meth:`~hayata_py.store._engine.EngineHolder.write_all`) instead commit with
+:class:`~hayata_py.store._fast.writer.TaskWriter` and
+:meth:`~hayata_py.store._sql.engine.EngineHolder.write_all`) instead commit with
 ``synchronous=NORMAL`` (:func:`defer_sync`; WAL mode only) and then:
 
 - a write that must be durable before its writer goes on (a task's
@@ -45,7 +45,7 @@ __all__ = ["defer_sync", "sync_wal"]
 
 def defer_sync(conn: Any) -> str | None:
     """Make ``conn`` (a ``sqlite3`` connection already set to WAL, e.g. by
-    ``_sqlite_on_connect``) commit without syncing, and return the path of its
+    ``sqlite_on_connect``) commit without syncing, and return the path of its
     WAL file, which the writer syncs itself (:func:`sync_wal`) after each
     commit that must be durable. None, and the connection left as it was
     (``FULL``: every commit synced inside), unless the database is a file in

@@ -1,5 +1,6 @@
-"""Node result caching in :class:`SqlTaskStore`: the ``hayata_cache`` table and
-the task records of tasks completed from it (``hayata_tasks.cached``).
+"""Node result caching in :class:`~hayata_py.store._sql.store.SqlTaskStore`:
+the "node result cache" section of the contract. The ``hayata_cache`` table,
+and the task records of tasks completed from it (``hayata_tasks.cached``).
 
 A cache entry is agent-wide (shared by every invocation and thread of the
 agent) and durable like every record; it is not fenced (it belongs to no
@@ -20,20 +21,21 @@ from sqlalchemy.engine import Connection
 from hayata_py._codec import decode, encode
 from hayata_py._errors import StoreError
 from hayata_py.store._records import CachedResult, InvocationRecord, TaskRecord
-from hayata_py.store._rows import task_from_row, task_values
-from hayata_py.store._schema import cache as ch
-from hayata_py.store._schema import invocations as inv
-from hayata_py.store._schema import tasks as tk
-from hayata_py.store._tasks import TaskWrites, _checkpoint_of, _task_error
+from hayata_py.store._rows import start_checkpoint_values, task_error, task_from_row, task_values
+from hayata_py.store._sql.base import SqlBase
+from hayata_py.store._sql.schema import cache as ch
+from hayata_py.store._sql.schema import invocations as inv
+from hayata_py.store._sql.schema import tasks as tk
+from hayata_py.store._sql.tasks import TASK_ROW, task_write, update_task
 
-__all__ = ["CacheWrites"]
+__all__ = ["NodeCache"]
 
 _GET = sa.select(ch).where(ch.c.agent_id == sa.bindparam("a"), ch.c.node_id == sa.bindparam("n"),
                            ch.c.key == sa.bindparam("k"), ch.c.expires_at > sa.bindparam("now"))
 
 
-class CacheWrites(TaskWrites):
-    """Cache reads and writes; mixed into SqlTaskStore."""
+class NodeCache(SqlBase):
+    """Cached node results (``AgentConfig.cache``) and tasks completed from them."""
 
     def cache_get(self, agent_id: str, node_id: str, key: str) -> CachedResult | None:
         params = {"a": agent_id, "n": node_id, "k": key, "now": float(self.clock())}
@@ -91,8 +93,8 @@ class CacheWrites(TaskWrites):
     ) -> TaskRecord:
         task_id = task.task_id
         if attempt < 1:
-            raise _task_error(task_id, "invalid_argument", f"attempt must be >= 1, got {attempt}")
-        saved = None if checkpoint is None else _checkpoint_of(task_id, task, checkpoint)
+            raise task_error(task_id, "invalid_argument", f"attempt must be >= 1, got {attempt}")
+        saved = None if checkpoint is None else start_checkpoint_values(task_id, task, checkpoint)
         data = encode(result, key="result")
         new_row = task_values(task)
 
@@ -107,19 +109,18 @@ class CacheWrites(TaskWrites):
             if row is None:
                 conn.execute(tk.insert(), new_row | done)
             elif retry and row.status == "failed" and attempt > row.attempt:
-                self._update(conn, task_id, **done)
+                update_task(conn, task_id, **done)
             elif row.status in ("completed", "failed"):
-                raise _task_error(task_id, "task_finished", f"already {row.status}")
+                raise task_error(task_id, "task_finished", f"already {row.status}")
             elif row.status == "started" and attempt <= row.attempt:
-                raise _task_error(
+                raise task_error(
                     task_id, "attempt_not_increasing",
                     f"attempt {attempt} does not follow started attempt {row.attempt}",
                     attempt=attempt, stored_attempt=row.attempt)
             else:
-                self._update(conn, task_id, **done)
-            return task_from_row(conn.execute(sa.select(tk).where(tk.c.task_id == task_id))
-                                 .one())
+                update_task(conn, task_id, **done)
+            return task_from_row(conn.execute(TASK_ROW, {"tid": task_id}).one())
 
-        done: TaskRecord = self._task_write(task_id, token, apply,
-                                            invocation_id=task.invocation_id, running=True)
+        done: TaskRecord = task_write(self._db, task_id, token, apply,
+                                      invocation_id=task.invocation_id, running=True)
         return done

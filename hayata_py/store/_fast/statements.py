@@ -1,14 +1,25 @@
-"""Single-statement happy paths for the hot writes, as prepared driver SQL.
+"""The fast write path's statements: each hot write's happy path as prepared
+driver SQL with its fencing check folded in, and the builders that put them
+together.
 
 Each statement folds the fencing check into the write itself (``... WHERE
 token = ? AND status = 'running'`` or ``EXISTS (SELECT 1 FROM invocations
-WHERE ... FOR UPDATE)``), so the happy path is one statement in one
-transaction: :meth:`EngineHolder.write_one` commits it if it changed exactly
-one row and rolls it back otherwise. A rolled-back attempt wrote nothing; the
-caller then runs the general (SQLAlchemy) path, which re-checks everything in
-a fresh transaction and raises the precise error - or applies the write, for
-the legitimate cases the fast statement does not cover (a replayed start, a
-task created by ``schedule_tasks``, a repeated identical finish).
+WHERE ... FOR UPDATE)``), so the happy path is one statement (or a few) in one
+transaction: :func:`~hayata_py.store._fast.transaction.write_transaction`
+commits it if each statement changed exactly one row and rolls it back
+otherwise. A rolled-back attempt wrote nothing; the caller then runs the
+general (SQLAlchemy) path, which re-checks everything in a fresh transaction
+and raises the precise error - or applies the write, for the legitimate cases
+the fast statement does not cover (a replayed start, a task created by
+``schedule_tasks``, a repeated identical finish).
+
+The builders below are the one place each write's statements are put
+together, whichever writer runs them (the store's
+:meth:`~hayata_py.store._sql.engine.EngineHolder.write_all` or the edge's
+:class:`~hayata_py.store._fast.writer.TaskWriter`): :func:`start_statements`
+(a task's first start, with the step's checkpoint when one rides along),
+:func:`end_statement`, :func:`checkpoint_statement`, :func:`create_statements`
+and :func:`finish_statements`.
 
 Locking matches the general path: SQLite writes start with ``BEGIN
 IMMEDIATE`` (the write lock covers every row); PostgreSQL locks the
@@ -17,7 +28,7 @@ the task row, so a concurrent ``claim_invocation`` either waits for the write
 to commit or makes its fencing check fail.
 
 Invocations on a thread write the thread row in the same transaction
-(:func:`create_statements`, :func:`finish_on_thread_statements`): every
+(:func:`create_statements`, :func:`finish_statements`): every
 statement must change exactly one row or the whole transaction is rolled
 back, and each condition that matters under concurrency is on the row the
 statement writes (rechecked by PostgreSQL after waiting for its lock), not in
@@ -34,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hayata_py._codec import FORMAT_VERSION
+from hayata_py._codec import FORMAT_VERSION, encode
 
 __all__ = [
     "CHECKPOINT",
@@ -51,14 +62,17 @@ __all__ = [
     "FREE_THREAD_FAILED",
     "INSERT_EVENT",
     "PG_AGENT_LOCK",
+    "PG_AGENT_LOCK_KEY",
     "START_NEW_TASK",
     "TAKE_THREAD",
+    "Statements",
     "Stmt",
+    "checkpoint_statement",
     "create_statements",
-    "finish_on_thread_statements",
+    "end_statement",
+    "finish_statements",
+    "start_statements",
 ]
-
-Statements = list[tuple[str, Sequence[Any]]]
 
 
 class Stmt:
@@ -72,8 +86,12 @@ class Stmt:
         self.postgresql = text.replace("%", "%%").replace("?", "%s").replace("{lock}", pg_lock)
 
     def text(self, is_sqlite: bool) -> str:
+        """The text for SQLite (``is_sqlite``) or PostgreSQL."""
         return self.sqlite if is_sqlite else self.postgresql
 
+
+Statements = list[tuple[Stmt, Sequence[Any]]]
+"""Statements of one transaction, each with its parameters."""
 
 _FORMAT = f"format_version = {FORMAT_VERSION}"
 """Rows of another value format are left to the general path, which refuses them."""
@@ -94,7 +112,8 @@ START_NEW_TASK = Stmt(
     """,
     pg_lock="FOR UPDATE",
 )
-"""Create a started task; params: task columns (see _tasks), then iid, token."""
+"""Create a started task; params: task columns (see :func:`start_statements`),
+then iid, token."""
 
 _TASK_FENCE = f"""
     AND EXISTS (SELECT 1 FROM hayata_invocations
@@ -246,37 +265,76 @@ def create_statements(
     *, owner: str, now: float, expires: float | None, max_running: int | None,
     thread_version: int | None,
 ) -> Statements:
-    """The fast create as one transaction (for :meth:`EngineHolder.write_all`):
-    take the thread (if any), lock the agent (PostgreSQL, with a limit), insert.
-    ``values``: the eight encoded value columns (``invocation_values``)."""
+    """The fast create as one transaction: take the thread (if any), lock the
+    agent (PostgreSQL, with a limit), insert. ``values``: the eight encoded
+    value columns (``invocation_values``)."""
     params = (iid, agent_id, FORMAT_VERSION, now, now, owner, expires, values["step"],
               values["state"], values["input"], values["active_execution"],
               values["parallel_results"], values["last_result"], values["result"],
               values["error"], thread_id, iid)
     out: Statements = []
     if thread_id is not None:
-        out.append((TAKE_THREAD.text(is_sqlite), (
+        out.append((TAKE_THREAD, (
             agent_id, thread_id, values["state"], iid, now, now, thread_version,
             agent_id, thread_id, thread_version)))
     if max_running is None:
-        out.append((CREATE_INVOCATION_UNLIMITED.text(is_sqlite), params))
+        out.append((CREATE_INVOCATION_UNLIMITED, params))
         return out
     if not is_sqlite:
-        out.append((PG_AGENT_LOCK.text(is_sqlite), (agent_id,)))
+        out.append((PG_AGENT_LOCK, (agent_id,)))
     if max_running == 1:
-        out.append((CREATE_INVOCATION.text(is_sqlite), (*params, agent_id)))
+        out.append((CREATE_INVOCATION, (*params, agent_id)))
     else:
-        out.append((CREATE_INVOCATION_LIMITED.text(is_sqlite), (*params, agent_id, max_running)))
+        out.append((CREATE_INVOCATION_LIMITED, (*params, agent_id, max_running)))
     return out
 
 
-def finish_on_thread_statements(
-    is_sqlite: bool, iid: str, token: int, status: str, now: float, values: dict[str, Any]
-) -> Statements:
-    """The fast finish of an invocation on a thread whose queue is empty, as one
-    transaction. ``values``: encoded result, error and (optional) state."""
+def checkpoint_statement(iid: str, token: int, values: dict[str, Any], now: float
+                         ) -> tuple[Stmt, Sequence[Any]]:
+    """The fenced overwrite of a running invocation's checkpoint. ``values``: the
+    five encoded checkpoint columns (``checkpoint_values``)."""
+    return (CHECKPOINT, (now, values["step"], values["state"], values["active_execution"],
+                         values["parallel_results"], values["last_result"], iid, token))
+
+
+def finish_statements(iid: str, token: int, status: str, now: float, values: dict[str, Any],
+                      *, on_thread: bool) -> Statements:
+    """The fast finish of an invocation as one transaction: the invocation's row,
+    and for one on a thread whose queue is empty (``on_thread``) the thread's
+    row too. ``values``: encoded result, error and (optional) state
+    (``finish_values``)."""
+    params = (status, now, *values.values(), iid, token)
+    if not on_thread:
+        stmt = FINISH_INVOCATION if "state" not in values else FINISH_INVOCATION_WITH_STATE
+        return [(stmt, params)]
     stmt = FINISH_ON_THREAD if "state" not in values else FINISH_ON_THREAD_WITH_STATE
-    finish = (stmt.text(is_sqlite), (status, now, *values.values(), iid, token))
     if status == "completed":
-        return [finish, (FREE_THREAD_COMPLETED.text(is_sqlite), (iid, now, iid, iid, iid))]
-    return [finish, (FREE_THREAD_FAILED.text(is_sqlite), (now, iid, iid, iid))]
+        return [(stmt, params), (FREE_THREAD_COMPLETED, (iid, now, iid, iid, iid))]
+    return [(stmt, params), (FREE_THREAD_FAILED, (now, iid, iid, iid))]
+
+
+def start_statements(row: dict[str, Any], *, token: int, attempt: int,
+                     system_instance: str | None, now: float,
+                     checkpoint: dict[str, Any] | None = None) -> Statements:
+    """A task's first start: the fenced insert of its ``started`` row, after the
+    step's checkpoint when one rides along (both or neither). ``row``: the
+    task's encoded columns (``task_values``); ``checkpoint``: the encoded
+    checkpoint columns, checked against the task (``start_checkpoint_values``).
+    Every path that records a start builds it here."""
+    iid = row["invocation_id"]
+    params = (row["task_id"], iid, row["execution_id"], row["step"], row["node_id"],
+              row["branch_index"], row["input"], row["result"], row["error"], attempt, now,
+              system_instance, False, iid, token)
+    start = (START_NEW_TASK, params)
+    if checkpoint is None:
+        return [start]
+    return [checkpoint_statement(iid, token, checkpoint, now), start]
+
+
+def end_statement(task_id: str, token: int, ok: bool, value: Any, now: float
+                  ) -> tuple[Stmt, Sequence[Any]]:
+    """The fenced statement of a task's end: completed with ``value`` as its
+    result (``ok``), or failed with ``value`` as its error dict."""
+    column = "result" if ok else "error"
+    return ((COMPLETE_TASK if ok else FAIL_TASK),
+            (now, encode(value, key=column), task_id, token))

@@ -1,10 +1,11 @@
-"""Ownership of an invocation in :class:`SqlTaskStore`: claims and leases.
+"""Ownership of an invocation in :class:`~hayata_py.store._sql.store.SqlTaskStore`:
+the "ownership" section of the contract, claims and leases.
 
 A claim takes the invocation over with the next fencing token; a lease keeps
 other owners from claiming until it expires. Renewals and releases are fenced
-(token, owner) like every other write; :meth:`LeaseWrites.renew_leases`
+(token, owner) like every other write; :meth:`Leases.renew_leases`
 renews many invocations in one transaction (one ``executemany`` when every
-renewal lands). Mixed into :class:`~hayata_py.store._sqlalchemy.SqlTaskStore`.
+renewal lands).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from hayata_py._errors import InvocationBusy, StaleWriter, StoreError
-from hayata_py.store._engine import EngineHolder
 from hayata_py.store._records import TERMINAL_INVOCATION_STATUSES
 from hayata_py.store._rows import invocation_from_row
-from hayata_py.store._schema import invocations as inv
-from hayata_py.store._tasks import fence, lock_invocation
+from hayata_py.store._sql.base import SqlBase, fence, lock_invocation
+from hayata_py.store._sql.schema import invocations as inv
 
-__all__ = ["LeaseWrites"]
+__all__ = ["Leases"]
 
 _RENEW = sa.text(
     "UPDATE hayata_invocations SET lease_expires_at = :e WHERE invocation_id = :i "
@@ -30,14 +30,8 @@ _RENEW = sa.text(
 """One lease renewal, fenced (token, owner, running), for executemany."""
 
 
-class LeaseWrites:
-    """Claims, lease renewals and releases; mixed into SqlTaskStore (which
-    provides ``_db``, ``clock``, ``_expiry`` and ``_note_threaded``)."""
-
-    _db: EngineHolder
-    clock: Callable[[], float]
-    _expiry: Callable[[float | None], float | None]
-    _note_threaded: Callable[[str], None]
+class Leases(SqlBase):
+    """Claims, lease renewals and releases."""
 
     def claim_invocation(
         self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
@@ -63,7 +57,7 @@ class LeaseWrites:
                 .values(token=token, owner=owner, lease_expires_at=self._expiry(lease_seconds))
             )
             if row.thread_id is not None:
-                self._note_threaded(invocation_id)
+                self._threaded.note(invocation_id)
             return token
 
         return self._db.run(write, write=True)
