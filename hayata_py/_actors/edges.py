@@ -73,6 +73,12 @@ class EdgePool:
         self.tasks: dict[str, tuple[str, RunTask]] = {}  # task id -> (edge id, task)
         self._seq = itertools.count(1)
 
+    def forget_all(self) -> None:
+        """Every node and edge is dead (their supervisor died): forget them all,
+        so nothing is sent to them."""
+        self.nodes.clear()
+        self.tasks.clear()
+
     def _node(self, node_id: str) -> NodeEdges:
         return self.nodes.setdefault(node_id, NodeEdges())
 
