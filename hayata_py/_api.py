@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from thespian.actors import ActorAddress
 
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors._protocol import Describe, Description, GetSystemInfo, SystemInfo
+from hayata_py._actor_messages import Describe, Description, GetSystemInfo, SystemInfo
 from hayata_py._actors.tree import (
     AGENT_PREFIX,
     NODE_PREFIX,

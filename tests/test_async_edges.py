@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     CancelRun,
     Consolidate,
     Describe,

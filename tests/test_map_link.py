@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import hayata_py as hy
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
-from hayata_py._actors.edges import EdgePool
 from hayata_py._actors.maps import MapLink
 from hayata_py._config import validate_config
+from hayata_py._rules.edge_pool import EdgePool
 
 EX = "inv:0"
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hayata_py._actors._protocol import CancelRun, KillReason, RunTask, RunTasks
-from hayata_py._actors.outbox import Outbox
+from hayata_py._actor_messages import CancelRun, KillReason, RunTask, RunTasks
+from hayata_py._rules.outbox import Outbox
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -22,16 +22,17 @@ from typing import Any
 
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors import pauses, recoveries
+from hayata_py._actors import recoveries
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.node_watch import NodeWatch
 from hayata_py._actors.running import AgentHost, Commit, Creating, Queued, Running
 from hayata_py._actors.spans import InvocationSpans
-from hayata_py._actors.timers import Deadlines
 from hayata_py._config import AgentSpec
 from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
+from hayata_py._rules import pauses
+from hayata_py._rules.deadlines import Deadlines
 from hayata_py.messages import Caller, Recover, ResumePaused, Run, RunAccepted
 from hayata_py.store import InvocationRecord
 

@@ -3,7 +3,7 @@
 It turns messages into the machines' events and carries out their commands:
 calling the decision policy, durable writes (the
 :class:`~hayata_py._actors.ledger.Ledger`), sending tasks straight to edges
-(the :class:`~hayata_py._actors.edges.EdgePool`), cancelling them, arming
+(the :class:`~hayata_py._rules.edge_pool.EdgePool`), cancelling them, arming
 each task's deadline and retry backoff, and sending results. Each machine
 alone decides when its steps and its invocation are over.
 
@@ -30,8 +30,8 @@ from typing import Any
 
 from thespian.actors import WakeupMessage
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
 from hayata_py._actors import recoveries
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.admission import Admission
@@ -39,20 +39,20 @@ from hayata_py._actors.agent_timers import AgentTimers
 from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.circuit_gate import CircuitGate
-from hayata_py._actors.edges import EdgePool, chain_windows, run_task
 from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.node_watch import NodeWatch
-from hayata_py._actors.outbox import Outbox
 from hayata_py._actors.running import Commit, Running
 from hayata_py._actors.spans import InvocationSpans
-from hayata_py._actors.timers import Deadlines, invocation_of
 from hayata_py._actors.transmits import busy_targets
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import HayataError
 from hayata_py._invocation.compensation import is_compensation
+from hayata_py._rules.deadlines import Deadlines, invocation_of
+from hayata_py._rules.edge_pool import EdgePool, chain_windows, run_task
+from hayata_py._rules.outbox import Outbox
 from hayata_py.messages import (
     Abandon,
     Ack,

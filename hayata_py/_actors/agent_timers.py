@@ -2,7 +2,7 @@
 retry backoffs coming due, lease renewal, idle edges retired, and the look at
 invocations run elsewhere; a part of
 :class:`~hayata_py._actors.agent.AgentActor`, whose one wakeup
-(:class:`~hayata_py._actors.timers.Deadlines`) serves them all.
+(:class:`~hayata_py._rules.deadlines.Deadlines`) serves them all.
 
 Each invocation is held under a lease owned by the system's name; one timer
 renews them all every third of ``spec.lease_seconds`` (sooner after a renewal
@@ -16,14 +16,14 @@ import math
 import time
 from typing import Any
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
-from hayata_py._actors.edges import EdgePool
 from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.running import AgentHost, Running
-from hayata_py._actors.timers import Deadlines, Due, invocation_of
 from hayata_py._config import AgentSpec
+from hayata_py._rules.deadlines import Deadlines, Due, invocation_of
+from hayata_py._rules.edge_pool import EdgePool
 from hayata_py.store import task_id_for
 
 ELSEWHERE_CHECK = 1.0

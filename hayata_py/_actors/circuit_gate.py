@@ -1,4 +1,4 @@
-"""The agent's side of its circuit breakers (:mod:`~hayata_py._actors.circuits`):
+"""The agent's side of its circuit breakers (:mod:`~hayata_py._rules.circuits`):
 a task refused by an open circuit is recorded as failed before the machine
 hears of it, and each change is logged and sent to telemetry.
 
@@ -18,12 +18,12 @@ from typing import Any, Protocol
 
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors.circuits import Circuits, Refusal
 from hayata_py._actors.durable import as_store_error
 from hayata_py._actors.ledger import Ledger
 from hayata_py._circuit import CircuitStatus
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules.circuits import Circuits, Refusal
 from hayata_py.store import TaskRecord
 
 

@@ -38,8 +38,7 @@ from typing import Any
 from thespian.actors import WakeupMessage, WatchMessage
 
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors._calls import call_node, matches
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     CancelRun,
     EdgeInit,
     EdgeReady,
@@ -49,6 +48,7 @@ from hayata_py._actors._protocol import (
     RunTask,
     RunTasks,
 )
+from hayata_py._actors._calls import call_node, matches
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.durable import as_store_error, writer_for
 from hayata_py._actors.edge_chain import ChainRuns, Streamer, context, start_args

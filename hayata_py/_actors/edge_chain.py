@@ -1,8 +1,8 @@
 """A one-task edge's runs: one task, or a chain of a map step's items.
 
 A chain is the items of one map step the agent sent a one-task edge together
-(:class:`~hayata_py._actors._protocol.RunTasks`, see
-:class:`~hayata_py._actors.edges.EdgePool`). They run one after another;
+(:class:`~hayata_py._actor_messages.RunTasks`, see
+:class:`~hayata_py._rules.edge_pool.EdgePool`). They run one after another;
 each item's end is recorded in the transaction of the next item's start
 (:meth:`~hayata_py.store._writer.TaskWriter.end_and_start`: one commit per
 item instead of two), so an item still runs only after its own ``started``
@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors._protocol import Outcome, Partial, RunTask
+from hayata_py._actor_messages import Outcome, Partial, RunTask
 from hayata_py._actors.durable import writer_for
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ErrorInfo, InvalidPartialResult, StaleExecution

@@ -29,7 +29,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hayata_py._actors import pauses
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._actors.results import Results
@@ -49,6 +48,7 @@ from hayata_py._invocation import (
     WriteRefused,
 )
 from hayata_py._invocation.compensation import History, history
+from hayata_py._rules import pauses
 from hayata_py.messages import AgentResult, AgentStatus, Run
 from hayata_py.store import (
     ActiveExecution,

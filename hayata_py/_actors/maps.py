@@ -8,7 +8,7 @@ and closes the map (``CloseMap``). This link turns those into messages to
 the node and the reducer: items completed before the reducer is ready wait
 here, and a consolidation asked of a reducer that died is asked again of its
 replacement (which reads the items it was not sent from the store). Like
-:mod:`~hayata_py._actors.edges`, it returns the messages to send as
+:mod:`~hayata_py._rules.edge_pool`, it returns the messages to send as
 ``(address, message)`` pairs; no Thespian here.
 """
 
@@ -18,13 +18,13 @@ import time
 import uuid
 from typing import Any
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
-from hayata_py._actors.edges import EdgePool
-from hayata_py._actors.recovering import recorded_failures
 from hayata_py._config import AgentSpec
 from hayata_py._errors import RecoveryRejected
 from hayata_py._policy import RetryPolicy
+from hayata_py._rules.edge_pool import EdgePool
+from hayata_py._rules.recovery import recorded_failures
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,

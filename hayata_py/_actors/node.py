@@ -33,8 +33,7 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
-from hayata_py._actors import procs
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     Describe,
     Description,
     EdgeExit,
@@ -57,6 +56,7 @@ from hayata_py._actors._protocol import (
     UseAgent,
     UseWatcher,
 )
+from hayata_py._actors import procs
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._config import MAX_MAP_CONCURRENCY
 from supervisors import SupervisedActor, host_id, kill_child_process

@@ -14,17 +14,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
 from hayata_py._actors import procs
 from hayata_py._actors.circuit_gate import CircuitGate
-from hayata_py._actors.edges import EdgePool, edge_died
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.recovering import recorded_outcome
 from hayata_py._actors.running import AgentHost, Running
 from hayata_py._actors.spans import InvocationSpans
-from hayata_py._actors.timers import invocation_of
 from hayata_py._config import AgentSpec
+from hayata_py._rules.deadlines import invocation_of
+from hayata_py._rules.edge_pool import EdgePool, edge_died
+from hayata_py._rules.recovery import recorded_outcome
 
 
 class NodeWatch:

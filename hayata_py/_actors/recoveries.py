@@ -17,10 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hayata_py._actors import pauses
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import resume_map
-from hayata_py._actors.recovering import resume_step, waiting_node
 from hayata_py._actors.results import stored_result
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
@@ -33,6 +31,8 @@ from hayata_py._errors import (
 )
 from hayata_py._invocation import Hold, PauseKind, Resume
 from hayata_py._invocation.compensation import compensation_execution_id
+from hayata_py._rules import pauses
+from hayata_py._rules.recovery import resume_step, waiting_node
 from hayata_py.messages import (
     Abandon,
     Ack,

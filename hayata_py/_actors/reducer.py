@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     Consolidate,
     ItemResult,
     Reduced,

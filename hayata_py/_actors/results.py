@@ -20,10 +20,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hayata_py._actors import pauses
 from hayata_py._actors.durable import as_store_error
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules import pauses
 from hayata_py.messages import AgentResult, GetResult, ResultReply, WaitResult
 from hayata_py.store import InvocationRecord, TaskStore
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     EdgeStarted,
     EdgeStopped,
     NodeDown,

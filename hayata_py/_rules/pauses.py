@@ -18,7 +18,7 @@ from hayata_py._errors import RecoveryRejected, RunRejected
 from hayata_py._invocation import Hold
 from hayata_py._invocation.pause import paused_error
 from hayata_py.messages import AgentResult
-from hayata_py.store import InvocationRecord
+from hayata_py.store._records import InvocationRecord
 
 
 def is_paused(record: InvocationRecord | None) -> bool:

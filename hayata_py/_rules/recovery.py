@@ -13,17 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import TypeVar
 
-from hayata_py._actors._protocol import Outcome, RunTask
+from hayata_py._actor_messages import Outcome, RunTask
 from hayata_py._errors import ErrorInfo, RecoveryRejected
 from hayata_py._invocation import Resume, RetryPlan, retry
 from hayata_py._policy import RetryPolicy
-from hayata_py.store import (
-    ActiveExecution,
-    InvocationRecord,
-    TaskClass,
-    TaskRecord,
-    classify_execution,
-)
+from hayata_py.store._classify import TaskClass, classify_execution
+from hayata_py.store._records import ActiveExecution, InvocationRecord, TaskRecord
 
 __all__ = ["recorded_failures", "recorded_outcome", "resume_step", "waiting_node"]
 

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hayata_py import _invocation as m
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     CancelRun,
     EdgeExit,
     EdgeLost,
@@ -43,9 +43,9 @@ from hayata_py._actors._protocol import (
     RetireEdge,
     RunTask,
 )
-from hayata_py._actors.edge_slots import EdgeSlots, NodeEdges, note_pace
 from hayata_py._config import AgentSpec, default_node_concurrency
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules.edge_slots import EdgeSlots, NodeEdges, note_pace
 
 Sends = list[tuple[Any, Any]]
 _EARLY_TABLES = 4
