@@ -180,7 +180,7 @@ class Admission:
         self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
                       place=place)
         if run.wait:
-            self.ledger.wait_for(invocation_id, sender, run.ref)
+            self.ledger.results.wait_for(invocation_id, sender, run.ref)
         else:
             self.host.reply(sender, run, RunAccepted(invocation_id, queued=place))
 
@@ -253,7 +253,7 @@ class Admission:
                 continue
             recovered.append(invocation_id)
             self.resume(answer, None, False, None, True, automatic=True)
-        self.ledger.release(left)
+        self.ledger.results.release(left)
         self.log.info("auto_recovered", recovered=recovered, waiting=left)
         telemetry.execute(telemetry.AUTO_RECOVERY, {"recovered": len(recovered),
                                                    "waiting": len(left)},
@@ -270,7 +270,7 @@ class Admission:
         self.running[seed.invocation_id] = run
         self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
         if isinstance(request, Run) and request.wait:  # invoke: the answer is the result
-            self.ledger.wait_for(seed.invocation_id, sender, request.ref)
+            self.ledger.results.wait_for(seed.invocation_id, sender, request.ref)
         elif sender is not None:
             self.host.reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id,
                                                      first=seed.sequence + 1))

@@ -214,7 +214,7 @@ class AgentActor(SupervisedActor):
     def _on_result_request(self, message: GetResult | WaitResult, sender: Any) -> None:
         self.ledger.answer(message, sender, message.invocation_id in self.running,
                            self.admission.auto_pending)
-        if self.ledger.elsewhere:
+        if self.ledger.results.elsewhere:
             self.timers.arm_elsewhere()
 
     def _running(self, execution_id: str) -> Running | None:
@@ -358,7 +358,7 @@ class AgentActor(SupervisedActor):
                              if end.paused else "interrupted" if end.kept else "",
                              run=run.run_id)
         self.events.result(run.subscriber, result)
-        self.ledger.publish(result)
+        self.ledger.results.publish(result)
         if end.kept:
             self.ledger.keep(inv.id, self.ledger.record_of(inv.id, inv.input, inv.checkpoint()))
         if run.next_started is not None:

@@ -90,8 +90,8 @@ class AgentTimers:
         self.host.sends(self.pool.retire_due(time.monotonic()))
         if time.monotonic() >= self.elsewhere_at:
             self.elsewhere_at = math.inf
-            self.ledger.check_elsewhere(self.running)
-            if self.ledger.elsewhere:
+            self.ledger.results.check_elsewhere(self.running)
+            if self.ledger.results.elsewhere:
                 self.arm_elsewhere()
         if not self.running:
             self.deadlines.renew_at = float("inf")

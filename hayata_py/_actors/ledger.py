@@ -10,9 +10,9 @@ renewals. A
 refused write comes back as a ``WriteRefused`` event for the machine, marked
 ``fenced`` when another system owns the invocation now.
 
-It also answers what the store knows: the agent's status, and (in its
-:class:`~hayata_py._actors.results.Results` mixin) the results of earlier
-invocations and the waits on them. The unfinished invocations it holds (found
+It also answers what the store knows: the agent's status, and (through its
+:class:`~hayata_py._actors.results.Results` part, :attr:`Ledger.results`) the
+results of earlier invocations and the waits on them. The unfinished invocations it holds (found
 at start, or kept when a run was interrupted) are acted on by the recovery
 requests in :mod:`~hayata_py._actors.recoveries` (``recover``,
 ``resolve_task``, ``abandon``, ``resume``).
@@ -25,13 +25,12 @@ own recovery case and new runs go on beside it.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hayata_py._actors.boundary import validate_run
 from hayata_py._actors.durable import as_store_error, store_for
-from hayata_py._actors.results import Results
+from hayata_py._actors.results import Results, stored_result
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
     ErrorInfo,
@@ -49,7 +48,7 @@ from hayata_py._invocation import (
 )
 from hayata_py._invocation.compensation import History, history
 from hayata_py._rules import pauses
-from hayata_py.messages import AgentResult, AgentStatus, Run
+from hayata_py.messages import AgentStatus, GetResult, Run, WaitResult
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
@@ -64,8 +63,8 @@ def _refused(raw: Exception) -> WriteRefused:
                         fenced=isinstance(exc, StaleWriter))
 
 
-class Ledger(Results):
-    """The agent's store access, its unfinished invocations and (:class:`Results`)
+class Ledger:
+    """The agent's store access, its unfinished invocations and (:attr:`results`)
     its recent results."""
 
     def __init__(self, spec: AgentSpec, log: Any, send: Callable[[Any, Any], None]) -> None:
@@ -75,12 +74,6 @@ class Ledger(Results):
         self.owner = spec.owner or spec.instance
         self.single = spec.max_invocations == 1
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
-        self.results: OrderedDict[str, AgentResult] = OrderedDict()
-        self.waiters: dict[str, list[tuple[Any, int]]] = {}
-        # Waited-for invocations that this agent does not run (queued behind one
-        # of its runs, or running on another system that took one over): the
-        # store is asked now and then whether they have ended (check_elsewhere).
-        self.elsewhere: set[str] = set()
         # Unfinished invocations in the store that nothing here runs: this agent
         # (or system) died while running them, or their run was interrupted. Each
         # waits for recover(), resolve_task(), abandon() (or resume(), if paused).
@@ -89,6 +82,7 @@ class Ledger(Results):
             for record in self.store.unfinished_invocations(spec.id):
                 self.unfinished[record.invocation_id] = record
                 self.log.warning("recovery_required", invocation_id=record.invocation_id)
+        self.results = Results(spec.id, self.store, log, send, self.unfinished)
 
     # -- writes of a running invocation ------------------------------------------------
 
@@ -271,7 +265,7 @@ class Ledger(Results):
     def keep(self, invocation_id: str, fallback: InvocationRecord) -> None:
         """A run ended without a durable result: the invocation is unfinished in the
         store and waits for recovery (unless it ended elsewhere)."""
-        self.results.pop(invocation_id, None)  # not its result: recover() makes that
+        self.results.forget(invocation_id)  # not its result: recover() makes that
         assert self.store is not None
         try:
             record = self.store.get_invocation(invocation_id)
@@ -283,6 +277,39 @@ class Ledger(Results):
             self.unfinished[invocation_id] = record
 
     # -- unfinished invocations, runs refused, status --------------------------------
+
+    def refresh(self, invocation_id: str | None = None) -> None:
+        """Forget unfinished invocations (``invocation_id``, default every one) that
+        have ended meanwhile (another system recovered or abandoned them): keep
+        their stored results, answer their waiters."""
+        if self.store is None:
+            return
+        ids = list(self.unfinished) if invocation_id is None else (
+            [invocation_id] if invocation_id in self.unfinished else [])
+        for iid in ids:
+            try:
+                now = self.store.get_invocation(iid)
+            except Exception as raw:  # noqa: BLE001 - keep what we know; report later
+                self.log.warning("store_unavailable", code=as_store_error(raw).code)
+                return
+            if now is not None and now.status == "running":
+                # The store's record, not what this process guessed when it could
+                # not read it (keep()'s fallback has no active execution once the
+                # machine cancelled the step): recover() classifies what the store names.
+                self.unfinished[iid] = now
+                continue
+            del self.unfinished[iid]
+            self.log.info("unfinished_invocation_ended_elsewhere", invocation_id=iid)
+            if now is not None:
+                self.results.publish(stored_result(now))
+
+    def answer(self, message: GetResult | WaitResult, sender: Any, running: bool,
+               recovering: bool = False) -> None:
+        """Answer a result request (:meth:`Results.answer`), a ``WaitResult`` once
+        what this ledger holds of its invocation is fresh."""
+        if isinstance(message, WaitResult):
+            self.refresh(message.invocation_id)
+        self.results.answer(message, sender, running, recovering)
 
     def paused(self) -> list[InvocationRecord]:
         """The unfinished invocations that wait for ``resume()``."""

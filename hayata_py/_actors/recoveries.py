@@ -280,7 +280,7 @@ def abandon(ledger: Ledger, message: Abandon
         exc = raw if isinstance(raw, StoreError) else StoreError(str(raw))
         return RecoveryRejected(str(exc), code=exc.code), None
     del ledger.unfinished[record.invocation_id]
-    ledger.publish(AgentResult(record.invocation_id, False, None, error))
+    ledger.results.publish(AgentResult(record.invocation_id, False, None, error))
     ledger.log.info("invocation_abandoned", invocation_id=record.invocation_id)
     return Ack(record.invocation_id), started
 
