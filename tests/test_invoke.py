@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from hayata_py._actors.boundary import validate_run
+from hayata_py._actors.run_checks import validate_run
 from hayata_py.messages import ResultReply, Run, RunAccepted
 from hayata_py.store import TaskClass
 from tests.helpers import eventually, find, in_thread

@@ -22,12 +22,12 @@ from typing import Any
 
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors import recoveries
-from hayata_py._actors.boundary import validate_run
+from hayata_py._actors import recovery_requests
 from hayata_py._actors.eventlog import EventLog
+from hayata_py._actors.in_flight import AgentHost, Commit, Creating, InFlight, Queued
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.node_watch import NodeWatch
-from hayata_py._actors.running import AgentHost, Commit, Creating, Queued, Running
+from hayata_py._actors.run_checks import validate_run
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._config import AgentSpec
 from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
@@ -42,7 +42,7 @@ class Admission:
     (``running``, which the agent owns), and the group commit of their creates
     and finishes."""
 
-    def __init__(self, host: AgentHost, running: dict[str, Running], spec: AgentSpec,
+    def __init__(self, host: AgentHost, running: dict[str, InFlight], spec: AgentSpec,
                  log: Any, ledger: Ledger, rules: m.Rules, spans: InvocationSpans,
                  deadlines: Deadlines, events: EventLog, nodes: NodeWatch) -> None:
         self.host = host
@@ -66,7 +66,7 @@ class Admission:
         # at a time keeps its single writes: nothing to share, no extra hop.
         self.batching = not ledger.single and ledger.store is not None
         self.creating: list[Creating] = []
-        self.finishing: list[tuple[Running, m.RecordResult]] = []
+        self.finishing: list[tuple[InFlight, m.RecordResult]] = []
         self.commit_pending = False
 
     # -- starting a run ---------------------------------------------------------------
@@ -118,7 +118,7 @@ class Admission:
             self.commit_pending = True
             self.host.send(self.host.myAddress, Commit())
 
-    def finish_later(self, run: Running, cmd: m.RecordResult) -> None:
+    def finish_later(self, run: InFlight, cmd: m.RecordResult) -> None:
         """Record ``run``'s end with the others that end meanwhile (group commit)."""
         self.finishing.append((run, cmd))
         self.commit_soon()
@@ -201,11 +201,12 @@ class Admission:
             answer = rejected
         elif busy is not None:
             answer = busy if self.ledger.unfinished or isinstance(message, ResumePaused) \
-                else recoveries.nothing(self.ledger)
+                else recovery_requests.nothing(self.ledger)
         elif isinstance(message, Recover):
-            answer = recoveries.recover(self.ledger, message.invocation_id, self.nodes.unplaced)
+            answer = recovery_requests.recover(self.ledger, message.invocation_id,
+                                               self.nodes.unplaced)
         else:
-            answer = recoveries.resume(self.ledger, message)
+            answer = recovery_requests.resume(self.ledger, message)
         if not isinstance(answer, tuple):
             self.host.reply(sender, message, answer)
             return
@@ -225,7 +226,7 @@ class Admission:
                            "max_invocations", code="agent_busy", running=running,
                            max_invocations=self.spec.max_invocations)
 
-    def resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,
+    def resume(self, recovered: recovery_requests.Recovered, subscriber: Any, stream: bool,
                 sender: Any, recover: bool, value: Any = None, automatic: bool = False,
                 request: Any = None) -> None:
         record, token, resume = recovered
@@ -247,7 +248,7 @@ class Admission:
             if len(self.running) >= self.spec.max_invocations:
                 left.append(invocation_id)
                 continue
-            answer = recoveries.recover(self.ledger, invocation_id, self.nodes.unplaced)
+            answer = recovery_requests.recover(self.ledger, invocation_id, self.nodes.unplaced)
             if isinstance(answer, RecoveryRejected):
                 left.append(invocation_id)
                 continue
@@ -262,7 +263,7 @@ class Admission:
     def begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
                first: m.Begin | m.Resume, automatic: bool = False, request: Any = None
                ) -> None:
-        run = Running(m.Invocation(seed, self.rules), token,
+        run = InFlight(m.Invocation(seed, self.rules), token,
                       sender if isinstance(subscriber, Caller) else subscriber,
                       run_id=next(self.run_ids))
         if self.ledger.store is not None and len(self.running) == 0:

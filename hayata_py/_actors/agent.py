@@ -10,8 +10,8 @@ alone decides when its steps and its invocation are over.
 An agent runs up to ``max_invocations`` invocations at once. Every message
 about a running one names it (a task's execution id is
 ``<invocation>:<step>``), so it reaches its machine in O(1); deadlines of all
-of them share one heap (``timers.py``); tasks of all of them wait for edges in
-one first-in first-out queue per node (``edges.py``).
+of them share one heap (``_rules/deadlines.py``); tasks of all of them wait for edges in
+one first-in first-out queue per node (``_rules/edge_pool.py``).
 
 Its parts each own their state behind a small interface: how runs are let in
 (and the group commit), :class:`~hayata_py._actors.admission.Admission`; the
@@ -32,18 +32,18 @@ from thespian.actors import WakeupMessage
 
 from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import recoveries
+from hayata_py._actors import recovery_requests
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.admission import Admission
 from hayata_py._actors.agent_timers import AgentTimers
-from hayata_py._actors.boundary import validate_run as validate_run
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.circuit_gate import CircuitGate
 from hayata_py._actors.eventlog import EventLog
+from hayata_py._actors.in_flight import Commit, InFlight
 from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.node_watch import NodeWatch
-from hayata_py._actors.running import Commit, Running
+from hayata_py._actors.run_checks import validate_run as validate_run
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._actors.transmits import busy_targets
 from hayata_py._callables import import_problem, resolve_callable
@@ -100,7 +100,7 @@ class AgentActor(SupervisedActor):
                              node_timeouts=spec.node_timeouts, retry=spec.retry,
                              pause_before=spec.pause_before, pause_after=spec.pause_after,
                              compensate=spec.compensate)
-        self.running: dict[str, Running] = {}
+        self.running: dict[str, InFlight] = {}
         self.spans = InvocationSpans(spec.id)
         self.deadlines = Deadlines(self.wakeupAfter)
         self.events = EventLog(self.ledger.store, self.log, self.send, self.deadlines.arm)
@@ -195,14 +195,14 @@ class AgentActor(SupervisedActor):
 
     def _on_unfinished(self, message: GetUnfinished, sender: Any) -> None:
         self.send(sender, UnfinishedList(
-            tuple(recoveries.describe(self.ledger, self.nodes.unplaced)), ref=message.ref))
+            tuple(recovery_requests.describe(self.ledger, self.nodes.unplaced)), ref=message.ref))
 
     def _on_resolve(self, message: ResolveTask, sender: Any) -> None:
-        self.reply(sender, message, recoveries.resolve(self.ledger, message))
+        self.reply(sender, message, recovery_requests.resolve(self.ledger, message))
 
     def _on_abandon(self, message: Abandon, sender: Any) -> None:
-        abandoned = recoveries.abandon(self.ledger, message)
-        if isinstance(abandoned, recoveries.Undoing):  # undone first, then it fails
+        abandoned = recovery_requests.abandon(self.ledger, message)
+        if isinstance(abandoned, recovery_requests.Undoing):  # undone first, then it fails
             self.reply(sender, message, Ack(message.invocation_id))
             self.admission.resume(abandoned.recovered, None, False, None, True)
             return
@@ -217,7 +217,7 @@ class AgentActor(SupervisedActor):
         if self.ledger.results.elsewhere:
             self.timers.arm_elsewhere()
 
-    def _running(self, execution_id: str) -> Running | None:
+    def _running(self, execution_id: str) -> InFlight | None:
         return self.running.get(invocation_of(execution_id))
 
     def feed_all(self, event: m.Event) -> None:
@@ -228,7 +228,7 @@ class AgentActor(SupervisedActor):
 
     # -- commands ---------------------------------------------------------------------
 
-    def feed(self, run: Running, event: m.Event) -> None:
+    def feed(self, run: InFlight, event: m.Event) -> None:
         """Step ``run``'s machine with ``event`` and carry out its commands; answers
         to commands (policy, writes) are fed back in order."""
         queue = [event]
@@ -239,7 +239,7 @@ class AgentActor(SupervisedActor):
                 if answer is not None:
                     queue.append(answer)
 
-    def _do(self, run: Running, cmd: Any) -> m.Event | None:
+    def _do(self, run: InFlight, cmd: Any) -> m.Event | None:
         inv = run.inv
         if isinstance(cmd, m.Emit):  # stored first, then sent (eventlog.py)
             self.events.emit(inv.id, run.token, cmd, run.subscriber if inv.stream else None,
@@ -344,7 +344,7 @@ class AgentActor(SupervisedActor):
         for address, message in now.take() if now else ():
             self.send(address, message)
 
-    def _end(self, run: Running, end: m.End) -> None:
+    def _end(self, run: InFlight, end: m.End) -> None:
         inv = run.inv
         self.events.ending(inv.id)  # its last events stored and sent, then the bookkeeping
         del self.running[inv.id]
@@ -380,7 +380,7 @@ ROUTES: dict[type, Handler] = {
     WakeupMessage: lambda agent, message, _sender: agent.timers.on_timer(message.payload),
     p.NodeTable: AgentActor._on_node_table,
     p.NodeUp: lambda agent, message, _sender: agent.nodes.on_node_up(message),
-    p.NodeDown: lambda agent, message, _sender: agent.nodes.on_node_down(message),
+    p.NodeExited: lambda agent, message, _sender: agent.nodes.on_node_down(message),
     GetStatus: AgentActor._on_status,
     GetUnfinished: AgentActor._on_unfinished,
     ResolveTask: AgentActor._on_resolve,

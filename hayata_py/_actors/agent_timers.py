@@ -19,8 +19,8 @@ from typing import Any
 from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
 from hayata_py._actors.eventlog import EventLog
+from hayata_py._actors.in_flight import AgentHost, InFlight
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.running import AgentHost, Running
 from hayata_py._config import AgentSpec
 from hayata_py._rules.deadlines import Deadlines, Due, invocation_of
 from hayata_py._rules.edge_pool import EdgePool
@@ -34,7 +34,7 @@ agent does not run (queued ones, ones another system took over)."""
 class AgentTimers:
     """The agent's timers: what comes due, renewals, retirements."""
 
-    def __init__(self, host: AgentHost, running: dict[str, Running], spec: AgentSpec,
+    def __init__(self, host: AgentHost, running: dict[str, InFlight], spec: AgentSpec,
                  ledger: Ledger, deadlines: Deadlines, events: EventLog,
                  pool: EdgePool) -> None:
         self.host = host
@@ -49,7 +49,7 @@ class AgentTimers:
         self.elsewhere_at = math.inf
         """When the waits on invocations run elsewhere are checked next (monotonic)."""
 
-    def arm_deadline(self, run: Running, cmd: m.ArmDeadline) -> None:
+    def arm_deadline(self, run: InFlight, cmd: m.ArmDeadline) -> None:
         """A task's deadline runs from the moment an edge gets it: one that waits for
         a free edge (behind other invocations' tasks) is armed when it is sent."""
         key = cmd.key

@@ -26,8 +26,8 @@ from typing import Any
 from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors.durable import as_store_error
 from hayata_py._actors.ledger import Ledger
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._cache import cache_key
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from hayata_py._actor_messages import RunTask
-from hayata_py._actors.durable import as_store_error, writer_for
+from hayata_py._actors.store_access import as_store_error, writer_for
 from hayata_py._errors import ErrorInfo
 from hayata_py.store import TaskRecord
 

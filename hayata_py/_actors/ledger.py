@@ -14,7 +14,7 @@ It also answers what the store knows: the agent's status, and (through its
 :class:`~hayata_py._actors.results.Results` part, :attr:`Ledger.results`) the
 results of earlier invocations and the waits on them. The unfinished invocations it holds (found
 at start, or kept when a run was interrupted) are acted on by the recovery
-requests in :mod:`~hayata_py._actors.recoveries` (``recover``,
+requests in :mod:`~hayata_py._actors.recovery_requests` (``recover``,
 ``resolve_task``, ``abandon``, ``resume``).
 
 With ``max_invocations=1`` an unfinished invocation blocks new runs
@@ -28,9 +28,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hayata_py._actors.boundary import validate_run
-from hayata_py._actors.durable import as_store_error, store_for
 from hayata_py._actors.results import Results, stored_result
+from hayata_py._actors.run_checks import validate_run
+from hayata_py._actors.store_access import as_store_error, store_for
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
     ErrorInfo,

@@ -36,7 +36,7 @@ from hayata_py.store import (
 
 Sends = list[tuple[Any, Any]]
 COMMANDS = (m.OpenMap, m.Collect, m.Consolidate, m.CloseMap)
-MESSAGES = (p.ReducerReady, p.ReducerGone, p.Reduced)
+MESSAGES = (p.ReducerReady, p.ReducerGone, p.ReducerAnswer)
 
 
 class MapLink:
@@ -53,7 +53,7 @@ class MapLink:
         self.sent_to: Any = None  # the node the start went to
         self.address: Any = None  # the reducer, once ready
         self.waiting: list[p.ItemResult] = []
-        self.consolidate: p.Consolidate | None = None
+        self.consolidate: p.ConsolidateItems | None = None
 
     def on_command(self, cmd: Any, pool: EdgePool, invocation_id: str) -> Sends:
         if isinstance(cmd, m.OpenMap):
@@ -75,7 +75,7 @@ class MapLink:
                 return []
             return [(self.address, item)]
         if isinstance(cmd, m.Consolidate):
-            self.consolidate = p.Consolidate(cmd.execution_id, cmd.results)
+            self.consolidate = p.ConsolidateItems(cmd.execution_id, cmd.results)
             return [] if self.address is None else [(self.address, self.consolidate)]
         node = pool.address(start.node_id)
         self._reset()

@@ -6,7 +6,7 @@ restarted, an edge lost with the tasks it was running; a part of
 A lost edge's tasks fail (``node_failed``), unless the edge recorded a task's
 end before it died (that record is its outcome) or the task's node is
 idempotent (it runs again at once on another edge). A node's death itself
-comes as ``NodeDown``, which the agent feeds to every running invocation.
+comes as ``NodeExited``, which the agent feeds to every running invocation.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import procs
+from hayata_py._actors import process_identity
 from hayata_py._actors.circuit_gate import CircuitGate
+from hayata_py._actors.in_flight import AgentHost, InFlight
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.running import AgentHost, Running
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._config import AgentSpec
 from hayata_py._rules.deadlines import invocation_of
@@ -31,7 +31,7 @@ class NodeWatch:
     """The agent's nodes and edges: tables, restarts, losses; which nodes no
     system can run now (:attr:`unplaced`) and the node supervisor's process."""
 
-    def __init__(self, host: AgentHost, running: dict[str, Running], spec: AgentSpec,
+    def __init__(self, host: AgentHost, running: dict[str, InFlight], spec: AgentSpec,
                  log: Any, ledger: Ledger, pool: EdgePool, gate: CircuitGate,
                  spans: InvocationSpans) -> None:
         self.host = host
@@ -43,16 +43,16 @@ class NodeWatch:
         self.gate = gate
         self.spans = spans
         self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
-        self.nodes_sup: procs.Identity | None = None  # the node supervisor process
+        self.nodes_sup: process_identity.Identity | None = None  # the node supervisor process
 
     def nodes_lost(self) -> bool:
         """The node supervisor died: its nodes and edges are gone."""
-        return self.nodes_sup is not None and not procs.running(self.nodes_sup)
+        return self.nodes_sup is not None and not process_identity.running(self.nodes_sup)
 
     def on_node_table(self, table: p.NodeTable) -> None:
         self.unplaced = dict(table.waiting)
         if table.supervisor_pid is not None:
-            self.nodes_sup = procs.identity(table.supervisor_pid) or (
+            self.nodes_sup = process_identity.identity(table.supervisor_pid) or (
                 table.supervisor_pid, -1.0)
         for node_id, address in table.nodes.items():
             self.node_up(node_id, address)
@@ -68,7 +68,7 @@ class NodeWatch:
                 sends += run.map.node_up(node_id, address)
         self.host.sends(sends)
 
-    def on_node_down(self, down: p.NodeDown) -> None:
+    def on_node_down(self, down: p.NodeExited) -> None:
         """Every running invocation hears that the node is down."""
         self.pool.node_down(down.node_id)
         if down.cause is m.DownCause.WAITING_FOR_PLACEMENT:

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hayata_py._actors.durable import as_store_error
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._errors import ErrorInfo
 from hayata_py._rules import pauses
 from hayata_py.messages import AgentResult, GetResult, ResultReply, WaitResult

@@ -1,6 +1,6 @@
 """Pauses as records: what a paused invocation is and answers (pure functions
 of its :class:`~hayata_py.store.InvocationRecord`; ``resume()`` itself is in
-:mod:`~hayata_py._actors.recoveries`).
+:mod:`~hayata_py._actors.recovery_requests`).
 
 A paused invocation is a running one whose checkpoint holds the pause
 (``InvocationRecord.paused``). An agent that finds it at start reports

@@ -14,7 +14,7 @@ from hayata_py.store import InvocationRecord
 
 
 @dataclass
-class Running:
+class InFlight:
     """One invocation in flight: its machine and what the agent keeps for it."""
 
     inv: m.Invocation
@@ -70,7 +70,7 @@ class AgentHost(Protocol):
     def send(self, to: Any, message: Any) -> None:
         """Send ``message`` to ``to`` now."""
 
-    def feed(self, run: Running, event: m.Event) -> None:
+    def feed(self, run: InFlight, event: m.Event) -> None:
         """Step ``run``'s machine with ``event`` and carry out its commands."""
 
     def feed_all(self, event: m.Event) -> None:
