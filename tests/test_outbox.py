@@ -1,4 +1,4 @@
-"""The batching agent's outbox (``_actors/outbox.py``): per target, order kept;
+"""The batching agent's outbox (``_rules/outbox.py``): per target, order kept;
 tasks in a row for one edge go as one ``RunTasks``; a target still receiving
 an earlier message gets nothing until it is through."""
 
