@@ -31,7 +31,7 @@ from hayata_py._actors.run_checks import validate_run
 from hayata_py._actors.spans import InvocationSpans
 from hayata_py._config import AgentSpec
 from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
-from hayata_py._rules import pauses
+from hayata_py._rules import admission, pauses
 from hayata_py._rules.deadlines import Deadlines
 from hayata_py.messages import Caller, Recover, ResumePaused, Run, RunAccepted
 from hayata_py.store import InvocationRecord
@@ -150,19 +150,11 @@ class Admission:
                           thread=run.thread)
             self.begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
             return
-        exc = token
-        if exc.code == "thread_busy" and run.multitask == "enqueue":
+        refused = admission.create_refused(self.spec.id, run, token)
+        if refused is admission.Created.ENQUEUE:
             self._enqueue(invocation_id, run, sender)
             return
-        if exc.code in ("thread_busy", "thread_changed"):
-            self.host.reply(sender, run, RunRejected(
-                f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
-                f"{exc.details.get('invocation_id')}; wait for it, or run with "
-                "multitask='enqueue'", code="thread_busy", thread=run.thread,
-                invocation_id=exc.details.get("invocation_id")))
-            return
-        self.host.reply(sender, run, RunRejected(f"could not record the invocation: {exc}",
-                                             code=exc.code))
+        self.host.reply(sender, run, refused)
 
     def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
         assert run.thread is not None
@@ -215,16 +207,10 @@ class Admission:
                      isinstance(message, Recover), value, request=message)
 
     def _busy(self) -> RunRejected | None:
-        running = len(self.running)
-        if running < self.spec.max_invocations:
-            return None
-        first = next(iter(self.running))
-        if self.ledger.single:
-            return RunRejected(f"agent {self.spec.id!r} is running invocation {first}",
-                               code="agent_busy", invocation_id=first)
-        return RunRejected(f"agent {self.spec.id!r} runs {running} invocations, its "
-                           "max_invocations", code="agent_busy", running=running,
-                           max_invocations=self.spec.max_invocations)
+        return admission.agent_full(self.spec.id, single=self.ledger.single,
+                                    running=len(self.running),
+                                    max_invocations=self.spec.max_invocations,
+                                    first=next(iter(self.running), None))
 
     def resume(self, recovered: recovery_requests.Recovered, subscriber: Any, stream: bool,
                 sender: Any, recover: bool, value: Any = None, automatic: bool = False,

@@ -47,7 +47,7 @@ from hayata_py._invocation import (
     WriteRefused,
 )
 from hayata_py._invocation.compensation import History, history
-from hayata_py._rules import pauses
+from hayata_py._rules import admission, pauses
 from hayata_py.messages import AgentStatus, GetResult, Run, WaitResult
 from hayata_py.store import (
     ActiveExecution,
@@ -320,33 +320,19 @@ class Ledger:
         unfinished invocation waits for recovery; ``max_invocations`` are
         ``running`` already, ``first`` the oldest), or None."""
         rejected = validate_run(run)
-        if rejected is None and run.thread is not None and self.store is None:
-            rejected = RunRejected("threads are kept in the store: this agent has none "
-                                   "(start the system with a data_dir or store_url)",
-                                   code="invalid_option", field="thread")
-        if rejected is None and self.single:
+        if rejected is not None:
+            return rejected
+        paused: InvocationRecord | None = None
+        unfinished: str | None = None
+        if self.single and (run.thread is None or self.store is not None):
             self.refresh()
             held = self.paused()
-            if held:
-                rejected = pauses.refuse_run(self.spec.id, held[0])
-            elif self.unfinished:
-                iid = next(iter(self.unfinished))
-                rejected = RunRejected(
-                    f"agent {self.spec.id!r} has an unfinished invocation {iid}; call "
-                    "recover(), resolve_task() or abandon() first", code="recovery_required",
-                    invocation_id=iid)
-        if rejected is None and running >= self.spec.max_invocations:
-            if self.single:
-                rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
-                                       f"{first}", code="agent_busy",
-                                       invocation_id=first, running=running,
-                                       max_invocations=self.spec.max_invocations)
-            else:
-                rejected = RunRejected(
-                    f"agent {self.spec.id!r} runs {running} invocations, its "
-                    f"max_invocations", code="agent_busy", running=running,
-                    max_invocations=self.spec.max_invocations)
-        return rejected
+            paused = held[0] if held else None
+            unfinished = next(iter(self.unfinished), None)
+        return admission.run_refused(
+            self.spec.id, run, has_store=self.store is not None, single=self.single,
+            paused=paused, unfinished=unfinished, running=running,
+            max_invocations=self.spec.max_invocations, first=first)
 
     def status(self, running: Mapping[str, Any]) -> AgentStatus:
         """The agent's status; ``running``: the invocations it runs (by id, oldest
