@@ -12,6 +12,7 @@ seconds), so each is tested in tables without an actor.
 - :mod:`~hayata_py._rules.recovery`: what recovery does with an interrupted
   step, from its durable records.
 - :mod:`~hayata_py._rules.pauses`: what a paused invocation's record says.
+- :mod:`~hayata_py._rules.admission`: which runs an agent refuses, and why.
 
 The actors (:mod:`hayata_py._actors`) carry their answers out.
 """
