@@ -1,4 +1,4 @@
-"""The agent's side of a map step's reducer (``_actors/maps.py``), without processes:
+"""The agent's side of a map step's reducer (``_rules/map_link.py``), without processes:
 items wait for the reducer, a replacement is asked again, a closed map sends nothing."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 import hayata_py as hy
 from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors.maps import MapLink
 from hayata_py._config import validate_config
 from hayata_py._rules.edge_pool import EdgePool
+from hayata_py._rules.map_link import MapLink
 
 EX = "inv:0"
 

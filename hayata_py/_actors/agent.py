@@ -41,7 +41,6 @@ from hayata_py._actors.circuit_gate import CircuitGate
 from hayata_py._actors.eventlog import EventLog
 from hayata_py._actors.in_flight import Commit, InFlight
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
 from hayata_py._actors.node_watch import NodeWatch
 from hayata_py._actors.run_checks import validate_run as validate_run
 from hayata_py._actors.spans import InvocationSpans
@@ -52,6 +51,7 @@ from hayata_py._errors import HayataError
 from hayata_py._invocation.compensation import is_compensation
 from hayata_py._rules.deadlines import Deadlines, invocation_of
 from hayata_py._rules.edge_pool import EdgePool, chain_windows, run_task
+from hayata_py._rules.map_link import COMMANDS, MESSAGES, MapLink
 from hayata_py._rules.outbox import Outbox
 from hayata_py.messages import (
     Abandon,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hayata_py import _invocation as m
-from hayata_py._actors.maps import MapLink
+from hayata_py._rules.map_link import MapLink
 from hayata_py.messages import Run
 from hayata_py.store import InvocationRecord
 

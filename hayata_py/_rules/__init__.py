@@ -5,6 +5,7 @@ seconds), so each is tested in tables without an actor.
 
 - :mod:`~hayata_py._rules.edge_pool`, :mod:`~hayata_py._rules.edge_slots`:
   which edge runs which task, tasks waiting per node, edges on demand and retired.
+- :mod:`~hayata_py._rules.map_link`: the agent's side of a map step's reducer.
 - :mod:`~hayata_py._rules.outbox`: sends held per target and merged into one.
 - :mod:`~hayata_py._rules.deadlines`: the agent's deadlines, retries and
   renewal in one heap.
