@@ -161,7 +161,7 @@ def test_a_garbage_watch_request_never_strands_a_restarted_node(
     waited for ever (the concurrent chaos campaign: garbage, then a node killed)."""
     import psutil
 
-    from hayata_py._actors._protocol import WatchNodes
+    from hayata_py._actor_messages import WatchNodes
     from supervisors import Reply, WhichChildren
     from tests.chaos.faults import _PORT, address
 

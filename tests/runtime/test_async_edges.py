@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     CancelRun,
-    Consolidate,
+    ConsolidateItems,
     Describe,
     Description,
     EdgeExit,
@@ -28,7 +28,7 @@ from hayata_py._actors._protocol import (
     Outcome,
     Outcomes,
     Partial,
-    Reduced,
+    ReducerAnswer,
     ReducerReady,
     RetireEdge,
     RunTask,
@@ -211,10 +211,10 @@ def test_a_node_runs_the_reducers_of_two_map_steps_at_once(system: System) -> No
     # Ending A's step stops A's reducer only; B's consolidates afterwards.
     system.tell(node, StopReducer("A:0", "open-A:0"))
     eventually(lambda: not alive(first), timeout=10, message="A's reducer stopped")
-    system.tell(addresses["B:0"], Consolidate("B:0", ({"v": 1}, {"v": 2})))
+    system.tell(addresses["B:0"], ConsolidateItems("B:0", ({"v": 1}, {"v": 2})))
     reduced = eventually(lambda: [m for m in outcomes(system, collector)
-                                  if isinstance(m, Reduced)], timeout=30, message="Reduced")
-    assert reduced == [Reduced("B:0", True, [{"v": 1}, {"v": 2}])]
+                                  if isinstance(m, ReducerAnswer)], timeout=30, message="Reduced")
+    assert reduced == [ReducerAnswer("B:0", True, [{"v": 1}, {"v": 2}])]
     eventually(lambda: reducers(system, node) == [], timeout=10,
                message="B's reducer stopped after it answered")
     # A StopReducer that overtook its StartReducer: that reducer never starts.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
-from hayata_py._actors._protocol import EnsureEdges
+from hayata_py._actor_messages import EnsureEdges
 from supervisors import SupervisorRef
 from tests.helpers import alive, eventually, find, walk
 

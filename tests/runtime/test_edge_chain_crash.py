@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from hayata_py._actors import edges as edge_pool
+from hayata_py._rules import edge_pool
 from hayata_py.store import TaskClass, classify_map, task_id_for
 from tests.helpers import collect, eventually, find
 from tests.runtime.test_map_steps import data, tasks  # noqa: F401 - the fixture, and the reader

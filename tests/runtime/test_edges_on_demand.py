@@ -51,7 +51,9 @@ def test_a_map_step_grows_the_node_to_its_window_on_separate_processes(
         data: tuple[hy.AgentSystem, Path]) -> None:
     system, tmp = data
     agent = start(system, "plain", map_concurrency=3, node_concurrency={"w": 3})
-    assert len(edge_pids(system)) == 1  # an idle node keeps one edge
+    # An idle node keeps one edge (once it has reported ready: start_agent does
+    # not wait for that).
+    eventually(lambda: len(edge_pids(system)) == 1, timeout=20, message="one edge ready")
     folder = tmp / "runs"
     folder.mkdir()
     items = [{"dir": str(folder), "sleep": 0.2} for _ in range(6)]

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hayata_py as hy
-from hayata_py._actors.circuits import Circuits, Refusal, State
 from hayata_py._circuit import CircuitStatus
 from hayata_py._errors import ErrorInfo
 from hayata_py._invocation import (
@@ -35,6 +34,7 @@ from hayata_py._invocation import (
     TaskOutcome,
 )
 from hayata_py._invocation import retry as r
+from hayata_py._rules.circuits import Circuits, Refusal, State
 
 
 class Clock:

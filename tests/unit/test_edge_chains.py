@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from hayata_py._actors._protocol import EdgeExit, EdgeRef, EdgeTable, RunTask, RunTasks
-from hayata_py._actors.edges import CHAIN_BELOW, ITEMS_PER_EDGE, EdgePool, chain_windows
-from hayata_py._actors.outbox import Outbox
-from hayata_py._actors.recovering import recorded_outcome
+from hayata_py._actor_messages import EdgeExit, EdgeRef, EdgeTable, RunTask, RunTasks
 from hayata_py._config import validate_config
+from hayata_py._rules.edge_pool import CHAIN_BELOW, ITEMS_PER_EDGE, EdgePool, chain_windows
+from hayata_py._rules.outbox import Outbox
+from hayata_py._rules.recovery import recorded_outcome
 from hayata_py.store import TaskRecord
 
 NODE = "node-addr"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import hayata_py as hy
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     CancelRun,
     EdgeExit,
     EdgeRef,
@@ -20,8 +20,8 @@ from hayata_py._actors._protocol import (
     RetireEdge,
     RunTask,
 )
-from hayata_py._actors.edges import EdgePool
 from hayata_py._config import validate_config
+from hayata_py._rules.edge_pool import EdgePool
 
 NODE, NEW_NODE = "node-addr-1", "node-addr-2"
 

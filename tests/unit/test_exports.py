@@ -81,7 +81,7 @@ def test_the_invocation_core_is_pure() -> None:
     files += [root / "_errors.py", root / "_policy.py", root / "_codec.py",
               root / "store" / "_records.py", root / "store" / "_classify.py",
               root / "_circuit.py",
-              root / "_actors" / "circuits.py"]
+              root / "_rules" / "circuits.py"]
     def allowed(name: str) -> bool:
         top = name.split(".")[0]
         return (name.startswith("hayata_py._invocation") or name in leaves
@@ -89,6 +89,41 @@ def test_the_invocation_core_is_pure() -> None:
 
     offenders = [f"{path.name}:{line} {name}" for path in files
                  for line, name in imports(path) if not allowed(name)]
+    assert offenders == []
+
+
+def test_the_rules_are_pure() -> None:
+    """``hayata_py._rules`` (the edge pool, outbox, deadlines, circuits, recovery
+    and pause rules) imports only the standard library, the invocation core, the
+    plain-data modules and the pure leaves the core may import: never Thespian,
+    supervisors, the actors or the database code."""
+    import sys
+
+    root = Path(hayata_py.__file__).parent
+    leaves = {"hayata_py._errors", "hayata_py._policy", "hayata_py._codec",
+              "hayata_py.store._records", "hayata_py.store._classify", "hayata_py._circuit",
+              "hayata_py._config", "hayata_py._cache", "hayata_py._callables",
+              "hayata_py.messages", "hayata_py._actor_messages"}
+    files = sorted((root / "_rules").glob("*.py"))
+    files += [root / f"{name.split('.', 1)[1].replace('.', '/')}.py" for name in sorted(leaves)]
+    assert len(files) > len(leaves) + 5
+
+    def allowed(name: str) -> bool:
+        top = name.split(".")[0]
+        return (name.startswith(("hayata_py._invocation", "hayata_py._rules"))
+                or name in leaves
+                or top in sys.stdlib_module_names or top in ("__future__", "msgpack"))
+
+    def modules(path: Path) -> Iterator[tuple[int, str]]:
+        """Like :func:`imports`, ``from hayata_py import x`` read as ``hayata_py.x``."""
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == "hayata_py":
+                for alias in node.names:
+                    yield node.lineno, f"hayata_py.{alias.name}"
+        yield from ((line, name) for line, name in imports(path) if name != "hayata_py")
+
+    offenders = [f"{path.name}:{line} {name}" for path in files
+                 for line, name in modules(path) if not allowed(name)]
     assert offenders == []
 
 

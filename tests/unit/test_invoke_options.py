@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import hayata_py as hy
-from hayata_py._actors.boundary import validate_run
+from hayata_py._actors.run_checks import validate_run
 from hayata_py.messages import Run
 
 

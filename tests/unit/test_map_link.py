@@ -1,4 +1,4 @@
-"""The agent's side of a map step's reducer (``_actors/maps.py``), without processes:
+"""The agent's side of a map step's reducer (``_rules/map_link.py``), without processes:
 items wait for the reducer, a replacement is asked again, a closed map sends nothing."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import hayata_py as hy
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
-from hayata_py._actors.edges import EdgePool
-from hayata_py._actors.maps import MapLink
 from hayata_py._config import validate_config
+from hayata_py._rules.edge_pool import EdgePool
+from hayata_py._rules.map_link import MapLink
 
 EX = "inv:0"
 
@@ -65,17 +65,17 @@ def test_items_wait_for_the_reducer_and_a_replacement_is_asked_again() -> None:
     assert event is None and sends == [("r1", p.ItemResult(EX, 0, {"v": 0}))]
     assert maps.on_command(m.Collect(EX, 1, {"v": 1}), pool, "inv") == [
         ("r1", p.ItemResult(EX, 1, {"v": 1}))]
-    assert maps.on_command(m.Consolidate(EX), pool, "inv") == [("r1", p.Consolidate(EX))]
+    assert maps.on_command(m.Consolidate(EX), pool, "inv") == [("r1", p.ConsolidateItems(EX))]
     # r1 died before answering; its replacement is asked again (it reads the
     # items it was not sent from the store).
     sends, _ = maps.on_message(p.ReducerReady(EX, "r2"))
-    assert sends == [("r2", p.Consolidate(EX))]
-    _, event = maps.on_message(p.Reduced(EX, True, {"t": 1}))
+    assert sends == [("r2", p.ConsolidateItems(EX))]
+    _, event = maps.on_message(p.ReducerAnswer(EX, True, {"t": 1}))
     assert event == m.Reduced(EX, True, {"t": 1})
     opening = maps.start.opening if maps.start else ""
     assert opening and maps.on_command(m.CloseMap(EX, "item"), pool, "inv") == [
         ("node-addr", p.StopReducer(EX, opening))]
-    assert maps.on_message(p.Reduced(EX, True, {})) == ([], None)  # closed
+    assert maps.on_message(p.ReducerAnswer(EX, True, {})) == ([], None)  # closed
 
 
 def test_messages_of_another_step_are_ignored() -> None:

@@ -1,4 +1,4 @@
-"""The batching agent's outbox (``_actors/outbox.py``): per target, order kept;
+"""The batching agent's outbox (``_rules/outbox.py``): per target, order kept;
 tasks in a row for one edge go as one ``RunTasks``; a target still receiving
 an earlier message gets nothing until it is through."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hayata_py._actors._protocol import CancelRun, KillReason, RunTask, RunTasks
-from hayata_py._actors.outbox import Outbox
+from hayata_py._actor_messages import CancelRun, KillReason, RunTask, RunTasks
+from hayata_py._rules.outbox import Outbox
 
 pytestmark = pytest.mark.timeout(30)
 

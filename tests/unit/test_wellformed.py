@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from thespian.actors import ActorAddress
 
-from hayata_py._actors import _protocol as p
+from hayata_py import _actor_messages as p
 from hayata_py._actors._wellformed import bad_field
 from hayata_py._invocation import DownCause
 from tests.chaos.faults import protocol_types, wrong_fields

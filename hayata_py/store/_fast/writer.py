@@ -19,7 +19,7 @@ precise error or applies the write. So every outcome, and every error code,
 is exactly the store's; only the common case skips the engine. On SQLite a
 start is synced after its commit, outside the write lock, and a task's end
 is not synced on its own (:mod:`~hayata_py.store._fast.walsync`). One writer
-per process and URL (``hayata_py._actors.durable.writer_for``); not for use
+per process and URL (``hayata_py._actors.store_access.writer_for``); not for use
 from several threads at once.
 """
 

@@ -1,5 +1,5 @@
 """What the agent's edge pool knows of each node and each of its edges: the
-records :class:`~hayata_py._actors.edges.EdgePool` keeps per node
+records :class:`~hayata_py._rules.edge_pool.EdgePool` keeps per node
 (:class:`NodeEdges`: its address, edges, waiting tasks, how many edges it
 should have, its pace) and per edge (:class:`EdgeSlots`: its slots and the
 tasks in them), and how a node's pace (the moving average of the seconds one
@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from hayata_py._actors._protocol import EdgeTable, RunTask
+from hayata_py._actor_messages import EdgeTable, RunTask
 
 _PACE_WEIGHT = 0.3
 
@@ -45,7 +45,7 @@ class NodeEdges:
     """Edges the pool may send to: published, not retiring, in table order."""
     lost: dict[str, EdgeSlots] = field(default_factory=dict)
     """Edges a newer table no longer lists while they ran tasks: their
-    :class:`~hayata_py._actors._protocol.EdgeLost` (which fails those tasks)
+    :class:`~hayata_py._actor_messages.EdgeLost` (which fails those tasks)
     may still be on its way."""
     dropped: set[str] = field(default_factory=set)
     """Edges the pool has killed or retired: a table that still lists them (sent

@@ -1,19 +1,20 @@
-"""What the agent keeps for each invocation in flight, and the small messages of
-its group commit (plain data: no Thespian, no store)."""
+"""What the agent keeps for each invocation in flight, the small messages of its
+group commit (plain data: no Thespian, no store), and what the agent's parts
+may ask of the agent (:class:`AgentHost`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from hayata_py import _invocation as m
-from hayata_py._actors.maps import MapLink
+from hayata_py._rules.map_link import MapLink
 from hayata_py.messages import Run
 from hayata_py.store import InvocationRecord
 
 
 @dataclass
-class Running:
+class InFlight:
     """One invocation in flight: its machine and what the agent keeps for it."""
 
     inv: m.Invocation
@@ -57,3 +58,29 @@ class Queued:
     stream: bool
 
 
+
+
+class AgentHost(Protocol):
+    """What the agent's parts (admission, timers, node watch) ask of the agent
+    actor, which owns the table of running invocations and carries out their
+    machines' commands."""
+
+    myAddress: Any
+
+    def send(self, to: Any, message: Any) -> None:
+        """Send ``message`` to ``to`` now."""
+
+    def feed(self, run: InFlight, event: m.Event) -> None:
+        """Step ``run``'s machine with ``event`` and carry out its commands."""
+
+    def feed_all(self, event: m.Event) -> None:
+        """Feed ``event`` to every running invocation."""
+
+    def sends(self, sends: list[tuple[Any, Any]]) -> None:
+        """Send to nodes, edges and reducers (through the outbox while batching)."""
+
+    def reply(self, to: Any, request: Any, answer: Any) -> None:
+        """Answer ``request`` of ``to`` (carrying its ``ref``)."""
+
+    def outcome(self, message: Any) -> None:
+        """Take a task's outcome (``Outcome``) as if its edge had sent it."""

@@ -243,7 +243,7 @@ class NodeUp:
 
 
 @dataclass(frozen=True)
-class NodeDown:
+class NodeExited:
     """Watcher -> agent: a node exited (``cause`` decides; ``reason`` is for people)."""
 
     node_id: str
@@ -379,8 +379,8 @@ class ItemResult:
 
 
 @dataclass(frozen=True)
-class Consolidate:
-    """Agent -> reducer: every item is done; answer :class:`Reduced` (``results``:
+class ConsolidateItems:
+    """Agent -> reducer: every item is done; answer :class:`ReducerAnswer` (``results``:
     all of them, without a store; else None and the reducer reads the gaps)."""
 
     execution_id: str
@@ -388,7 +388,7 @@ class Consolidate:
 
 
 @dataclass(frozen=True)
-class Reduced:
+class ReducerAnswer:
     """Reducer -> agent: the consolidated result, or why there is none."""
 
     execution_id: str

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from hayata_py._actors import pauses
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.maps import resume_map
-from hayata_py._actors.recovering import resume_step, waiting_node
 from hayata_py._actors.results import stored_result
 from hayata_py._codec import check_encodable
 from hayata_py._errors import (
@@ -32,7 +29,14 @@ from hayata_py._errors import (
     StoreError,
 )
 from hayata_py._invocation import Hold, PauseKind, Resume
-from hayata_py._invocation.compensation import compensation_execution_id
+from hayata_py._rules import pauses
+from hayata_py._rules.recovery import (
+    resolvable_execution,
+    resume_map,
+    resume_step,
+    uncertain_compensations,
+    waiting_refusal,
+)
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -41,7 +45,7 @@ from hayata_py.messages import (
     ResumePaused,
     Unfinished,
 )
-from hayata_py.store import InvocationRecord, TaskRecord
+from hayata_py.store import InvocationRecord
 
 Recovered = tuple[InvocationRecord, int, Resume]
 """What a recovery that goes on returns: the record it claimed, the new token,
@@ -86,7 +90,7 @@ def classify(ledger: Ledger, record: InvocationRecord) -> RecoveryRejected | Res
     if record.failing is not None:
         uncertain = ledger.compensations(record.invocation_id).uncertain
         if uncertain:
-            return _uncertain_compensations(record, uncertain)
+            return uncertain_compensations(record, uncertain)
         return Resume(failed=ErrorInfo.from_dict(record.failing))
     active = record.active_execution
     if active is None:
@@ -95,34 +99,9 @@ def classify(ledger: Ledger, record: InvocationRecord) -> RecoveryRejected | Res
     spec = ledger.spec
     if active.map:
         return resume_map(record, active, records, spec.idempotent_nodes,
-                          spec.retry.get(active.node_ids[0]))
+                          spec.retry.get(active.node_ids[0]), time.time())
     return resume_step(record, active, records, spec.idempotent_nodes, spec.retry,
                        time.time())
-
-
-def _uncertain_compensations(record: InvocationRecord, tasks: Sequence[TaskRecord]
-                             ) -> RecoveryRejected:
-    task_ids = [t.task_id for t in tasks]
-    return RecoveryRejected(
-        f"invocation {record.invocation_id} was running its compensations and "
-        f"{len(task_ids)} of them started without a recorded outcome (they may have "
-        "undone their task, or not): check the external system, then resolve_task() "
-        "each, or abandon()", code="task_execution_uncertain",
-        invocation_id=record.invocation_id, task_ids=task_ids,
-        node_ids=[t.node_id for t in tasks], compensations=True)
-
-
-def _waiting(record: InvocationRecord, early: Resume, unplaced: Mapping[str, str]
-             ) -> RecoveryRejected | None:
-    waiting = waiting_node(early, unplaced)
-    if waiting is None:
-        return None
-    node_id, why = waiting
-    return RecoveryRejected(
-        f"node {node_id!r} of the interrupted step has no system to run on ({why}); the "
-        "invocation is kept: call recover() again once a system that satisfies the "
-        "node's placement has joined", code="waiting_for_placement",
-        invocation_id=record.invocation_id, node_id=node_id, reason=why)
 
 
 def recover(ledger: Ledger, invocation_id: str | None,
@@ -147,7 +126,7 @@ def recover(ledger: Ledger, invocation_id: str | None,
         return _refusal(exc, record)
     if isinstance(early, RecoveryRejected):
         return early
-    waiting = _waiting(record, early, unplaced or {})
+    waiting = waiting_refusal(record, early, unplaced or {})
     if waiting is not None:
         return waiting
     try:
@@ -184,7 +163,7 @@ def describe(ledger: Ledger, unplaced: Mapping[str, str] | None = None) -> list[
                                   code=exc.code, message=str(exc)))
             continue
         if isinstance(early, Resume):
-            waiting = _waiting(record, early, unplaced or {})
+            waiting = waiting_refusal(record, early, unplaced or {})
             early = waiting if waiting is not None else early
         if isinstance(early, Resume):
             out.append(Unfinished(record.invocation_id, "recoverable", thread, record.step))
@@ -206,7 +185,7 @@ def resolve(ledger: Ledger, message: ResolveTask) -> Any:
     if task is not None:
         ledger.refresh(task.invocation_id)
     record = None if task is None else ledger.unfinished.get(task.invocation_id)
-    current = None if record is None else _current_execution(record)
+    current = None if record is None else resolvable_execution(record)
     if task is None or record is None or current is None or task.execution_id != current:
         return RecoveryRejected(
             f"task {message.task_id!r} is not a task of the current step of an unfinished "
@@ -228,15 +207,6 @@ def resolve(ledger: Ledger, message: ResolveTask) -> Any:
         return RecoveryRejected(str(exc), code=exc.code, task_id=message.task_id)
     ledger.log.info("task_resolved", task_id=message.task_id)
     return Ack(message.task_id)
-
-
-def _current_execution(record: InvocationRecord) -> str | None:
-    """The execution whose uncertain tasks ``resolve_task`` may settle: the
-    interrupted step's, or the compensations' of a failing invocation."""
-    if record.failing is not None:
-        return compensation_execution_id(record.invocation_id)
-    active = record.active_execution
-    return None if active is None else active.execution_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,7 +250,7 @@ def abandon(ledger: Ledger, message: Abandon
         exc = raw if isinstance(raw, StoreError) else StoreError(str(raw))
         return RecoveryRejected(str(exc), code=exc.code), None
     del ledger.unfinished[record.invocation_id]
-    ledger.publish(AgentResult(record.invocation_id, False, None, error))
+    ledger.results.publish(AgentResult(record.invocation_id, False, None, error))
     ledger.log.info("invocation_abandoned", invocation_id=record.invocation_id)
     return Ack(record.invocation_id), started
 

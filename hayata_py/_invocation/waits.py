@@ -16,7 +16,7 @@ from hayata_py._errors import ErrorInfo
 from hayata_py._invocation import mapping, pause, retry
 from hayata_py._invocation.commands import Command, End, RecordPause, ScheduleRetry
 from hayata_py._invocation.events import CircuitChanged, RetryDue, TaskKey
-from hayata_py._invocation.glue import Machine
+from hayata_py._invocation.machine_view import Machine
 from hayata_py._invocation.state import Execution, Phase, Task
 from hayata_py.store._records import task_id_for
 

@@ -1,11 +1,11 @@
 """What the machine's glue modules use of the machine that calls them.
 
 :mod:`~hayata_py._invocation.stepping`, :mod:`~hayata_py._invocation.mapping`
-and :mod:`~hayata_py._invocation.holding` are functions that take the
+and :mod:`~hayata_py._invocation.waits` are functions that take the
 :class:`~hayata_py._invocation.machine.Invocation` and return its commands.
 They see it through :class:`Machine`, so they never import the machine
 module, which imports them: imports run one way (``machine`` ->
-``stepping``/``holding``/``mapping`` -> ``glue``/``state``).
+``stepping``/``waits``/``mapping`` -> ``machine_view``/``state``).
 """
 
 from __future__ import annotations

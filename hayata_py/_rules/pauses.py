@@ -1,6 +1,6 @@
 """Pauses as records: what a paused invocation is and answers (pure functions
 of its :class:`~hayata_py.store.InvocationRecord`; ``resume()`` itself is in
-:mod:`~hayata_py._actors.recoveries`).
+:mod:`~hayata_py._actors.recovery_requests`).
 
 A paused invocation is a running one whose checkpoint holds the pause
 (``InvocationRecord.paused``). An agent that finds it at start reports
@@ -18,7 +18,7 @@ from hayata_py._errors import RecoveryRejected, RunRejected
 from hayata_py._invocation import Hold
 from hayata_py._invocation.pause import paused_error
 from hayata_py.messages import AgentResult
-from hayata_py.store import InvocationRecord
+from hayata_py.store._records import InvocationRecord
 
 
 def is_paused(record: InvocationRecord | None) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Any
 
-from hayata_py._actors._protocol import RunTask, RunTasks
+from hayata_py._actor_messages import RunTask, RunTasks
 
 __all__ = ["Outbox"]
 

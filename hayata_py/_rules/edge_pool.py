@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hayata_py import _invocation as m
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     CancelRun,
     EdgeExit,
     EdgeLost,
@@ -43,9 +43,9 @@ from hayata_py._actors._protocol import (
     RetireEdge,
     RunTask,
 )
-from hayata_py._actors.edge_slots import EdgeSlots, NodeEdges, note_pace
 from hayata_py._config import AgentSpec, default_node_concurrency
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules.edge_slots import EdgeSlots, NodeEdges, note_pace
 
 Sends = list[tuple[Any, Any]]
 _EARLY_TABLES = 4
@@ -72,6 +72,12 @@ class EdgePool:
         self.nodes: dict[str, NodeEdges] = {}
         self.tasks: dict[str, tuple[str, RunTask]] = {}  # task id -> (edge id, task)
         self._seq = itertools.count(1)
+
+    def forget_all(self) -> None:
+        """Every node and edge is dead (their supervisor died): forget them all,
+        so nothing is sent to them."""
+        self.nodes.clear()
+        self.tasks.clear()
 
     def _node(self, node_id: str) -> NodeEdges:
         return self.nodes.setdefault(node_id, NodeEdges())

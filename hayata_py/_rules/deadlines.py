@@ -7,7 +7,8 @@ time, and re-arming or dropping an entry only replaces or forgets its current
 due time (a stale heap entry is skipped when it comes up). Thespian stalls
 replies when many timers are pending, so a new wakeup is set only when no
 pending one fires early enough: at most two or three are ever pending. No
-Thespian here: ``wakeup(delay, payload)`` sets one.
+Thespian here: ``wakeup(delay, payload)`` sets one, and time comes from
+``clock`` (monotonic seconds), so tests pass their own.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ def invocation_of(execution_id: str) -> str:
 
 
 class Deadlines:
-    def __init__(self, wakeup: Callable[[timedelta, Any], None]) -> None:
+    """The deadlines, retries and lease renewal of all of an agent's invocations."""
+
+    def __init__(self, wakeup: Callable[[timedelta, Any], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._wakeup = wakeup
+        self._clock = clock
         self._pending: list[float] = []  # when the pending wakeups fire (monotonic)
         self._heap: list[tuple[float, int, Due, Key]] = []
         self._due: dict[tuple[Due, Key], float] = {}  # the current due time of each entry
@@ -54,10 +59,10 @@ class Deadlines:
         if any(t <= at + 0.01 for t in self._pending):
             return
         self._pending.append(at)
-        self._wakeup(timedelta(seconds=max(0.0, at - time.monotonic())), at)
+        self._wakeup(timedelta(seconds=max(0.0, at - self._clock())), at)
 
     def _put(self, kind: Due, key: Key, seconds: float) -> None:
-        at = time.monotonic() + seconds
+        at = self._clock() + seconds
         entry = (kind, key)
         self._due[entry] = at
         self._keys.setdefault(invocation_of(key[0]), set()).add(entry)
@@ -90,7 +95,7 @@ class Deadlines:
         self._current.pop(invocation_id, None)
 
     def renew_in(self, seconds: float) -> None:
-        self.renew_at = time.monotonic() + seconds
+        self.renew_at = self._clock() + seconds
         self.arm(self.renew_at)
 
     def fired(self, payload: Any) -> None:
@@ -98,11 +103,11 @@ class Deadlines:
             self._pending.remove(payload)
 
     def renewal_due(self) -> bool:
-        return time.monotonic() >= self.renew_at
+        return self._clock() >= self.renew_at
 
     def pop_due(self) -> list[tuple[Due, Key]]:
         """The deadlines and retries whose time has come (each once), in due order."""
-        now = time.monotonic()
+        now = self._clock()
         out: list[tuple[Due, Key]] = []
         heap = self._heap
         while heap and heap[0][0] <= now:

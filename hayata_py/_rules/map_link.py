@@ -8,35 +8,23 @@ and closes the map (``CloseMap``). This link turns those into messages to
 the node and the reducer: items completed before the reducer is ready wait
 here, and a consolidation asked of a reducer that died is asked again of its
 replacement (which reads the items it was not sent from the store). Like
-:mod:`~hayata_py._actors.edges`, it returns the messages to send as
+:mod:`~hayata_py._rules.edge_pool`, it returns the messages to send as
 ``(address, message)`` pairs; no Thespian here.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
-from hayata_py._actors.edges import EdgePool
-from hayata_py._actors.recovering import recorded_failures
 from hayata_py._config import AgentSpec
-from hayata_py._errors import RecoveryRejected
-from hayata_py._policy import RetryPolicy
-from hayata_py.store import (
-    ActiveExecution,
-    InvocationRecord,
-    TaskClass,
-    TaskRecord,
-    classify_map,
-    task_id_for,
-)
+from hayata_py._rules.edge_pool import EdgePool
 
 Sends = list[tuple[Any, Any]]
 COMMANDS = (m.OpenMap, m.Collect, m.Consolidate, m.CloseMap)
-MESSAGES = (p.ReducerReady, p.ReducerGone, p.Reduced)
+MESSAGES = (p.ReducerReady, p.ReducerGone, p.ReducerAnswer)
 
 
 class MapLink:
@@ -53,7 +41,7 @@ class MapLink:
         self.sent_to: Any = None  # the node the start went to
         self.address: Any = None  # the reducer, once ready
         self.waiting: list[p.ItemResult] = []
-        self.consolidate: p.Consolidate | None = None
+        self.consolidate: p.ConsolidateItems | None = None
 
     def on_command(self, cmd: Any, pool: EdgePool, invocation_id: str) -> Sends:
         if isinstance(cmd, m.OpenMap):
@@ -75,7 +63,7 @@ class MapLink:
                 return []
             return [(self.address, item)]
         if isinstance(cmd, m.Consolidate):
-            self.consolidate = p.Consolidate(cmd.execution_id, cmd.results)
+            self.consolidate = p.ConsolidateItems(cmd.execution_id, cmd.results)
             return [] if self.address is None else [(self.address, self.consolidate)]
         node = pool.address(start.node_id)
         self._reset()
@@ -106,32 +94,3 @@ class MapLink:
         if isinstance(message, p.ReducerGone):
             return [], m.ReducerLost(message.execution_id, message.deaths)
         return [], m.Reduced(message.execution_id, message.ok, message.result, message.error)
-
-
-def resume_map(record: InvocationRecord, active: ActiveExecution, records: list[TaskRecord],
-               idempotent_nodes: frozenset[str], policy: RetryPolicy | None = None
-               ) -> m.Resume | RecoveryRejected:
-    """Classify an interrupted map step per item, as parallel branches are: reuse
-    completed items, run not-started ones, refuse uncertain ones (re-run them if
-    the node is idempotent); a recorded failure ends the invocation, unless the
-    node's retry ``policy`` retries it (what is left of its backoff is waited)."""
-    node_id = active.node_ids[0]
-    items = list(active.input)
-    task_ids = [task_id_for(record.invocation_id, active.step, node_id, item=i)
-                for i in range(len(items))]
-    found = classify_map(task_ids, records, idempotent=node_id in idempotent_nodes)
-    failed, retries = recorded_failures(
-        [(i, found.records[i], policy) for i in found.failed_items], time.time())
-    if found.has_uncertain and failed is None:
-        return RecoveryRejected(
-            f"task(s) {list(found.uncertain_task_ids)} of items {list(found.uncertain_items)} "
-            f"of map node {node_id!r} started but recorded no result; check the external "
-            "system, then resolve_task(), abandon(), or declare the node idempotent",
-            code="task_execution_uncertain", invocation_id=record.invocation_id,
-            task_ids=list(found.uncertain_task_ids), node_ids=[node_id],
-            items=list(found.uncertain_items))
-    runs = {i: found.records[i].attempt + 1 if found.classes[i] is TaskClass.RERUN else 1
-            for i in found.to_run}
-    return m.Resume(active.execution_id, (node_id,), items, False, failed=failed, map=True,
-                    reduce=active.reduce, items_to_run=runs, items_reused=dict(found.reuse),
-                    items_retry={} if failed else retries)

@@ -24,7 +24,7 @@ import dataclasses
 import importlib
 from typing import Any
 
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     GetSystemInfo,
     NodeEvent,
     SystemInfo,
