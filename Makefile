@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
+.PHONY: demo test browser lint typecheck pytest test-serve-reference bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,16 @@ pytest: $(STAMP) browser
 
 # The browser first: a machine that cannot have one stops at once.
 test: browser lint typecheck pytest
+
+# The Agent Server API conformance suite (tests/serve_api) against LangGraph's
+# own local server: starts `langgraph dev` on a loopback port from a venv of
+# its own (LGDEV_VENV, made and installed if missing; never the project's),
+# runs the suite with the langgraph-sdk client, stops the server. Not part of
+# `make test`, which does not collect tests/serve_api. Against another server:
+# `pytest tests/serve_api --server-url URL`.
+LGDEV_VENV ?= .venv-langgraph-dev
+test-serve-reference: $(STAMP)
+	$(PY) -m tests.serve_api.reference --venv $(LGDEV_VENV)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
