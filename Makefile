@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest test-serve-reference bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
+.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,7 @@ test: browser lint typecheck pytest
 # `make test`, which does not collect tests/serve_api. Against another server:
 # `pytest tests/serve_api --server-url URL`.
 LGDEV_VENV ?= .venv-langgraph-dev
+.PHONY: test-serve-reference
 test-serve-reference: $(STAMP)
 	$(PY) -m tests.serve_api.reference --venv $(LGDEV_VENV)
 
