@@ -72,9 +72,17 @@ def run_async(server_url: str, body: Callable[[LangGraphClient], Awaitable[T]]) 
     return asyncio.run(main())
 
 
+def body(parts: list[StreamPart]) -> list[StreamPart]:
+    """A stream without its closing ``end`` event, if it has one.
+
+    LangGraph's server sends none (the SDK then asks the run's status); the
+    SDKs also read an ``end`` event, so a server may close with one."""
+    return parts[:-1] if parts and parts[-1].event == "end" else parts
+
+
 def names(parts: list[StreamPart]) -> list[str]:
-    """The event names of a stream, in order."""
-    return [part.event for part in parts]
+    """The event names of a stream, in order (a closing ``end`` left out)."""
+    return [part.event for part in body(parts)]
 
 
 def of(parts: list[StreamPart], event: str) -> list[object]:

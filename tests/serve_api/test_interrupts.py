@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.serve_api.support import ASK, of
+from tests.serve_api.support import ASK, STEPS, of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -78,3 +78,25 @@ def test_wait_answers_the_interrupt(client: SyncLangGraphClient, thread_id: str)
     values = client.runs.wait(thread_id, ASK, input=QUESTION)
     assert isinstance(values, dict)
     assert [i["value"] for i in values["__interrupt__"]] == [QUESTION]
+
+
+def test_interrupt_before_a_node(client: SyncLangGraphClient, thread_id: str) -> None:
+    """``interrupt_before``: the run stops before that node (``success``, thread ``interrupted``)
+    and a run with no input continues from there."""
+    parts = list(client.runs.stream(thread_id, STEPS, input={"label": "i"},
+                                    interrupt_before=["middle"], stream_mode="values"))
+    assert of(parts, "values")[-1] == {"label": "i", "steps": ["i:first"]}
+    assert client.runs.get(thread_id, parts[0].data["run_id"])["status"] == "success"
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+    assert client.threads.get_state(thread_id)["next"] == ["middle"]
+    values = client.runs.wait(thread_id, STEPS, input=None)
+    assert values == {"label": "i", "steps": ["i:first", "i:middle", "i:last"]}
+
+
+def test_interrupt_after_a_node(client: SyncLangGraphClient, thread_id: str) -> None:
+    """``interrupt_after``: the run stops right after that node; the next node is the one after."""
+    client.runs.wait(thread_id, STEPS, input={"label": "i"}, interrupt_after=["middle"])
+    state = client.threads.get_state(thread_id)
+    assert state["values"]["steps"] == ["i:first", "i:middle"]
+    assert state["next"] == ["last"]
+    assert client.threads.get(thread_id)["status"] == "interrupted"

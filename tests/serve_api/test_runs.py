@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
-from langgraph_sdk.client import SyncLangGraphClient
+from langgraph_sdk.client import LangGraphClient, SyncLangGraphClient
 from langgraph_sdk.errors import NotFoundError
 from langgraph_sdk.schema import RunCreateMetadata
 
 from tests.serve_api.conftest import forget_thread
-from tests.serve_api.support import STEPS, TERMINAL, wait_until
+from tests.serve_api.support import STEPS, TERMINAL, run_async, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -170,3 +171,26 @@ def test_if_not_exists_create(client: SyncLangGraphClient) -> None:
         assert client.threads.get(thread_id)["status"] == "idle"
     finally:
         forget_thread(client, thread_id)
+
+
+def test_async_create_join_cancel(server_url: str) -> None:
+    """The async client creates, joins and cancels runs the same way."""
+
+    async def drive(client: LangGraphClient) -> tuple[object, str, str]:
+        thread_id = (await client.threads.create())["thread_id"]
+        try:
+            done = await client.runs.create(thread_id, STEPS, input={"label": "a"})
+            values = await client.runs.join(thread_id, done["run_id"])
+            busy = await client.runs.create(thread_id, STEPS, input={"label": "b", "delay": BUSY})
+            while (await client.runs.get(thread_id, busy["run_id"]))["status"] == "pending":
+                await asyncio.sleep(0.02)
+            await client.runs.cancel(thread_id, busy["run_id"], wait=True)
+            run = await client.runs.get(thread_id, busy["run_id"])
+            thread = await client.threads.get(thread_id)
+            return values, run["status"], thread["status"]
+        finally:
+            await client.threads.delete(thread_id)
+
+    values, run_status, thread_status = run_async(server_url, drive)
+    assert values == {"label": "a", "steps": ["a:first", "a:middle", "a:last"]}
+    assert (run_status, thread_status) == ("interrupted", "interrupted")

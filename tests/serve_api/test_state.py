@@ -92,3 +92,27 @@ def test_update_state_before_any_run_is_400(client: SyncLangGraphClient, thread_
     """Updating the state of a thread that never ran (no graph yet) is a 400."""
     with pytest.raises(BadRequestError):
         client.threads.update_state(thread_id, {"steps": ["x"]})
+
+
+def test_run_from_an_older_checkpoint_forks(client: SyncLangGraphClient, ran: str) -> None:
+    """A run given an older ``checkpoint`` forks: a ``fork`` checkpoint, child of that one,
+    copies it and the run continues from there; the old branch stays."""
+    history = client.threads.get_history(ran, limit=100)
+    after_first = history[2]
+    assert after_first["next"] == ["middle"]
+    values = client.runs.wait(ran, STEPS, input=None, checkpoint=after_first["checkpoint"])
+    assert values == {"label": "s", "steps": DONE}
+    forked = client.threads.get_history(ran, limit=100)
+    new = forked[:len(forked) - len(history)]
+    assert [h["metadata"]["source"] for h in new] == ["loop", "loop", "fork"]
+    fork = new[-1]
+    assert fork["values"] == after_first["values"]
+    assert fork["parent_checkpoint"]["checkpoint_id"] == after_first["checkpoint"]["checkpoint_id"]
+    assert forked[len(new):] == history, "the old branch stays in the history"
+
+
+def test_run_from_the_head_checkpoint_continues(client: SyncLangGraphClient, ran: str) -> None:
+    """A run given the head ``checkpoint`` is a normal continuation of the thread."""
+    head = client.threads.get_state(ran)["checkpoint"]
+    values = client.runs.wait(ran, STEPS, input={"label": "t"}, checkpoint=head)
+    assert values["steps"] == [*DONE, "t:first", "t:middle", "t:last"]

@@ -9,7 +9,17 @@ import pytest
 from langgraph_sdk.client import LangGraphClient, SyncLangGraphClient
 from langgraph_sdk.schema import RunCreateMetadata, StreamPart
 
-from tests.serve_api.support import CHAT, CHAT_REPLY, STEPS, names, of, run_async
+from tests.serve_api.support import (
+    CHAT,
+    CHAT_REPLY,
+    STEPS,
+    TERMINAL,
+    body,
+    names,
+    of,
+    run_async,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -130,7 +140,7 @@ def test_resumable_stream_has_event_ids(client: SyncLangGraphClient, thread_id: 
 def test_async_client_streams(server_url: str) -> None:
     """The async client reads the same stream: metadata, then the values."""
 
-    async def body(client: LangGraphClient) -> list[StreamPart]:
+    async def read(client: LangGraphClient) -> list[StreamPart]:
         thread = await client.threads.create()
         try:
             return [part async for part in client.runs.stream(
@@ -138,7 +148,58 @@ def test_async_client_streams(server_url: str) -> None:
         finally:
             await client.threads.delete(thread["thread_id"])
 
-    parts = run_async(server_url, body)
+    parts = run_async(server_url, read)
     assert names(parts) == ["metadata"] + ["values"] * 4
     assert of(parts, "values")[-1] == {"label": "a", "steps": ["a:first", "a:middle", "a:last"]}
     assert uuid.UUID(parts[0].data["run_id"])
+
+
+def test_error_ends_the_stream(client: SyncLangGraphClient, thread_id: str) -> None:
+    """A node that raises ends the stream with ``error`` ``{error, message}``: run and thread
+    ``error``."""
+    parts = stream(client, thread_id, STEPS, {"label": "e", "delay": "not a number"}, "values")
+    last = body(parts)[-1]
+    assert last.event == "error"
+    assert last.data["error"] == "TypeError"
+    assert isinstance(last.data["message"], str) and last.data["message"]
+    assert client.runs.get(thread_id, parts[0].data["run_id"])["status"] == "error"
+    assert client.threads.get(thread_id)["status"] == "error"
+
+
+def test_dropped_stream_run_goes_on_by_default(
+    client: SyncLangGraphClient, thread_id: str
+) -> None:
+    """A client that drops the stream mid-run leaves the run going (``on_disconnect`` continue)."""
+    run_id = drop_after_first_update(client, thread_id, on_disconnect=None)
+    wait_until(lambda: client.runs.get(thread_id, run_id)["status"] in TERMINAL, "run ends")
+    assert client.runs.get(thread_id, run_id)["status"] == "success"
+    assert client.threads.get_state(thread_id)["values"]["steps"] == [
+        "d:first", "d:middle", "d:last"]
+
+
+def test_dropped_stream_with_on_disconnect_cancel(
+    client: SyncLangGraphClient, thread_id: str
+) -> None:
+    """``on_disconnect="cancel"``: dropping the stream cancels the run (run, thread interrupted)."""
+    run_id = drop_after_first_update(client, thread_id, on_disconnect="cancel")
+    wait_until(lambda: client.runs.get(thread_id, run_id)["status"] in TERMINAL, "run ends")
+    assert client.runs.get(thread_id, run_id)["status"] == "interrupted"
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+
+
+def drop_after_first_update(client: SyncLangGraphClient, thread_id: str,
+                            on_disconnect: str | None) -> str:
+    """Stream a run whose middle node waits 2 s, close the stream after the first
+    node's update, and answer the run's id."""
+    kwargs: dict[str, Any] = {} if on_disconnect is None else {"on_disconnect": on_disconnect}
+    parts = client.runs.stream(thread_id, STEPS, input={"label": "d", "delay": 2.0},
+                               stream_mode="updates", **kwargs)
+    run_id = ""
+    for part in parts:
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+        if part.event == "updates":
+            break
+    parts.close()  # type: ignore[attr-defined]
+    assert run_id
+    return run_id

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from langgraph_sdk.client import SyncLangGraphClient
+from langgraph_sdk.client import LangGraphClient, SyncLangGraphClient
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 from langgraph_sdk.schema import Thread
 
-from tests.serve_api.support import STEPS, assistant_id_of
+from tests.serve_api.support import STEPS, assistant_id_of, run_async
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -120,3 +121,23 @@ def test_first_run_adds_graph_and_assistant_to_metadata(
     client.runs.wait(thread_id, STEPS, input={"label": "m"})
     metadata = client.threads.get(thread_id)["metadata"]
     assert metadata == {"mine": True, "graph_id": STEPS, "assistant_id": assistant_id_of(STEPS)}
+
+
+def test_async_thread_lifecycle(server_url: str) -> None:
+    """The async client creates, patches, searches and deletes threads the same way."""
+    tag = str(uuid.uuid4())
+
+    async def drive(client: LangGraphClient) -> tuple[dict[str, Any], list[str], str]:
+        thread = await client.threads.create(metadata={"tag": tag})
+        patched = await client.threads.update(thread["thread_id"], metadata={"more": 1})
+        found = [t["thread_id"] for t in await client.threads.search(metadata={"tag": tag})]
+        await client.threads.delete(thread["thread_id"])
+        try:
+            await client.threads.get(thread["thread_id"])
+        except NotFoundError:
+            return dict(patched["metadata"]), found, thread["thread_id"]
+        raise AssertionError("a deleted thread still answers")
+
+    metadata, found, thread_id = run_async(server_url, drive)
+    assert metadata == {"tag": tag, "more": 1}
+    assert found == [thread_id]
