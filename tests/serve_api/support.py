@@ -58,6 +58,17 @@ def wait_until(probe: Callable[[], T | None], message: str, timeout: float = SET
         time.sleep(0.02)
 
 
+async def await_until(probe: Callable[[], Awaitable[bool]], message: str,
+                      timeout: float = SETTLE) -> None:
+    """``wait_until`` for the async client: await ``probe`` every 20 ms until it
+    answers true; fail with ``message`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message}: not reached within {timeout}s")
+        await asyncio.sleep(0.02)
+
+
 def run_async(server_url: str, body: Callable[[LangGraphClient], Awaitable[T]]) -> T:
     """Run ``body`` with a fresh async client of ``server_url`` in its own event
     loop, bounded by twice the HTTP timeout, and close the client after."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import pytest
@@ -11,7 +10,7 @@ from langgraph_sdk.errors import NotFoundError
 from langgraph_sdk.schema import RunCreateMetadata
 
 from tests.serve_api.conftest import forget_thread
-from tests.serve_api.support import STEPS, TERMINAL, run_async, wait_until
+from tests.serve_api.support import STEPS, TERMINAL, await_until, run_async, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -182,8 +181,12 @@ def test_async_create_join_cancel(server_url: str) -> None:
             done = await client.runs.create(thread_id, STEPS, input={"label": "a"})
             values = await client.runs.join(thread_id, done["run_id"])
             busy = await client.runs.create(thread_id, STEPS, input={"label": "b", "delay": BUSY})
-            while (await client.runs.get(thread_id, busy["run_id"]))["status"] == "pending":
-                await asyncio.sleep(0.02)
+
+            async def started() -> bool:
+                run = await client.runs.get(thread_id, busy["run_id"])
+                return bool(run["status"] == "running")
+
+            await await_until(started, "run running")
             await client.runs.cancel(thread_id, busy["run_id"], wait=True)
             run = await client.runs.get(thread_id, busy["run_id"])
             thread = await client.threads.get(thread_id)
