@@ -81,8 +81,7 @@ def test_wait_answers_the_interrupt(client: SyncLangGraphClient, thread_id: str)
 
 
 def test_interrupt_before_a_node(client: SyncLangGraphClient, thread_id: str) -> None:
-    """``interrupt_before``: the run stops before that node (``success``, thread ``interrupted``)
-    and a run with no input continues from there."""
+    """``interrupt_before``: the run ends ``success`` before the node; ``input=None`` goes on."""
     parts = list(client.runs.stream(thread_id, STEPS, input={"label": "i"},
                                     interrupt_before=["middle"], stream_mode="values"))
     assert of(parts, "values")[-1] == {"label": "i", "steps": ["i:first"]}

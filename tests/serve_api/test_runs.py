@@ -197,3 +197,14 @@ def test_async_create_join_cancel(server_url: str) -> None:
     values, run_status, thread_status = run_async(server_url, drive)
     assert values == {"label": "a", "steps": ["a:first", "a:middle", "a:last"]}
     assert (run_status, thread_status) == ("interrupted", "interrupted")
+
+
+def test_wait_names_the_run_and_its_join(client: SyncLangGraphClient, thread_id: str) -> None:
+    """``runs/wait`` answers ``Content-Location`` (the run) and ``Location`` (its ``/join``)."""
+    response = client.http.client.post(f"/threads/{thread_id}/runs/wait",
+                                       json={"assistant_id": STEPS, "input": {"label": "l"}})
+    assert response.status_code == 200
+    run_path = response.headers["content-location"]
+    assert run_path.startswith(f"/threads/{thread_id}/runs/")
+    assert response.headers["location"] == f"{run_path}/join"
+    assert response.json()["steps"] == ["l:first", "l:middle", "l:last"]

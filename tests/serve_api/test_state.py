@@ -95,8 +95,7 @@ def test_update_state_before_any_run_is_400(client: SyncLangGraphClient, thread_
 
 
 def test_run_from_an_older_checkpoint_forks(client: SyncLangGraphClient, ran: str) -> None:
-    """A run given an older ``checkpoint`` forks: a ``fork`` checkpoint, child of that one,
-    copies it and the run continues from there; the old branch stays."""
+    """An older ``checkpoint`` forks: a ``fork`` copy of it, then the run; the old branch stays."""
     history = client.threads.get_history(ran, limit=100)
     after_first = history[2]
     assert after_first["next"] == ["middle"]

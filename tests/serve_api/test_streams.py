@@ -155,8 +155,7 @@ def test_async_client_streams(server_url: str) -> None:
 
 
 def test_error_ends_the_stream(client: SyncLangGraphClient, thread_id: str) -> None:
-    """A node that raises ends the stream with ``error`` ``{error, message}``: run and thread
-    ``error``."""
+    """A node that raises ends the stream with ``error`` ``{error, message}``; run, thread error."""
     parts = stream(client, thread_id, STEPS, {"label": "e", "delay": "not a number"}, "values")
     last = body(parts)[-1]
     assert last.event == "error"
@@ -203,3 +202,22 @@ def drop_after_first_update(client: SyncLangGraphClient, thread_id: str,
     parts.close()  # type: ignore[attr-defined]
     assert run_id
     return run_id
+
+
+def test_stream_names_the_run_and_where_to_reconnect(
+    client: SyncLangGraphClient, thread_id: str
+) -> None:
+    """A stream answers ``Content-Location`` (the run), ``Location`` (its stream: reconnects)."""
+    with client.http.client.stream(
+        "POST", f"/threads/{thread_id}/runs/stream",
+        json={"assistant_id": STEPS, "input": {"label": "h"}, "stream_mode": "values"},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        run_path = response.headers["content-location"]
+        assert response.headers["location"] == f"{run_path}/stream"
+        response.read()
+    prefix, run_id = run_path.rsplit("/", 1)
+    assert prefix == f"/threads/{thread_id}/runs"
+    assert client.runs.get(thread_id, run_id)["status"] == "success"
