@@ -50,6 +50,17 @@ test-quick: $(STAMP)
 # The browser first: a machine that cannot have one stops at once.
 test: browser lint typecheck pytest
 
+# The Agent Server API conformance suite (tests/serve_api) against LangGraph's
+# own local server: starts `langgraph dev` on a loopback port from a venv of
+# its own (LGDEV_VENV, made and installed if missing; never the project's),
+# runs the suite with the langgraph-sdk client, stops the server. Not part of
+# `make test`, which does not collect tests/serve_api. Against another server:
+# `pytest tests/serve_api --server-url URL`.
+LGDEV_VENV ?= .venv-langgraph-dev
+.PHONY: test-serve-reference
+test-serve-reference: $(STAMP)
+	$(PY) -m tests.serve_api.reference --venv $(LGDEV_VENV)
+
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks
