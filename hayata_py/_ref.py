@@ -226,9 +226,10 @@ class AgentRef:
         """``idle``, ``running``, ``paused`` or ``recovery_required``."""
         return self.status_info().status
 
-    def status_info(self) -> AgentStatus:
-        """Status with the current (or unfinished) invocation id."""
-        reply = self._ask(GetStatus(), accept=is_answer(AgentStatus))
+    def status_info(self, timeout: float = ASK_TIMEOUT) -> AgentStatus:
+        """Status with the current (or unfinished) invocation id (TimeoutError if
+        the agent does not answer within ``timeout`` s)."""
+        reply = self._ask(GetStatus(), timeout, accept=is_answer(AgentStatus))
         assert isinstance(reply, AgentStatus)
         return reply
 
