@@ -235,43 +235,48 @@ def test_a_killed_node_shows_its_new_pid_within_a_second_with_the_other_core_bus
     died before it answered, which Thespian gives up on only at the ask's
     timeout). A snapshot waited for that answer, and the page with it."""
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    frozen = 0
     try:
         with hy.AgentSystem(tmp_path / "data") as system:
             system.start_agent(config)
             system.start_agent(slow())
             still = find(system.tree(), "node", "node:slow")  # (before it is frozen)
             assert still is not None
-            frozen = still["pid"]
-            freeze(frozen)
-            with observe(system, port=0) as observer:
-                client = Client(observer.url)
-                arrived: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
-                stream = client.messages()
-
-                def pump() -> None:
-                    try:
-                        for message in stream:
-                            arrived.put((time.monotonic(), message))
-                    except OSError as exc:  # the server went away: the reader sees it
-                        arrived.put((time.monotonic(), {"kind": "gone", "error": repr(exc)}))
-
-                threading.Thread(target=pump, daemon=True).start()
-                seen = [(0.0, _latest_state(arrived))]
-                for _ in range(3):
-                    seen.append(_kill_and_see_the_new_pid(client, arrived, seen[-1][1]))
-                seen = seen[1:]
-                took = [t for t, _state in seen]
-                print(f"killed node's new pid on the page after {[round(t, 3) for t in took]} s")
-                assert max(took) < 1.0, took
-                for _took, state in seen:  # the node that answers nothing is marked so
-                    row = find(state["tree"], "node", "node:slow")
-                    assert row is not None and row.get("unreachable"), row
+            freeze(still["pid"])
+            try:
+                seen = _kill_three_times(observe(system, port=0))
+            finally:
+                os.kill(still["pid"], signal.SIGCONT)  # a clean stop for the system
+        took = [t for t, _state in seen]
+        print(f"killed node's new pid on the page after {[round(t, 3) for t in took]} s")
+        assert max(took) < 1.0, took
+        for _took, state in seen:  # the node that answers nothing is marked so
+            row = find(state["tree"], "node", "node:slow")
+            assert row is not None and row.get("unreachable"), row
     finally:
         burner.kill()
         burner.wait()
-        if frozen and alive(frozen):
-            os.kill(frozen, signal.SIGCONT)
+
+
+def _kill_three_times(observer: Observer) -> list[tuple[float, dict[str, Any]]]:
+    """Kill node ``echo`` three times through the page; what
+    :func:`_kill_and_see_the_new_pid` saw each time."""
+    with observer:
+        client = Client(observer.url)
+        arrived: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        stream = client.messages()
+
+        def pump() -> None:
+            try:
+                for message in stream:
+                    arrived.put((time.monotonic(), message))
+            except OSError as exc:  # the server went away: the reader sees it
+                arrived.put((time.monotonic(), {"kind": "gone", "error": repr(exc)}))
+
+        threading.Thread(target=pump, daemon=True).start()
+        seen = [(0.0, _latest_state(arrived))]
+        for _ in range(3):
+            seen.append(_kill_and_see_the_new_pid(client, arrived, seen[-1][1]))
+        return seen[1:]
 
 
 def _latest_state(arrived: queue.Queue[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
