@@ -37,6 +37,7 @@ from hayata_py._errors import AgentAlreadyStarted, AgentNotFound, ConfigError, H
 from hayata_py._inbox import Inbox
 from hayata_py._receiver import Receiver
 from hayata_py._ref import ASK_TIMEOUT, AgentRef
+from hayata_py._ref_checks import alive
 from hayata_py._ref_wait import REMOTE_ASK_TIMEOUT
 from hayata_py._retention import parse_age
 from hayata_py._storage import refuse_read_only
@@ -293,15 +294,20 @@ class AgentSystem:
 
         return serve(self, port=port, bind=bind)
 
-    def tree(self) -> dict[str, Any]:
+    def tree(self, *, describe_timeout: float = ASK_TIMEOUT) -> dict[str, Any]:
         """The live actor tree: role, id, pid, restarts, status, remote (runs on another
         system of the convention), children (nested dicts). A subtree on another
-        system that does not answer within 2 s is marked ``unreachable``."""
+        system that does not answer within 2 s is marked ``unreachable``.
+
+        ``describe_timeout``: the longest a node is waited for to name its edges;
+        one that does not answer in time is marked ``unreachable``. A node whose
+        process is gone is not asked: its row is its supervisor's."""
         return {"role": "supervisor", "id": TOP_NAME, "pid": self._top.pid or None,
                 "restarts": 0, "status": "running",
-                "children": self._subtree(self._top.address)}
+                "children": self._subtree(self._top.address, describe=describe_timeout)}
 
-    def _subtree(self, address: Any, timeout: float = ASK_TIMEOUT) -> list[dict[str, Any]]:
+    def _subtree(self, address: Any, timeout: float = ASK_TIMEOUT,
+                 describe: float = ASK_TIMEOUT) -> list[dict[str, Any]]:
         ref = SupervisorRef(self._system, address, "", 0)
         rows = []
         for info in ref.which_children(timeout):
@@ -316,15 +322,18 @@ class AgentSystem:
             wait = REMOTE_ASK_TIMEOUT if elsewhere else ASK_TIMEOUT
             try:
                 if info.address is not None and role == "supervisor":
-                    row["children"] = self._subtree(info.address, wait)
-                elif info.address is not None and role == "node":
-                    reply = self._system.ask(info.address, Describe(), wait)
+                    row["children"] = self._subtree(info.address, wait, describe)
+                elif info.address is not None and role == "node" and (
+                        info.remote or info.pid is None or alive(info.pid)):
+                    # (An ask to a process that died after it took the ask is
+                    # answered only at its timeout: hence ``describe``.)
+                    reply = self._system.ask(info.address, Describe(), min(wait, describe))
                     if isinstance(reply, Description):
                         row["children"] = reply.children
-                    elif elsewhere:
+                    elif elsewhere or describe < wait:
                         row["unreachable"] = True
             except SupervisorError as exc:
-                if not elsewhere or exc.code != "timeout":
+                if not (elsewhere or describe < wait) or exc.code != "timeout":
                     raise
                 row["unreachable"] = True
             rows.append(row)

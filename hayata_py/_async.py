@@ -47,6 +47,7 @@ from hayata_py._ref_checks import (
     system_died,
     waited_result,
 )
+from hayata_py._stream_end import CHECK_PERIOD, file_from_log
 from hayata_py._threads import ThreadInfo
 from hayata_py.messages import (
     AgentEvent,
@@ -321,6 +322,7 @@ class AsyncAgentRef:
                         ) -> AsyncIterator[AgentEvent | AgentResult]:
         inbox, _receiver = self.system.sync._caller_inbox()
         loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + timeout
         while True:
             message = inbox.take(invocation_id)
             if message is None:
@@ -330,14 +332,20 @@ class AsyncAgentRef:
                 try:
                     message = inbox.take(invocation_id)  # arrived before the wakeup was set
                     if message is None:
-                        await asyncio.wait_for(arrived.wait(), timeout)
+                        # Its source is looked at every CHECK_PERIOD s (_stream_end.py).
+                        remaining = deadline - time.monotonic()
+                        await asyncio.wait_for(arrived.wait(), min(remaining, CHECK_PERIOD))
                 except TimeoutError:
-                    raise TimeoutError_(f"no message for invocation {invocation_id} within "
-                                        f"{timeout}s", invocation_id=invocation_id) from None
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError_(f"no message for invocation {invocation_id} "
+                                            f"within {timeout}s",
+                                            invocation_id=invocation_id) from None
+                    await self.system.call(file_from_log, self.sync, invocation_id)
                 finally:
                     inbox.on_message(invocation_id, None)
                 if message is None:
                     continue
             yield message
+            deadline = time.monotonic() + timeout
             if isinstance(message, AgentResult):
                 return

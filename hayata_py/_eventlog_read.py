@@ -13,6 +13,10 @@ every :data:`POLL` seconds) until the latest run of the invocation ends
 (``invocation_completed``, ``invocation_failed``, ``invocation_paused`` or
 ``invocation_interrupted``, with nothing after it), or the invocation is no
 longer running and its log has nothing more.
+
+:func:`run_end`: the end of one run as a ``hy.CALLER`` stream shows it, read
+from the log when the agent process that ran it is gone and could not send
+it (see :mod:`hayata_py._stream_end`).
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from hayata_py._errors import ConfigError, HayataError, TimeoutError_
-from hayata_py.messages import AgentEvent
+from hayata_py._errors import ConfigError, ErrorInfo, HayataError, TimeoutError_
+from hayata_py._invocation.pause import Hold, paused_error
+from hayata_py.messages import AgentEvent, AgentResult
 
-__all__ = ["POLL", "RUN_ENDS", "LogReader", "read_events"]
+__all__ = ["POLL", "RUN_ENDS", "LogReader", "read_events", "run_end"]
 
 POLL = 0.05
 """Seconds between two looks at the store while following."""
@@ -95,3 +100,62 @@ def read_events(reader: LogReader) -> Iterator[AgentEvent]:
             return
         if not events:
             time.sleep(POLL)  # the polling period of a follow, not a wait for a result
+
+
+def run_end(store: Any, invocation_id: str, first: int, after: int, run: int
+            ) -> tuple[list[AgentEvent], AgentResult]:
+    """The events of the run whose first event is ``first`` after sequence
+    ``after``, and its result, from the log, for a run that nothing runs any
+    more (its agent process is gone).
+
+    The run's events end at its terminal event, which gives the result: the
+    one its agent sent with it (equal to it). Without one (the process was
+    killed before it wrote its end, or the store refused the write), the log
+    ends the run where it stops, or where a later run of the invocation
+    begins, and the result names that last event (``last_event``): still
+    running in the store, the run was interrupted and the invocation is kept
+    for ``recover()``; ended, it is the stored result. Nothing is written:
+    every event returned was in the log before anyone saw it.
+    ``run``: the run's id, carried by what is returned."""
+    events: list[AgentEvent] = []
+    last = after
+    while True:
+        batch = store.get_events(invocation_id, after=last, limit=BATCH)
+        for stored in batch:
+            if stored.type == "invocation_started" and stored.sequence > first:
+                return events, _unended(store, invocation_id, last, run)  # a later run's
+            event = AgentEvent(invocation_id, stored.type, stored.sequence, stored.data, run)
+            events.append(event)
+            last = stored.sequence
+            if stored.type in RUN_ENDS:
+                return events, _ended(event)
+        if len(batch) < BATCH:
+            return events, _unended(store, invocation_id, last, run)
+
+
+def _ended(event: AgentEvent) -> AgentResult:
+    """The result a run's terminal event stands for."""
+    data, inv = event.data, event.invocation_id
+    if event.type == "invocation_completed":
+        return AgentResult(inv, True, data.get("result"), run=event.run)
+    if event.type == "invocation_paused":
+        return AgentResult(inv, False, None, paused_error(inv, Hold.from_dict(data)),
+                           status="paused", run=event.run)
+    error = ErrorInfo(str(data.get("reason")), str(data.get("message")),
+                      dict(data.get("details") or {}))
+    return AgentResult(inv, False, None, error, run=event.run,
+                       status="interrupted" if event.type == "invocation_interrupted" else "")
+
+
+def _unended(store: Any, invocation_id: str, last: int, run: int) -> AgentResult:
+    """The result of a run whose log has no end, after its event ``last``."""
+    record = store.get_invocation(invocation_id)
+    if record is not None and record.status in ("completed", "failed"):
+        error = ErrorInfo.from_dict(record.error) if record.error else None
+        return AgentResult(invocation_id, record.status == "completed", record.result, error,
+                           run=run, last_event=last)
+    error = ErrorInfo("invocation_interrupted", f"the run of invocation {invocation_id} "
+                      "ended without a result: its agent process is gone; the invocation "
+                      "is kept: call recover()", {"recoverable": True})
+    return AgentResult(invocation_id, False, None, error, status="interrupted", run=run,
+                       last_event=last)

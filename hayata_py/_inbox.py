@@ -12,6 +12,9 @@ and to that run (``RunAccepted.run``, carried by every event and the result):
 a recovered run starts a fresh stream, and whatever an earlier run still
 delivers afterwards (from a dead process, or from the same process before it
 was interrupted) is dropped, so it can never be mixed into the recovered one.
+Once its source process is gone, what it could not send any more is filed
+from the durable event log (:meth:`Inbox.file_end`, read by
+:mod:`hayata_py._stream_end`): a stream never waits for an agent that is gone.
 Thread-safe; blocking readers wait on a condition, asyncio
 readers register a wakeup callback.
 """
@@ -48,6 +51,10 @@ class _Stream:
     run: int = 0
     """The run it follows (``RunAccepted.run``; 0: any run of its source)."""
     next: int = 1
+    first: int = 1
+    """The sequence of the run's first event."""
+    pid: int | None = None
+    """The source's process on this host (None: unknown, or on another host)."""
     events: dict[int, AgentEvent] = field(default_factory=dict)
     terminal: int | None = None
     result: AgentResult | None = None
@@ -95,6 +102,20 @@ class _Stream:
             return True
         last = self._last()
         return last is not None and all(s in self.events for s in range(self.next, last + 1))
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A stream's source and position (:meth:`Inbox.source`)."""
+
+    address: Any
+    pid: int | None
+    run: int
+    first: int
+    taken: int
+    """The last event the reader took (``first - 1``: none)."""
+    streamed: bool
+    has_result: bool
 
 
 class Inbox:
@@ -148,13 +169,13 @@ class Inbox:
     # -- callers -------------------------------------------------------------------
 
     def expect(self, invocation_id: str, source: Any, streamed: bool, run: int = 0,
-               first: int = 1) -> None:
-        """The agent at ``source`` accepted a run (or a recovery) of
-        ``invocation_id`` for this inbox, as run ``run`` whose first event is
-        ``first``: start its stream afresh."""
+               first: int = 1, pid: int | None = None) -> None:
+        """The agent at ``source`` (process ``pid`` on this host, if known)
+        accepted a run (or a recovery) of ``invocation_id`` for this inbox, as
+        run ``run`` whose first event is ``first``: start its stream afresh."""
         with self._lock:
             old = self._streams.pop(invocation_id, None)
-            stream = _Stream(source, streamed, run, next=first)
+            stream = _Stream(source, streamed, run, next=first, first=first, pid=pid)
             if old is not None:
                 stream.wakeups = old.wakeups
             self._streams[invocation_id] = stream
@@ -205,6 +226,30 @@ class Inbox:
             if stream is not None:
                 stream.wakeups = [wakeup] if wakeup is not None else []
 
+    def source(self, invocation_id: str) -> _Source | None:
+        """Where the stream of ``invocation_id`` comes from and what it still
+        needs of it, or None if this inbox does not follow it."""
+        with self._lock:
+            stream = self._streams.get(invocation_id)
+            if stream is None:
+                return None
+            return _Source(stream.source, stream.pid, stream.run, stream.first,
+                           stream.next - 1, stream.streamed, stream.result is not None)
+
+    def file_end(self, invocation_id: str, source: Any, events: list[AgentEvent],
+                 result: AgentResult) -> None:
+        """File what the gone process ``source`` could not send of its run: the
+        run's ``events`` and ``result``, read from the durable log. What did
+        arrive stays (the log has the same under the same sequences)."""
+        with self._lock:
+            stream = self._streams.get(invocation_id)
+            if stream is None or stream.source != source:
+                return
+            for event in events:
+                stream.file(event)
+            stream.file(result)
+            self._wake(stream)
+
     def follows(self, invocation_id: str) -> bool:
         with self._lock:
             return invocation_id in self._streams
@@ -238,6 +283,10 @@ class Inbox:
 
     def drop_reply(self, ref: int) -> None:
         self._replies.pop(ref, None)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ from hayata_py import _ref_wait
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
 from hayata_py._eventlog_read import LogReader, read_events
+from hayata_py._inbox import Inbox
 from hayata_py._ref_checks import (
     alive,
     check_id,
@@ -25,6 +26,7 @@ from hayata_py._ref_checks import (
 )
 from hayata_py._ref_system import RefSystem
 from hayata_py._ref_wait import _REFS
+from hayata_py._stream_end import CHECK_PERIOD, file_from_log
 from hayata_py._threads import ThreadInfo, check_thread, thread_info, thread_page
 from hayata_py.messages import (
     Abandon,
@@ -116,7 +118,8 @@ class AgentRef:
             raise HayataError(f"unexpected answer to {type(message).__name__}: {reply!r}",
                               code="protocol_error")
         if caller:
-            inbox.expect(reply.invocation_id, address, stream, reply.run, reply.first)
+            pid = self._pid if address == self._address else None
+            inbox.expect(reply.invocation_id, address, stream, reply.run, reply.first, pid)
         return reply.invocation_id
 
     def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False,
@@ -141,7 +144,9 @@ class AgentRef:
     def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
                  ) -> Iterator[AgentEvent | AgentResult]:
         """The events (in sequence order) then the result of an invocation run with
-        ``subscriber=hy.CALLER``. Raises TimeoutError if nothing arrives in ``timeout`` s,
+        ``subscriber=hy.CALLER``. What its agent process could not send before it
+        stopped or died comes from the store's event log (the same events and
+        result). Raises TimeoutError if nothing arrives in ``timeout`` s,
         ``HayataError(code="not_found")`` if this system follows no such stream.
         A bad ``invocation_id`` or ``timeout``: ``ConfigError`` at the call."""
         check_id(invocation_id, "invocation_id")
@@ -152,10 +157,25 @@ class AgentRef:
                   ) -> Iterator[AgentEvent | AgentResult]:
         inbox, _receiver = self.system._caller_inbox()
         while True:
-            message = inbox.next_message(invocation_id, timeout)
+            message = self._next_message(inbox, invocation_id, timeout)
             yield message
             if isinstance(message, AgentResult):
                 return
+
+    def _next_message(self, inbox: Inbox, invocation_id: str, timeout: float
+                      ) -> AgentEvent | AgentResult:
+        """The stream's next message; while none comes, its source is looked at
+        every ``CHECK_PERIOD`` s (:func:`hayata_py._stream_end.file_from_log`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return inbox.next_message(invocation_id, max(0.0, min(remaining, CHECK_PERIOD)))
+            except TimeoutError_:
+                if inbox.closed or time.monotonic() >= deadline:
+                    raise TimeoutError_(f"no message for invocation {invocation_id} within "
+                                        f"{timeout}s", invocation_id=invocation_id) from None
+            file_from_log(self, invocation_id)
 
     def get_result(self, invocation_id: str) -> AgentResult | None:
         """The result, or None while the invocation runs."""
@@ -206,9 +226,10 @@ class AgentRef:
         """``idle``, ``running``, ``paused`` or ``recovery_required``."""
         return self.status_info().status
 
-    def status_info(self) -> AgentStatus:
-        """Status with the current (or unfinished) invocation id."""
-        reply = self._ask(GetStatus(), accept=is_answer(AgentStatus))
+    def status_info(self, timeout: float = ASK_TIMEOUT) -> AgentStatus:
+        """Status with the current (or unfinished) invocation id (TimeoutError if
+        the agent does not answer within ``timeout`` s)."""
+        reply = self._ask(GetStatus(), timeout, accept=is_answer(AgentStatus))
         assert isinstance(reply, AgentStatus)
         return reply
 

@@ -14,6 +14,13 @@ knows Thespian's internals.
   and never reports those: two children killed a few milliseconds apart
   leave their parent believing one still runs. :func:`install_exit_patch`
   makes it report each one it reaps (see ``MultiProcReplicator._childExited``).
+- **An exiting actor's last sends go out.** Thespian 4.0.1 drains an exiting
+  actor's transmits by running its transport until nothing is left to send,
+  but a timer of the actor (``wakeupAfter``) that falls due meanwhile ends
+  the drain at once, falsy like "nothing left": the process exits with its
+  last messages unsent (what an actor said in its stop hook, e.g. the end of
+  a run to its subscriber). :func:`install_drain_patch` keeps draining past
+  such timers (they are dropped: the actor is gone), up to Thespian's limit.
 - **No zombie per system start.** Thespian starts an admin through a
   process that forks the admin and exits, and detaches it from
   ``multiprocessing``, so nothing waits for it: each start left a zombie in
@@ -40,10 +47,12 @@ from typing import Any
 
 import thespian.system.admin.convention as _convention
 import thespian.system.multiprocCommon as _multiproc
+import thespian.system.systemCommon as _common
 from thespian.actors import ChildActorExited
 from thespian.system.addressManager import CannotPickleAddress
 from thespian.system.multiprocCommon import MultiProcReplicator
-from thespian.system.transport import TransmitIntent
+from thespian.system.timing import ExpirationTimer, unexpired
+from thespian.system.transport import ReceiveEnvelope, TransmitIntent, TransmitOnly
 from thespian.system.transport.IPBase import IPActorAddress
 from thespian.system.utilis import partition
 
@@ -122,6 +131,30 @@ def install_exit_patch() -> None:
         return
     MultiProcReplicator._childExited = _child_exited
     MultiProcReplicator._supervisors_patched = True
+
+
+def _drain_transmits(self: Any) -> None:
+    """``systemCommonBase.drainTransmits`` that a timer falling due does not end.
+
+    Thespian's transport returns a due ``wakeupAfter`` as a ``ReceiveEnvelope``,
+    which is falsy, and its drain stopped at the first falsy answer as if no
+    transmit were left. Here it stops when none is left (``0``), when the
+    transport ended, or at Thespian's drain limit; a timer is dropped (the
+    actor exits: nobody would handle it)."""
+    limit = ExpirationTimer(_common.MAX_SHUTDOWN_DRAIN_PERIOD)
+    for remaining in unexpired(limit):
+        left = self.transport.run(TransmitOnly, remaining.remaining())
+        if not left and not isinstance(left, ReceiveEnvelope):
+            break
+
+
+def install_drain_patch() -> None:
+    """Make an exiting actor send what it still holds (see :func:`_drain_transmits`)."""
+    drain = _common.systemCommonBase.drainTransmits
+    if getattr(drain, "_supervisors_patched", False):
+        return
+    _drain_transmits._supervisors_patched = True  # type: ignore[attr-defined]
+    _common.systemCommonBase.drainTransmits = _drain_transmits
 
 
 def _detach_and_reap(child: Any, _detach: Any = _multiproc.detach_child) -> None:
@@ -226,5 +259,6 @@ def log_defs() -> dict[str, Any]:
 
 install_loopback_patch()
 install_exit_patch()
+install_drain_patch()
 install_reap_patch()
 install_speed_patches()

@@ -124,3 +124,40 @@ class Collects(Echo):
             self.send(sender, os.getpid())
             return
         super().on_receive(message, sender)
+
+
+class Tally(Echo):
+    """Keeps every ``("bye", n)`` it gets; answers ``("tally",)`` with their numbers."""
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, tuple) and message[:1] == ("bye",):
+            self.got = [*getattr(self, "got", []), message[1]]
+        elif message == ("tally",):
+            self.send(sender, list(getattr(self, "got", [])))
+        else:
+            super().on_receive(message, sender)
+
+
+class SaysGoodbye(Echo):
+    """Told ``("listen", address, count)``, it sends ``("bye", 0..count-1)`` to
+    ``address`` as it exits, right after arming a timer that is due at once:
+    all of them are still to be sent, and the timer due, when Thespian drains
+    its sends before the process ends."""
+
+    def on_receive(self, message: Any, sender: Any) -> None:
+        if isinstance(message, tuple) and message[:1] == ("listen",):
+            self.listener, self.count = message[1], message[2]
+            self.send(sender, "listening")
+        else:
+            super().on_receive(message, sender)
+
+    def receiveMessage(self, message: Any, sender: Any) -> Any:
+        from datetime import timedelta
+
+        from thespian.actors import ActorExitRequest
+
+        if isinstance(message, ActorExitRequest) and hasattr(self, "listener"):
+            self.wakeupAfter(timedelta(0))
+            for n in range(self.count):
+                self.send(self.listener, ("bye", n))
+        return super().receiveMessage(message, sender)

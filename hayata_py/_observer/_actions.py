@@ -21,7 +21,7 @@ from typing import Any
 from hayata_py._errors import HayataError
 from hayata_py._observer import _model
 from hayata_py._observer._hub import Hub
-from hayata_py._observer._watch import Source
+from hayata_py._observer._watch import ASK_DEADLINE, Source
 from hayata_py._present import event_json, result_json, task_rows
 from hayata_py._ref import AgentRef
 from hayata_py.messages import CALLER, AgentEvent
@@ -72,7 +72,10 @@ class Actions:
     def kill(self, path: Sequence[str], pid: int) -> dict[str, Any]:
         """SIGKILL the actor at ``path`` if it still runs as ``pid`` (what the page showed)."""
         where = "/".join(path)
-        tree = _model.annotate(self._system.tree(), self._hint)
+        # A node that does not answer does not hold the kill back (its edges
+        # are not shown then: its supervisor's row is).
+        tree = _model.annotate(self._system.tree(describe_timeout=ASK_DEADLINE),
+                               self._hint)
         row = _model.find_path(tree, path) if path else None
         if row is None:
             raise ActionError(404, f"no actor {where!r} in the tree (it may have been "

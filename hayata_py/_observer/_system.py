@@ -45,6 +45,6 @@ class ObservedSystem(RefSystem, Protocol):
         """Ids of the started agents, in start order."""
         ...
 
-    def tree(self) -> dict[str, Any]:
+    def tree(self, *, describe_timeout: float = ...) -> dict[str, Any]:
         """The live actor tree (nested dicts, as ``AgentSystem.tree()``)."""
         ...

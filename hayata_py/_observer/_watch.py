@@ -8,12 +8,18 @@ processes changes: that set is cheap to read (about 1 ms) and checked every
 :data:`CHECK_PERIOD` seconds, so an actor killed from a shell shows its new
 pid a fraction of a second after its supervisor restarted it.
 
-An ask to an actor that has just died can take long to fail (Thespian answers
-it only at the timeout), so a snapshot still running after
-:data:`STALL_AFTER` seconds does not hold the next one back (at most
-:data:`POLLERS` run at once); a snapshot is published only if it started after
-the last one published and differs from it. That the system is gone is
-published from the watcher's own thread, whatever hangs in the others.
+An actor that took an ask and died before it answered (or one that is
+frozen) answers nothing: Thespian gives up on such an ask only at its
+timeout. So a snapshot waits at most :data:`ASK_DEADLINE` seconds for a
+node's edges or an agent's status (marked ``unreachable`` otherwise), and
+does not ask a node whose process is gone at all (its supervisor's row
+shows it): one actor that does not answer never holds the page back. A
+snapshot starts at once when the set of processes changed, even while
+earlier ones still run (at most :data:`POLLERS` at once); otherwise a
+snapshot still running after :data:`STALL_AFTER` seconds does not hold the
+next one back. A snapshot is published only if it started after the last
+one published and differs from it. That the system is gone is published
+from the watcher's own thread, whatever hangs in the others.
 """
 
 from __future__ import annotations
@@ -39,7 +45,11 @@ CHECK_PERIOD = 0.1
 FULL_PERIOD = 1.0
 """Seconds between two snapshots when no process came or went."""
 STALL_AFTER = 1.0
-"""A snapshot running this long no longer holds the next one back."""
+"""A snapshot running this long no longer holds the next periodic one back."""
+ASK_DEADLINE = 0.3
+"""Seconds a snapshot waits for one actor's answer (a node naming its edges, an
+agent's status): far below :data:`FULL_PERIOD`. A supervisor in the middle of
+a restart answers once it is done, with the new pid: it is waited for."""
 POLLERS = 3
 """Snapshots that may be in flight at once."""
 INVOCATIONS_SHOWN = 10
@@ -84,7 +94,7 @@ class Source:
                               "running")
             return state
         try:
-            tree = self.system.tree()
+            tree = self.system.tree(describe_timeout=ASK_DEADLINE)
             agent_ids = self.system.agents()
         except (HayataError, SupervisorError) as exc:
             state["error"] = f"cannot read the actor tree: {exc}"
@@ -97,7 +107,7 @@ class Source:
         counts: dict[str, int] = {}
         circuits = "-"
         try:
-            status = self.ref(agent_id).status_info()
+            status = self.ref(agent_id).status_info(ASK_DEADLINE)
             state, current = status.status, status.invocation_id
             counts = {"running": status.running, "paused": status.paused,
                       "unfinished": status.unfinished,
@@ -141,7 +151,7 @@ class Watcher:
     def _loop(self) -> None:
         processes: frozenset[int] = frozenset()
         due = 0.0  # when the next snapshot is due whatever happens
-        pending = False
+        pending = changed = False
         while not self._stop.is_set():
             # Idle until a page is open (no cost to the system meanwhile).
             if not self._hub.wanted.wait(CHECK_PERIOD):
@@ -149,15 +159,16 @@ class Watcher:
                 continue
             now = time.monotonic()
             current = self._processes()
-            pending = pending or now >= due or current != processes
+            changed = changed or current != processes  # since the last snapshot began
+            pending = pending or now >= due or changed
             processes = current
             if pending and not self._source.alive():
                 # Said at once, even while earlier polls hang on the dead actors.
                 pending = False
                 due = now + FULL_PERIOD
                 self._poll(next(self._numbers))
-            elif pending and self._may_start(now):
-                pending = False
+            elif pending and self._may_start(now, changed):
+                pending = changed = False
                 due = now + FULL_PERIOD
                 self._pool.submit(self._poll, next(self._numbers))
             self._stop.wait(CHECK_PERIOD)
@@ -168,11 +179,14 @@ class Watcher:
         except psutil.Error:
             return frozenset()
 
-    def _may_start(self, now: float) -> bool:
+    def _may_start(self, now: float, changed: bool) -> bool:
+        """A snapshot may start: fewer than POLLERS run, and the processes changed
+        (those running began before) or every running one is stalled."""
         with self._lock:
             if len(self._running) >= POLLERS:
                 return False
-            return all(now - began >= STALL_AFTER for began in self._running.values())
+            return changed or all(now - began >= STALL_AFTER
+                                  for began in self._running.values())
 
     def _poll(self, number: int) -> None:
         with self._lock:

@@ -3,6 +3,13 @@ and the recovery actions (resolve, recover, abandon) with their events."""
 
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +18,8 @@ import pytest
 
 import hayata_py as hy
 from hayata_py._observer import Observer, observe
-from tests.cli_fixtures import config
-from tests.helpers import alive, eventually, find
+from tests.cli_fixtures import config, slow
+from tests.helpers import alive, eventually, find, freeze
 from tests.observer_util import Client, everything, uncertain_slow
 
 pytestmark = pytest.mark.timeout(120)
@@ -218,3 +225,88 @@ def test_the_page_itself_holds_no_data_and_the_stream_says_when_the_system_dies(
     finally:
         system.kill()
         system.shutdown()
+
+
+def test_a_killed_node_shows_its_new_pid_within_a_second_with_the_other_core_busy(
+        tmp_path: Path) -> None:
+    """A node killed from the page shows its new pid in the page's stream
+    within 1 s, every time, while a process keeps the other core busy and
+    another node answers nothing (frozen: as an actor that took an ask and
+    died before it answered, which Thespian gives up on only at the ask's
+    timeout). A snapshot waited for that answer, and the page with it."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with hy.AgentSystem(tmp_path / "data") as system:
+            system.start_agent(config)
+            system.start_agent(slow())
+            still = find(system.tree(), "node", "node:slow")  # (before it is frozen)
+            assert still is not None
+            freeze(still["pid"])
+            try:
+                seen = _kill_three_times(observe(system, port=0))
+            finally:
+                os.kill(still["pid"], signal.SIGCONT)  # a clean stop for the system
+        took = [t for t, _state in seen]
+        print(f"killed node's new pid on the page after {[round(t, 3) for t in took]} s")
+        assert max(took) < 1.0, took
+        for _took, state in seen:  # the node that answers nothing is marked so
+            row = find(state["tree"], "node", "node:slow")
+            assert row is not None and row.get("unreachable"), row
+    finally:
+        burner.kill()
+        burner.wait()
+
+
+def _kill_three_times(observer: Observer) -> list[tuple[float, dict[str, Any]]]:
+    """Kill node ``echo`` three times through the page; what
+    :func:`_kill_and_see_the_new_pid` saw each time."""
+    with observer:
+        client = Client(observer.url)
+        arrived: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        stream = client.messages()
+
+        def pump() -> None:
+            try:
+                for message in stream:
+                    arrived.put((time.monotonic(), message))
+            except OSError as exc:  # the server went away: the reader sees it
+                arrived.put((time.monotonic(), {"kind": "gone", "error": repr(exc)}))
+
+        threading.Thread(target=pump, daemon=True).start()
+        seen = [(0.0, _latest_state(arrived))]
+        for _ in range(3):
+            seen.append(_kill_and_see_the_new_pid(client, arrived, seen[-1][1]))
+        return seen[1:]
+
+
+def _latest_state(arrived: queue.Queue[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
+    """The next state message with a tree."""
+    while True:
+        _at, message = arrived.get(timeout=30)
+        assert message["kind"] != "gone", message
+        if message["kind"] == "state" and message["tree"]:
+            return message
+
+
+def _kill_and_see_the_new_pid(client: Client,
+                              arrived: queue.Queue[tuple[float, dict[str, Any]]],
+                              shown: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """Kill node ``echo`` through the page, as the page does it (with the pid it
+    shows: ``shown``, or a later state); seconds from the kill until the
+    page's stream shows the new pid, and the state that showed it."""
+    while not arrived.empty():  # the latest the page shows
+        _at, message = arrived.get_nowait()
+        if message["kind"] == "state" and message["tree"]:
+            shown = message
+    node = find(shown["tree"], "node", "node:echo")
+    assert node is not None and node["status"] == "running", node
+    old = node["pid"]
+    got, answer = client.post("/api/kill", {"path": ["agent:hello", "nodes", "node:echo"],
+                                            "pid": old})
+    killed = time.monotonic()  # a few ms late: the answer says the kill is done
+    assert got == 200 and answer["killed"] == old, answer
+    while True:
+        message = _latest_state(arrived)
+        row = find(message["tree"], "node", "node:echo")
+        if row is not None and row["pid"] not in (None, old) and row["status"] == "running":
+            return time.monotonic() - killed, message

@@ -251,3 +251,32 @@ def test_async_wait_notices_the_agent_died_and_recover_streams(tmp_path: Path) -
             assert_logged(system.sync.store, inv, events)
 
     run_async(main)
+
+
+def test_async_messages_of_a_run_whose_agent_was_killed_end_from_the_log(
+        tmp_path: Path) -> None:
+    """As with the blocking API: the agent process is SIGKILLed mid-step, and
+    ``async for`` over its stream gets the logged events, then an interrupted
+    result naming the last of them, not a timeout."""
+    async def main() -> None:
+        async with hy.AsyncAgentSystem(tmp_path / "data") as system:
+            agent = await system.start_agent(worker_config("k"))
+            gate, pid_file = tmp_path / "gate", tmp_path / "pid"
+            inv = await agent.run({"steps": [["next", "g", {
+                "pid_file": str(pid_file), "gate": str(gate)}], ["finish", 1]]},
+                subscriber=hy.CALLER, stream=True)
+            store = system.sync.store
+            assert store is not None
+            await eventually_async(lambda: pid_file.exists() and len(store.get_events(inv)) == 2)
+            row = find(await system.tree(), "agent")
+            assert row is not None
+            os.kill(row["pid"], signal.SIGKILL)
+            began = time.monotonic()
+            events, result = await collect(agent, inv)
+            assert time.monotonic() - began < 5.0  # the log answers, not the timeout
+            assert [e.type for e in events] == ["invocation_started", "node_started"]
+            assert not result.ok and result.status == "interrupted"
+            assert result.error is not None and result.error.code == "invocation_interrupted"
+            assert result.last_event == 2
+
+    run_async(main)

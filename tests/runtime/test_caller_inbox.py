@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 import hayata_py as hy
-from tests.helpers import alive, eventually, find
+from tests.helpers import alive, assert_logged, eventually, find
 from tests.runtime.test_agent_runtime import collect
 
 TERMINAL = {"invocation_completed", "invocation_failed", "invocation_interrupted"}
@@ -217,3 +218,97 @@ def test_many_short_lived_threads_share_one_receiver(agents: hy.AgentSystem) -> 
     assert failures == []
     assert len(agents._system._clones) <= 2
     assert process.num_fds() - fds_before <= 4, "ended threads must not keep sockets"
+
+
+def parallel_agent(agents: hy.AgentSystem, agent_id: str) -> hy.AgentRef:
+    """A parallel step of three nodes: ``w`` gated, ``a`` and ``b`` (idempotent) quick."""
+    return agents.start_agent(hy.AgentConfig(
+        agent_id, {"w": "tests.graph_nodes:touch_and_wait", "a": "tests.graph_nodes:worker",
+                   "b": "tests.graph_nodes:worker"},
+        "tests.graph_nodes:scripted", idempotent_nodes=frozenset({"b"}),
+        execution_timeout=60.0))
+
+
+def logged_types(agents: hy.AgentSystem, inv: str) -> list[str]:
+    assert agents.store is not None
+    return [e.type for e in agents.store.get_events(inv)]
+
+
+def cut_off(agents: hy.AgentSystem, inv: str) -> None:
+    """From now on, nothing the agent sends of ``inv``'s stream reaches this
+    process: what it managed to send has arrived, the rest is lost as when
+    the stopping agent's process exits before its last sends are through."""
+    _inbox, receiver = agents._caller_inbox()
+    deliver = receiver._deliver
+
+    def dropping(sender: Any, message: Any) -> None:
+        if not (isinstance(message, (hy.AgentEvent, hy.AgentResult))
+                and message.invocation_id == inv):
+            deliver(sender, message)
+
+    receiver._deliver = dropping
+
+
+def test_a_late_reader_ends_with_the_logged_interrupted_result_after_a_restart(
+        agents: hy.AgentSystem, tmp_path: Path) -> None:
+    """Issue 40: the node supervisor dies during a parallel step; the agent is
+    stopped (rest_for_one), logs ``invocation_interrupted`` and keeps the
+    invocation for recover(), but its last sends never arrive (cut off here,
+    as its exit lost them). A reader that starts only once that process is
+    gone gets every logged event, the interrupted end and the AgentResult of
+    the log, at once, not a timeout."""
+    agent = parallel_agent(agents, "parallel")
+    pid_file, gate = tmp_path / "w.pid", tmp_path / "gate"
+    inv = agent.run({"steps": [["next", ["a", "w", "b"], {
+        "pid_file": str(pid_file), "gate": str(gate)}], ["finish", 1]]},
+        subscriber=hy.CALLER, stream=True)
+    eventually(lambda: logged_types(agents, inv).count("node_completed") == 2, timeout=30,
+               message="a and b completed, logged")
+    cut_off(agents, inv)
+    nodes, agent_row = find(agents.tree(), "supervisor", "nodes"), find(agents.tree(), "agent")
+    assert nodes is not None and agent_row is not None
+    os.kill(nodes["pid"], signal.SIGKILL)
+    eventually(lambda: not alive(agent_row["pid"]), timeout=30, message="old agent gone")
+    assert logged_types(agents, inv)[-1] == "invocation_interrupted"
+
+    began = time.monotonic()
+    events, result = collect(agent, inv, timeout=20)
+    assert time.monotonic() - began < 5.0  # the log answers, not the reader's timeout
+    assert_whole_stream(events, result, inv)
+    assert [e.type for e in events] == logged_types(agents, inv)
+    assert_logged(agents.store, inv, events)
+    assert not result.ok and result.status == "interrupted" and result.error is not None
+    assert result.error.code == "invocation_interrupted" == events[-1].data["reason"]
+    assert result.error.details == {"recoverable": True} == events[-1].data["details"]
+    assert result.error.message == events[-1].data["message"]
+    assert result.last_event is None  # the run's own end, logged
+    assert agent.status() == "recovery_required"
+
+
+def test_a_reader_of_a_run_whose_agent_was_killed_ends_at_the_last_logged_event(
+        agents: hy.AgentSystem, tmp_path: Path) -> None:
+    """The agent process is SIGKILLed mid-step, before it could log an end:
+    the reader gets the logged events and then an interrupted AgentResult that
+    names the last of them (nothing is made up as an event), instead of
+    waiting until its timeout for an answer nobody will send."""
+    agent = gated_agent(agents, "killed")
+    step, _gate, pid_file = gated_step(tmp_path)
+    inv = agent.run({"steps": [step, ["finish", 1]]}, subscriber=hy.CALLER, stream=True)
+    eventually(pid_file.exists, timeout=30, message="the gated node runs")
+    eventually(lambda: logged_types(agents, inv) == ["invocation_started", "node_started"],
+               timeout=30, message="the run's events logged")
+    restarted(agents, kill_agent(agents))
+
+    began = time.monotonic()
+    messages = list(agent.messages(inv, timeout=20))
+    assert time.monotonic() - began < 5.0
+    result = messages[-1]
+    assert isinstance(result, hy.AgentResult)
+    assert [m.type for m in messages[:-1] if isinstance(m, hy.AgentEvent)] == [
+        "invocation_started", "node_started"]
+    assert not result.ok and result.status == "interrupted" and result.error is not None
+    assert result.error.code == "invocation_interrupted"
+    assert result.error.details == {"recoverable": True}
+    assert result.last_event == 2
+    assert logged_types(agents, inv) == ["invocation_started", "node_started"]  # nothing added
+    assert agent.status() == "recovery_required"

@@ -29,7 +29,7 @@ from supervisors import (
     System,
 )
 from tests.helpers import alive, eventually, in_thread
-from tests.sup_actors import Echo, FailsToStart, Stubborn
+from tests.sup_actors import Echo, FailsToStart, SaysGoodbye, Stubborn, Tally
 
 
 def _lines(path: Path) -> list[str]:
@@ -94,6 +94,26 @@ def test_brutal_kill_skips_the_clean_stop(system: System, tmp_path: Path) -> Non
     assert not alive(pid)
     assert _lines(stops) == []
     assert sup.child("c").status == "terminated"
+
+
+def test_what_a_child_sends_as_it_stops_arrives_even_with_a_timer_due(
+        system: System) -> None:
+    """A child sends 50 messages to a sibling as it exits, right after arming a
+    timer that is due at once. Thespian ended the exit's drain of the sends at
+    that timer and the process exited with them unsent (as the end of a run
+    an agent sends its subscriber as it stops was lost when the flush timer of
+    its event log fell due); every one arrives, in order."""
+    sup = system.start_supervisor("top", SupervisorFlags(), [
+        ChildSpec("tally", Tally), ChildSpec("leaving", SaysGoodbye)])
+    tally, leaving = sup.child("tally").address, sup.child("leaving").address
+    assert system.ask(leaving, ("listen", tally, 50), timeout=10) == "listening"
+    sup.terminate_child("leaving")
+    deadline = time.monotonic() + 10
+    got = system.ask(tally, ("tally",), timeout=10)
+    while len(got) < 50 and time.monotonic() < deadline:  # until all arrived, or the deadline
+        time.sleep(0.01)
+        got = system.ask(tally, ("tally",), timeout=10)
+    assert got == list(range(50)), f"{len(got)} of 50 arrived"
 
 
 def test_killed_child_supervisor_leaves_no_orphans(system: System) -> None:
