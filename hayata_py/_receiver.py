@@ -15,7 +15,7 @@ loop through a pipe the transport watches.
 This is the only module of the caller's side that touches Thespian's
 transport internals (``_systemBase``, ``_run_transport``, ``set_watch``,
 ``TransmitIntent``; the agent's :mod:`hayata_py._actors.transmits` reads two more),
-pinned by ``thespian<5`` and by the tests of the CALLER inbox.
+pinned by ``thespian==4.0.1`` and by the tests of the CALLER inbox.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from supervisors._protocol import (
     _Started,
     _StartFailed,
 )
-from supervisors._thespian import own_admin
+from supervisors._thespian.system_config import own_admin
 
 KILLED_EXIT = 70
 """Exit status of a remote child that was told to die or lost its supervisor."""

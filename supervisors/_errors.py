@@ -8,7 +8,7 @@ from typing import Any
 class SupervisorError(Exception):
     """Base error. ``code`` is stable: ``not_found``, ``running``, ``already_present``,
     ``invalid_spec``, ``start_failed``, ``timeout``, ``not_supported``, ``no_reply``,
-    ``invalid_option`` (a bad System option), ``no_admin``."""
+    ``invalid_option`` (a bad System option), ``no_admin``, ``thespian_mismatch``."""
 
     code: str = "supervisor_error"
 
@@ -42,3 +42,12 @@ class StartFailed(SupervisorError):
     """A child (``details['child_id']``) could not be started; ``details['reason']`` says why."""
 
     code = "start_failed"
+
+
+class ThespianMismatch(SupervisorError, ImportError):
+    """The installed Thespian's source differs from the one a patch that
+    correctness depends on was written against (``details['patches']``,
+    ``details['thespian']``: the installed version, ``details['written_for']``):
+    raised when ``supervisors`` is imported, before any patch is installed."""
+
+    code = "thespian_mismatch"

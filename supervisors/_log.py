@@ -67,7 +67,7 @@ def get_logger(**bound: Any) -> Any:
 
 
 class ThespianHandler(logging.Handler):
-    """Thespian's own log records (``logDefs``, see ``_thespian.log_defs``) as
+    """Thespian's own log records (``logDefs``, see ``_thespian.system_config.log_defs``) as
     ``thespian_log`` lines of this system's log, not raw text on the terminal
     of whoever started the system.
 

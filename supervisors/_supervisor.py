@@ -7,7 +7,7 @@ waits for, or queued until it is done and then handled by :meth:`_handle`.
 A child's exit is decided by :func:`supervisors._rules.child_exited` and the
 decision carried out by :meth:`Supervisor._carry_out`.
 
-No exit is lost: Thespian's own loss is patched in ``_thespian.py``, and
+No exit is lost: Thespian's own loss is patched in ``_thespian/child_exits.py``, and
 after each exit (once Thespian is done with it) the supervisor also checks
 every other local child's process (pid and start time) and treats one found
 dead as exited.

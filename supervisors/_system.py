@@ -32,14 +32,14 @@ from supervisors._sessions import (
     wait_gone,
 )
 from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_children
-from supervisors._thespian import (
+from supervisors._thespian.bind_address import prepare_environment
+from supervisors._thespian.system_config import (
     ADMIN_ENV,
     CONVENTION_ADDRESS,
     SYSTEM_BASE,
     configure_convention,
     free_port,
     log_defs,
-    prepare_environment,
 )
 
 STARTED_SESSIONS: list[int] = []

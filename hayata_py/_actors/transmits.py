@@ -1,6 +1,6 @@
 """Which actors this process is still sending to: the one look into Thespian's
 TCP transport the actors take (the caller's :mod:`hayata_py._receiver` is the
-other module that touches its internals; both pinned by ``thespian<5``).
+other module that touches its internals; both pinned by ``thespian==4.0.1``).
 
 Thespian carries one message at a time to each actor and keeps the rest in a
 list it walks on every turn of its loop, so a long list costs a busy actor

@@ -354,7 +354,7 @@ def test_cluster_leader_and_member_place_a_node_on_the_member(tmp_path: Path,
     """A leader and a gpu member started through the CLI on loopback with one
     PostgreSQL store: the agent's node needing gpu runs on the member and `ps`
     marks it remote; when the member is killed the node waits for a host."""
-    from supervisors._thespian import free_port
+    from supervisors._thespian.system_config import free_port
 
     leader, member = tmp_path / "leader", tmp_path / "member"
     port = free_port()

@@ -291,7 +291,7 @@ def test_exit_during_a_restart_group_stop_does_not_wedge(system: System, tmp_pat
 PLAIN_SYSTEM = """
 import os, sys
 import supervisors  # applies the loopback patch
-from supervisors._thespian import free_port
+from supervisors._thespian.system_config import free_port
 from thespian.actors import Actor, ActorSystem
 
 class Pong(Actor):
@@ -330,11 +330,11 @@ def test_a_plain_thespian_system_works_after_importing_supervisors(tmp_path: Pat
 
 def test_binding_all_interfaces_drops_the_defaulted_loopback_advertisement(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from supervisors import _thespian as T
+    from supervisors._thespian import bind_address as T
 
     monkeypatch.delenv(T.ADVERTISE_ENV, raising=False)
     monkeypatch.setenv(T.BIND_ENV, "127.0.0.1")
-    T.install_loopback_patch()
+    T.advertise_loopback_by_default()
     assert os.environ[T.ADVERTISE_ENV] == "127.0.0.1"  # defaulted at import
     T.prepare_environment("0.0.0.0")
     assert T.ADVERTISE_ENV not in os.environ  # Thespian finds the outward address

@@ -1,5 +1,5 @@
-"""``supervisors._stack.on_own_chunk`` and the patch that runs every actor's
-loop through it (``supervisors/_speed.py`` ``install_stack_patch``).
+"""``supervisors._thespian.stack_chunk.on_own_chunk`` and the patch that runs
+every actor's loop through it (the ``stack_chunk`` patch).
 
 A call that crosses the end of one of CPython's frame-stack chunks maps a
 fresh chunk and unmaps it on return: its first page faults again on every
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from supervisors import _stack
+from supervisors._thespian.stack_chunk import on_own_chunk
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,11 +47,11 @@ def test_a_loop_across_a_chunk_end_faults_on_every_call() -> None:
 
 
 def test_a_loop_on_its_own_chunk_does_not_fault_per_call() -> None:
-    assert _worst(_stack.on_own_chunk) < CALLS // 10
+    assert _worst(on_own_chunk) < CALLS // 10
 
 
 def test_on_own_chunk_passes_arguments_and_the_result() -> None:
-    assert _stack.on_own_chunk(lambda a, *, b: (a, b), 1, b=2) == (1, 2)
+    assert on_own_chunk(lambda a, *, b: (a, b), 1, b=2) == (1, 2)
     with pytest.raises(ZeroDivisionError):
-        _stack.on_own_chunk(lambda: 1 / 0)
+        on_own_chunk(lambda: 1 / 0)
 

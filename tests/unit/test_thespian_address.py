@@ -1,7 +1,8 @@
-"""Addresses pickled with integer socket kinds (``supervisors/_tcpaddr.py``,
-``install_address_patch``): smaller and quicker to pickle, loaded back as the
-same address. That actor processes run it, and that a process without the
-patch understands the address: ``tests/supervisors/test_thespian_patches_in_processes.py``."""
+"""Addresses pickled with integer socket kinds
+(``supervisors/_thespian/address_pickle.py``, the ``address_pickle`` patch):
+smaller and quicker to pickle, loaded back as the same address. That actor
+processes run it, and that a process without the patch understands the
+address: ``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 from thespian.actors import ActorAddress
 from thespian.system.transport.IPBase import IPActorAddress, TCPv4ActorAddress
 
-from supervisors import _speed as T
-from supervisors import _tcpaddr as A
+from supervisors._thespian import address_pickle as A
+from supervisors._thespian.installer import found_fingerprint, in_force
+from supervisors._thespian.patch_table import PATCHES
+
+ADDRESS = next(p for p in PATCHES if p.name == "address_pickle")
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -24,9 +28,9 @@ def _address(port: int = 40123) -> ActorAddress:
 
 def test_the_address_patch_fits_the_installed_thespian_and_is_applied() -> None:
     # A new Thespian: compare IPActorAddress.__getstate__ with
-    # supervisors/_tcpaddr.py, then update ADDRESS_PATCH_FITS.
-    assert T.address_patch_fingerprint() == T.ADDRESS_PATCH_FITS
-    assert T.install_address_patch() is True
+    # supervisors/_thespian/address_pickle.py, then update the patch table.
+    assert found_fingerprint(ADDRESS) == ADDRESS.fingerprint
+    assert in_force(ADDRESS)
     assert IPActorAddress.__getstate__ is A.address_state
     assert IPActorAddress.__setstate__ is A.address_restore
 

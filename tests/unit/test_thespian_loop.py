@@ -1,6 +1,6 @@
-"""The transport loop of ``supervisors/_tcploop.py`` (``install_loop_patch``):
-it is Thespian's loop in every actor process, and its shortcuts for idle
-sockets and wait sets give Thespian's outcomes. That actor processes run it:
+"""The transport loop of ``supervisors/_thespian/transport_loop.py`` (the
+``transport_loop`` patch): it is Thespian's loop in every actor process, and
+its shortcuts for idle sockets and wait sets give Thespian's outcomes. That actor processes run it:
 ``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
@@ -14,18 +14,21 @@ import pytest
 import thespian.system.transport.TCPTransport as tcp
 from thespian.system.timing import ExpirationTimer
 
-from supervisors import _poll as P
-from supervisors import _speed as T
-from supervisors import _tcploop as L
+from supervisors._thespian import poll_selector as P
+from supervisors._thespian import transport_loop as L
+from supervisors._thespian.installer import found_fingerprint, in_force
+from supervisors._thespian.patch_table import PATCHES
+
+LOOP = next(p for p in PATCHES if p.name == "transport_loop")
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_the_loop_patch_is_applied_and_thespians_loop_is_still_fingerprinted() -> None:
     assert tcp.TCPTransport._runWithExpiry is L.run_with_expiry
-    assert T.install_loop_patch() is True
+    assert in_force(LOOP) and LOOP.requires == ("poll_selector",)
     # The fingerprint reads Thespian's own loop, not the replacement.
-    assert T.selector_patch_fingerprint() == T.SELECTOR_PATCH_FITS
+    assert found_fingerprint(LOOP) == LOOP.fingerprint
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
-"""A whole frame per loop turn (``supervisors/_tcpread.py``, ``install_read_patch``):
-the transport reads the rest of a message or an ACK in the turn that read its
-size, never a byte of the next frame, and leaves an unfinished frame for a
-later turn without a backoff. That actor processes run it:
+"""A whole frame per loop turn (``supervisors/_thespian/frame_read.py``, the
+``frame_read`` patch): the transport reads the rest of a message or an ACK in
+the turn that read its size, never a byte of the next frame, and leaves an
+unfinished frame for a later turn without a backoff. That actor processes run it:
 ``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
 from __future__ import annotations
@@ -16,17 +16,20 @@ import pytest
 import thespian.system.transport.TCPTransport as tcp
 from thespian.system.transport.streamBuffer import ReceiveBuffer, ackMsg, toSendBuffer
 
-from supervisors import _speed as T
-from supervisors import _tcpread as R
+from supervisors._thespian import frame_read as R
+from supervisors._thespian.installer import found_fingerprint, in_force
+from supervisors._thespian.patch_table import PATCHES
+
+READ = next(p for p in PATCHES if p.name == "frame_read")
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_the_read_patch_fits_the_installed_thespian_and_is_applied() -> None:
     # A new Thespian: compare its _handleReadableIncoming and _next_XMIT_4
-    # with supervisors/_tcpread.py, then update READ_PATCH_FITS.
-    assert T.read_patch_fingerprint() == T.READ_PATCH_FITS
-    assert T.install_read_patch() is True
+    # with supervisors/_thespian/frame_read.py, then update the patch table.
+    assert found_fingerprint(READ) == READ.fingerprint
+    assert in_force(READ)
     assert tcp.TCPTransport._handleReadableIncoming is R.handle_readable_incoming
     assert tcp.TCPTransport._next_XMIT_4 is R.next_xmit_4
 

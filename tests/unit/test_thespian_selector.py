@@ -1,5 +1,5 @@
-"""The transport's reused selector (``supervisors/_speed.py``
-``install_selector_patch``): it fits the installed Thespian and it keeps the
+"""The transport's reused selector (``supervisors/_thespian/poll_selector.py``,
+the ``poll_selector`` patch): it fits the installed Thespian and it keeps the
 ``selectors`` semantics Thespian's loop relies on. That actor processes run it:
 ``tests/supervisors/test_thespian_patches_in_processes.py``."""
 
@@ -16,17 +16,22 @@ from typing import Any
 import pytest
 import thespian.system.transport.TCPTransport as tcp
 
-from supervisors import _speed as T
+from supervisors._thespian import poll_selector as P
+from supervisors._thespian.installer import found_fingerprint, in_force
+from supervisors._thespian.patch_table import PATCHES
+
+SELECTOR = next(p for p in PATCHES if p.name == "poll_selector")
+IDENTIFY = next(p for p in PATCHES if p.name == "lazy_identify")
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_the_patch_fits_the_installed_thespian_and_is_applied() -> None:
     # Fails when Thespian changes the code the patch stands in for: re-read
-    # TCPTransport._runWithExpiry and _check_fd, then update SELECTOR_PATCH_FITS.
-    assert T.selector_patch_fingerprint() == T.SELECTOR_PATCH_FITS
-    assert tcp.selectors is T._SELECTORS_SHIM
-    assert T.install_selector_patch() is True
+    # TCPTransport._runWithExpiry and _check_fd, then update the patch table.
+    assert found_fingerprint(SELECTOR) == SELECTOR.fingerprint
+    assert tcp.selectors is P.SELECTORS
+    assert in_force(SELECTOR)
 
 
 @pytest.fixture
@@ -130,7 +135,7 @@ def test_each_thread_has_its_own_poll_set() -> None:
     assert seen and seen[0] is not tcp.selectors.DefaultSelector()
 
 
-# -- identify() built only when formatted (install_describe_patch) ------------------------
+# -- identify() built only when formatted (the lazy_identify patch) --------------------------
 
 IDENTIFY_CALL_SITES = "07f457532fab"
 """Hash of every line of Thespian that calls ``identify()``: each passes the
@@ -157,11 +162,13 @@ def _identify_call_sites() -> str:
 def test_the_describe_patch_fits_the_installed_thespian_and_is_applied() -> None:
     from thespian.system.transport import ReceiveEnvelope, TransmitIntent
 
-    assert T.describe_patch_fingerprint() == T.DESCRIBE_PATCH_FITS
+    from supervisors._thespian import lazy_identify
+
+    assert found_fingerprint(IDENTIFY) == IDENTIFY.fingerprint
     assert _identify_call_sites() == IDENTIFY_CALL_SITES
-    assert T.install_describe_patch() is True
-    assert getattr(TransmitIntent.identify, "_supervisors_patched", False)
-    assert getattr(ReceiveEnvelope.identify, "_supervisors_patched", False)
+    assert in_force(IDENTIFY)
+    assert TransmitIntent.identify is lazy_identify.transmit_identify
+    assert ReceiveEnvelope.identify is lazy_identify.envelope_identify
 
 
 class Counted:

@@ -6,14 +6,15 @@ carry more (a task names the agent its outcome goes to). An address
 members (``AddressFamily.AF_INET``, ``SocketKind.SOCK_STREAM``), and pickle
 writes an enum member as a call of its class: half of the ~9 us an address
 took to pickle and of the ~7 us it took to load, on every message, twice for
-a task (measured: ``docs/guide/performance.md``, fifth round).
+a task (measured: ``docs/guide/performance.md``).
 
 :func:`address_state` (``IPActorAddress.__getstate__``) writes those fields
 as the integers they equal; :func:`address_restore` (``__setstate__``)
 turns them back into the same enum members, so a loaded address is what it
 was before. A process without this patch loads the integers as they are:
 ``IntEnum`` members equal, and hash as, their integers, so the address
-compares, hashes and connects the same there too.
+compares, hashes and connects the same there too. The two are the
+``address_pickle`` patch of :mod:`supervisors._thespian.patch_table`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run a long-lived loop on a data-stack chunk of its own.
+"""Each actor process's run loop on a data-stack chunk of its own.
 
 CPython (3.11 and later) keeps the frames of a thread's Python calls in
 chunks of 16 KiB. A call that does not fit in the current chunk maps a new
@@ -17,6 +17,10 @@ function and everything it calls get the ~30 KiB left in that chunk: a loop
 that never returns keeps its chunk for as long as the process lives. The
 frame is about 34 KiB of local slots, set to NULL when the call begins (that
 much more memory per process).
+
+The ``stack_chunk`` patch replaces ``MultiProcManager.run`` (Thespian's
+``ActorManager.run``, each actor process's loop, run in its forked process)
+with :func:`run_on_own_chunk`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["PAD_SLOTS", "on_own_chunk"]
+from thespian.system.multiprocCommon import MultiProcManager
+
+__all__ = ["PAD_SLOTS", "on_own_chunk", "run_on_own_chunk"]
 
 T = TypeVar("T")
 
@@ -43,7 +49,7 @@ def _make_pad(slots: int) -> Callable[..., Any]:
               f"        {names} = None\n"
               "    return fn(*args, **kwargs)\n")
     namespace: dict[str, Any] = {}
-    exec(compile(source, "<supervisors._stack>", "exec"), namespace)
+    exec(compile(source, "<supervisors._thespian.stack_chunk>", "exec"), namespace)
     pad: Callable[..., Any] = namespace["_pad"]
     return pad
 
@@ -56,3 +62,12 @@ def on_own_chunk(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     own (see the module's text)."""
     result: T = _pad(fn, args, kwargs)
     return result
+
+
+_THESPIAN_RUN = MultiProcManager.run
+"""Thespian's own actor loop, as imported (the ``stack_chunk`` patch replaces it)."""
+
+
+def run_on_own_chunk(self: Any) -> None:
+    """``MultiProcManager.run``: Thespian's, through :func:`on_own_chunk`."""
+    on_own_chunk(_THESPIAN_RUN, self)

@@ -26,9 +26,10 @@ What changes here, each with the same outcome as Thespian's code:
 
 Everything else (the incoming sockets' delays and timeouts, the error paths,
 the watches, the callbacks, the return values) is Thespian's code as it was.
-:func:`supervisors._speed.install_loop_patch` installs it only on the
-Thespian it was written for (``SELECTOR_PATCH_FITS``), and
-``SUPERVISORS_PLAIN_THESPIAN=1`` keeps Thespian's loop.
+It is the ``transport_loop`` patch of :mod:`supervisors._thespian.patch_table`,
+installed only where Thespian's loop has the fingerprint it was written
+against and with the ``poll_selector`` patch (it calls the reused selector's
+``register_all``); ``SUPERVISORS_PLAIN_THESPIAN=1`` keeps Thespian's loop.
 """
 
 

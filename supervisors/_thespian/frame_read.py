@@ -16,8 +16,9 @@ the same turn, while the socket has it (the sockets are non-blocking; an
 empty socket raises ``BlockingIOError`` and the frame is finished on a later
 turn, as before). Each ``recv`` still asks for exactly what the frame lacks,
 never more, so no byte of the next frame is read early, and every error path
-is Thespian's own. :func:`supervisors._speed.install_read_patch` installs
-them only on the Thespian they were written for (``READ_PATCH_FITS``);
+is Thespian's own. They are the ``frame_read`` patch of
+:mod:`supervisors._thespian.patch_table`, installed only where Thespian's two
+methods have the fingerprint they were written against;
 ``SUPERVISORS_PLAIN_THESPIAN=1`` keeps Thespian's.
 """
 
