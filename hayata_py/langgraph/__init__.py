@@ -1,0 +1,93 @@
+"""Run a LangGraph ``StateGraph`` on hayata_py: every LangGraph task a durable,
+supervised hayata task.
+
+```python
+from hayata_py import langgraph as hylg
+
+app = hylg.compile(builder, system)       # instead of builder.compile(checkpointer=...)
+app.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "user-42"}})
+```
+
+LangGraph's own loop decides what runs (see :mod:`hayata_py.langgraph._drive`);
+hayata runs each task in a node's edge process, records it before and after,
+and keeps the thread's checkpoints in its store. See docs/guide/langgraph.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from hayata_py._api import AgentSystem
+from hayata_py._config import AgentConfig
+from hayata_py._errors import AgentAlreadyStarted, ConfigError
+from hayata_py.langgraph._app import HayataGraph, thread_of
+from hayata_py.langgraph._errors import TaskUncertain
+from hayata_py.langgraph._graphref import builder_of, graph_path
+
+__all__ = ["HayataGraph", "TaskUncertain", "compile", "thread_of"]
+
+NODE_FUNCTION = "hayata_py.langgraph._steps:run_node"
+POLICY = "hayata_py.langgraph._steps:decide"
+
+
+def compile(graph: Any, system: AgentSystem, *, id: str | None = None,  # noqa: A001, A002
+            checkpointer: Any = None,
+            interrupt_before: Sequence[str] | str | None = None,
+            interrupt_after: Sequence[str] | str | None = None,
+            uncertain: str = "raise", timeout: float = 300.0,
+            **agent_options: Any) -> HayataGraph:
+    """Start a hayata agent that runs ``graph`` and return its LangGraph face.
+
+    - ``graph``: a ``StateGraph`` builder, a compiled graph (its builder is
+      used) or a ``"package.module:name"`` path to either. Node processes
+      import it by that path, so an object must be bound at module level of
+      an importable module (else ``hy.ConfigError("graph")`` says how).
+    - ``system``: the :class:`~hayata_py.AgentSystem` the agent runs on.
+    - ``id``: the agent id (default: the graph's path, ``:`` as ``.``).
+    - ``checkpointer``: must be None: hayata's store keeps the checkpoints.
+    - ``interrupt_before`` / ``interrupt_after``: static breakpoints, as LangGraph's.
+    - ``uncertain``: ``"raise"``: a task a crash left uncertain raises
+      :class:`TaskUncertain` on ``invoke(None, config)``.
+    - ``timeout``: seconds a caller waits for the next event of a run.
+    - ``agent_options``: :class:`~hayata_py.AgentConfig` fields, node options keyed
+      by LangGraph node name (``node_timeouts``, ``idempotent_nodes``, ...).
+
+    Nothing is started when an argument is refused.
+    """
+    if checkpointer is not None:
+        raise ConfigError("checkpointer", "hayata's durable store is the checkpointer of a "
+                          "graph run by hayata_py.langgraph: leave checkpointer out (None)")
+    if uncertain != "raise":
+        raise ConfigError("uncertain", f"only 'raise' is supported, got {uncertain!r}")
+    if not isinstance(system, AgentSystem):
+        raise ConfigError("system", f"expected a hayata_py AgentSystem, got "
+                          f"{type(system).__name__}")
+    for name in ("nodes", "decision_policy"):
+        if name in agent_options:
+            raise ConfigError(name, "set by hayata_py.langgraph from the graph's nodes")
+    path = graph_path(graph)
+    builder = builder_of(path)
+    _refuse_unsupported(builder)
+    compiled_graph = builder.compile()
+    agent_id = id if id is not None else path.replace(":", ".")
+    options = {"max_steps": 1_000_000, "execution_timeout": timeout, **agent_options}
+    config = AgentConfig(id=agent_id, nodes={name: NODE_FUNCTION for name in compiled_graph.nodes},
+                         decision_policy=POLICY, **options)
+    try:
+        agent = system.start_agent(config)
+    except AgentAlreadyStarted:
+        agent = system.agent(agent_id)
+    return HayataGraph(path, system, agent, interrupt_before=interrupt_before,
+                       interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout)
+
+
+def _refuse_unsupported(builder: Any) -> None:
+    for name, spec in builder.nodes.items():
+        runnable = spec.runnable
+        func = getattr(runnable, "func", None)
+        if getattr(runnable, "afunc", None) is not None and (
+                func is None or inspect.iscoroutinefunction(func)):
+            raise ConfigError(f"nodes[{name!r}]", "async def nodes are not supported yet by "
+                              "hayata_py.langgraph: make the node a plain function")

@@ -1,0 +1,253 @@
+"""``HayataGraph``: the part of LangGraph's compiled-graph interface users call,
+carried out by a hayata agent (one durable task per LangGraph task)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langgraph._internal._constants import INTERRUPT
+from langgraph.errors import GraphRecursionError
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
+
+from hayata_py._api import AgentSystem
+from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
+from hayata_py._ref import AgentRef
+from hayata_py.langgraph._errors import TaskUncertain
+from hayata_py.langgraph._graphref import builder_of
+from hayata_py.langgraph._snapshot import dump_saver, dump_value, load_saver, load_value
+from hayata_py.messages import CALLER, AgentEvent, AgentResult
+
+_INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
+
+
+def thread_of(config: Any) -> str:
+    """The thread id of a LangGraph config; a clear error before anything runs."""
+    configurable = (config or {}).get("configurable") if isinstance(config, dict) else None
+    thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+    if not isinstance(thread, str) or not thread:
+        raise ConfigError("config", "config['configurable']['thread_id'] must be a non-empty "
+                          f"string (the hayata thread the graph runs on), got {thread!r}")
+    return thread
+
+
+class HayataGraph:
+    """A LangGraph graph run by a hayata agent: ``invoke``, ``stream``,
+    ``get_state``, ``get_state_history``, ``update_state`` as LangGraph's
+    compiled graph has them, with the thread's checkpoints in hayata's store."""
+
+    def __init__(self, path: str, system: AgentSystem, agent: AgentRef, *,
+                 interrupt_before: Sequence[str] | str | None,
+                 interrupt_after: Sequence[str] | str | None, uncertain: str,
+                 timeout: float) -> None:
+        self.path = path
+        self.system = system
+        self.agent = agent
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.uncertain = uncertain
+        self.timeout = timeout
+        self._reader: CompiledStateGraph[Any, Any, Any, Any] | None = None
+
+    # -- running -------------------------------------------------------------------
+
+    def invoke(self, input: Any, config: Any = None, *, stream_mode: str = "values",
+               **kwargs: Any) -> Any:
+        """Run the graph to its end or its next interrupt, as LangGraph's ``invoke``."""
+        latest: Any = None
+        chunks: list[Any] = []
+        interrupts: list[Any] = []
+        modes = ["updates", "values"] if stream_mode == "values" else stream_mode
+        for chunk in self.stream(input, config, stream_mode=modes, **kwargs):
+            if stream_mode == "values":
+                mode, payload = chunk
+                if mode == "updates" and isinstance(payload, dict) \
+                        and (found := payload.get(INTERRUPT)) is not None:
+                    interrupts.extend(found)
+                elif mode == "values":
+                    latest = payload
+            else:
+                chunks.append(chunk)
+        if stream_mode == "values":
+            if interrupts:
+                return {**latest, INTERRUPT: interrupts} if isinstance(latest, dict) \
+                    else {INTERRUPT: interrupts}
+            return latest
+        return chunks
+
+    def stream(self, input: Any, config: Any = None, *,
+               stream_mode: str | Sequence[str] | None = None,
+               interrupt_before: Sequence[str] | str | None = None,
+               interrupt_after: Sequence[str] | str | None = None,
+               subgraphs: bool = False, durability: str | None = None,
+               **kwargs: Any) -> Iterator[Any]:
+        """Stream the run as LangGraph's ``stream`` does (``values``, ``updates``,
+        ``custom``, ``messages``, ``debug``, ``tasks``, ``checkpoints``; a list of
+        modes gives ``(mode, chunk)``)."""
+        thread = thread_of(config)
+        if kwargs:
+            raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        mode_list = [stream_mode or "values"] if isinstance(stream_mode, str | None) \
+            else list(stream_mode)
+        settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after)
+        unfinished = self._unfinished(thread)
+        if unfinished is not None:
+            if input is not None:
+                raise HayataError(
+                    f"thread {thread!r} has an invocation ({unfinished}) that a crash left "
+                    "unfinished: invoke(None, config) goes on with it", code="recovery_required",
+                    invocation_id=unfinished, thread_id=thread)
+            try:
+                invocation = self.agent.recover(unfinished, subscriber=CALLER, stream=True)
+            except RecoveryRejected as exc:
+                raise self._uncertain(exc, thread) from exc
+        else:
+            payload = {"r": settings, "s": self._snapshot(thread), "in": dump_value(input)}
+            invocation = self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread)
+        for namespace, mode, chunk in self._follow(invocation):
+            if namespace and not subgraphs:
+                continue
+            if mode not in mode_list:
+                continue
+            if isinstance(stream_mode, str | None):
+                yield (namespace, chunk) if subgraphs else chunk
+            else:
+                yield (namespace, mode, chunk) if subgraphs else (mode, chunk)
+
+    def _settings(self, config: Any, thread: str, modes: list[str],
+                  interrupt_before: Sequence[str] | str | None,
+                  interrupt_after: Sequence[str] | str | None) -> dict[str, Any]:
+        configurable = dict(config.get("configurable") or {})
+        checkpoint_id = configurable.get("checkpoint_id")
+        extra = {k: v for k, v in configurable.items() if k not in _INTERNAL}
+        limit = config.get("recursion_limit", 25)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError("recursion_limit", f"must be an int >= 1, got {limit!r}")
+
+        def points(value: Sequence[str] | str | None) -> Any:
+            return "*" if value == "*" else list(value or ())
+
+        return {"graph": self.path, "thread": thread, "configurable": dump_value(extra),
+                "recursion_limit": limit, "modes": sorted(set(modes) | {"values", "updates"}),
+                "interrupt_before": points(interrupt_before or self.interrupt_before),
+                "interrupt_after": points(interrupt_after or self.interrupt_after),
+                "checkpoint_id": checkpoint_id}
+
+    def _follow(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The run's chunks in LangGraph's order: each step's lead task first
+        gives the chunks of the superstep before it; a step's other chunks wait
+        for those."""
+        opened: set[str] = set()
+        held: dict[str, list[Any]] = defaultdict(list)
+        result: AgentResult | None = None
+        for message in self.agent.messages(invocation, timeout=self.timeout):
+            if isinstance(message, AgentResult):
+                result = message
+                break
+            if not isinstance(message, AgentEvent) or message.type != "node_partial_result":
+                continue
+            execution = message.data["execution_id"]
+            partial = message.data["result"]
+            if "p" in partial:
+                opened.add(execution)
+                yield from load_value(partial["p"])
+                for chunk in held.pop(execution, []):
+                    yield chunk
+            elif execution in opened:
+                yield load_value(partial["x"])
+            else:
+                held[execution].append(load_value(partial["x"]))
+        if result is None:
+            raise HayataError(f"invocation {invocation} ended without a result", code="no_result")
+        if not result.ok:
+            error = result.error
+            code = error.code if error is not None else "failed"
+            raise HayataError(f"the graph's run failed: {code}: "
+                              f"{error.message if error else ''}", code=code,
+                              invocation_id=invocation,
+                              **(dict(error.details) if error is not None else {}))
+        final: dict[str, Any] = result.result
+        yield from load_value(final["c"])
+        if final["status"] == "out_of_steps":
+            raise GraphRecursionError(
+                "Recursion limit reached without hitting a stop condition. You can increase "
+                "the limit by setting the `recursion_limit` config key.")
+
+    # -- the thread's checkpoints ----------------------------------------------------
+
+    def _thread_invocations(self, thread: str) -> list[tuple[str, str]]:
+        try:
+            return list(self.agent.thread(thread).invocations)
+        except HayataError as exc:
+            if exc.code == "not_found":
+                return []
+            raise
+
+    def _unfinished(self, thread: str) -> str | None:
+        for invocation, status in self._thread_invocations(thread):
+            if status == "running" and self.agent.get_result(invocation) is None:
+                unfinished = {u.invocation_id for u in self.agent.unfinished()}
+                return invocation if invocation in unfinished else None
+            return None
+        return None
+
+    def _snapshot(self, thread: str) -> bytes | None:
+        for invocation, status in self._thread_invocations(thread):
+            if status != "completed":
+                continue
+            result = self.agent.get_result(invocation)
+            if result is not None and result.ok and isinstance(result.result, dict):
+                snapshot: bytes | None = result.result.get("s")
+                return snapshot
+        return None
+
+    def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
+        def points(value: Sequence[str] | str | None) -> Any:
+            return "*" if value == "*" else (list(value) if value else None)
+
+        return builder_of(self.path).compile(
+            checkpointer=load_saver(snapshot), interrupt_before=points(self.interrupt_before),
+            interrupt_after=points(self.interrupt_after))
+
+    def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state as LangGraph's ``get_state`` gives it."""
+        thread = thread_of(config)
+        return self._graph(self._snapshot(thread)).get_state(config, subgraphs=subgraphs)
+
+    def get_state_history(self, config: Any, *, filter: dict[str, Any] | None = None,
+                          before: Any = None, limit: int | None = None
+                          ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first, as LangGraph gives them."""
+        thread = thread_of(config)
+        graph = self._graph(self._snapshot(thread))
+        yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
+
+    def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
+        """Write ``values`` as if ``as_node`` had, as LangGraph's ``update_state``;
+        the new checkpoint is recorded as the thread's latest."""
+        thread = thread_of(config)
+        graph = self._graph(self._snapshot(thread))
+        new_config = graph.update_state(config, values, as_node=as_node)
+        saver = graph.checkpointer
+        payload = {"op": "put", "s": dump_saver(saver)}  # type: ignore[arg-type]
+        invocation = self.agent.run(payload, thread=thread)
+        result = self.agent.wait(invocation, timeout=self.timeout)
+        if not result.ok:
+            raise HayataError("update_state could not be recorded", code="update_failed",
+                              invocation_id=invocation)
+        return new_config
+
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Any:
+        """The graph's drawable structure (``draw_mermaid()``), from LangGraph."""
+        return builder_of(self.path).compile().get_graph(config, xray=xray)
+
+    def _uncertain(self, exc: RecoveryRejected, thread: str) -> HayataError:
+        if exc.code != "task_execution_uncertain":
+            return exc
+        return TaskUncertain.of(exc, thread, self.agent.agent_id)
+
+    def __repr__(self) -> str:
+        return f"HayataGraph({self.path!r}, agent={self.agent.agent_id!r})"
+

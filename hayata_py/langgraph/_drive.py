@@ -1,0 +1,280 @@
+"""LangGraph's own loop, driven one superstep at a time by hayata's decisions.
+
+The decision policy and the node processes each open LangGraph's
+``SyncPregelLoop`` on the thread's checkpoints (an :class:`InMemorySaver`
+loaded from the snapshot the invocation carries), exactly as ``Pregel.stream``
+opens it, so LangGraph decides what runs next, with which input and config:
+
+- :func:`advance` (the policy) hands the last step's task writes to the loop
+  as LangGraph's runner would (``put_writes``), lets it apply them at the end
+  of the superstep (``after_tick``), and stops at the next superstep whose
+  tasks have no writes yet: those are what hayata runs next. It also ends the
+  graph as LangGraph does (done, interrupted, out of steps).
+- :func:`run_task` (a node) opens the same loop at the same checkpoint, finds
+  its task by id and runs it with LangGraph's own config (so ``interrupt()``,
+  ``Command``, ``get_stream_writer()`` and ``Send`` work), and returns its writes.
+
+Each decision opens the loop again at the latest checkpoint; what a
+continuous run would not do on that re-entry is undone there: the outputs of
+re-entering are dropped, the step limit stays the run's, and the checkpoint's
+record of what the breakpoints have seen is kept.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.runnables.config import get_callback_manager_for_config
+from langgraph._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
+    INTERRUPT,
+    NO_WRITES,
+    NS_SEP,
+    RESUME,
+)
+from langgraph.config import get_config
+from langgraph.errors import GraphInterrupt
+from langgraph.pregel._loop import SyncPregelLoop
+from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.pregel._retry import run_with_retry
+from langgraph.pregel._task_status import CONTROL_WRITES
+from langgraph.pregel.protocol import StreamProtocol
+from langgraph.runtime import DEFAULT_RUNTIME, Runtime
+from langgraph.types import StreamMode
+
+from hayata_py.langgraph._graphref import compiled
+from hayata_py.langgraph._snapshot import dump_saver, load_saver
+
+Chunk = tuple[tuple[str, ...], str, Any]
+"""A stream chunk as LangGraph's loop emits it: (namespace, mode, payload)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run's settings, fixed for the whole invocation."""
+
+    graph: str
+    thread_id: str
+    configurable: dict[str, Any]
+    recursion_limit: int = 25
+    modes: tuple[str, ...] = ()
+    interrupt_before: tuple[str, ...] | str = ()
+    interrupt_after: tuple[str, ...] | str = ()
+    checkpoint_id: str | None = None
+
+    def config(self, *, addressed: bool) -> dict[str, Any]:
+        configurable = {**self.configurable, "thread_id": self.thread_id,
+                        CONFIG_KEY_CHECKPOINT_NS: ""}
+        if addressed and self.checkpoint_id:
+            configurable[CONFIG_KEY_CHECKPOINT_ID] = self.checkpoint_id
+        return {"configurable": configurable, "recursion_limit": self.recursion_limit,
+                "metadata": {}, "tags": [], "callbacks": None}
+
+
+@dataclass
+class Carry:
+    """What one decision tells the next about the run: the loop's step limit,
+    the run's first superstep and whether the run resumed the thread."""
+
+    stop: int
+    first_step: int
+    resuming: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming}
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Carry:
+        return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]))
+
+
+@dataclass(frozen=True)
+class Todo:
+    """A task LangGraph's loop wants run: its id and its node's name."""
+
+    id: str
+    name: str
+
+
+@dataclass
+class Outcome:
+    """What :func:`advance` found: tasks to run, or the end of the run."""
+
+    snapshot: bytes
+    carry: Carry
+    chunks: list[Chunk] = field(default_factory=list)
+    todo: list[Todo] = field(default_factory=list)
+    status: str = "run"
+    """``run`` (``todo`` to run), ``done``, ``interrupted`` or ``out_of_steps``."""
+    output: Any = None
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's writes as the node process returns them."""
+
+    writes: list[tuple[str, Any]]
+    interrupted: bool = False
+
+
+class _Suspend(Exception):
+    """Leaves the loop where hayata must run tasks before it can go on."""
+
+
+def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], None],
+          modes: set[StreamMode], *, addressed: bool, breakpoints: bool,
+          runtime: Runtime[Any] | None = None, manager: Any = None) -> SyncPregelLoop:
+    graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
+    config = settings.config(addressed=addressed)
+    config = graph._own_checkpoint_config(  # noqa: SLF001 - as Pregel.stream does
+        {**graph.config, **config} if graph.config else config)
+    config[CONF][CONFIG_KEY_RUNTIME] = runtime or DEFAULT_RUNTIME
+    return SyncPregelLoop(
+        input, stream=StreamProtocol(stream, modes), config=config,  # type: ignore[arg-type]
+        store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
+        output_keys=graph.stream_channels_asis, input_keys=graph.input_channels,
+        stream_keys=graph.stream_channels_asis,
+        interrupt_before=(graph.interrupt_before_nodes if breakpoints else ()),
+        interrupt_after=(graph.interrupt_after_nodes if breakpoints else ()),
+        manager=manager, durability="sync", trigger_to_nodes=graph.trigger_to_nodes,
+        migrate_checkpoint=graph._migrate_checkpoint,  # noqa: SLF001
+        retry_policy=graph.retry_policy, cache_policy=graph.cache_policy)
+
+
+def _reenter(loop: SyncPregelLoop, carry: Carry, seen: dict[str, Any] | None) -> None:
+    """Undo what opening the loop again did that a continuous run does not."""
+    if seen is not None:
+        loop.checkpoint["versions_seen"][INTERRUPT] = seen
+    else:
+        loop.checkpoint["versions_seen"].pop(INTERRUPT, None)
+    loop.stop = carry.stop
+    _resuming_flag(loop, carry)
+
+
+def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
+    if loop.step == carry.first_step and carry.resuming:
+        loop.config[CONF][CONFIG_KEY_RESUMING] = True
+    else:
+        loop.config[CONF].pop(CONFIG_KEY_RESUMING, None)
+
+
+def _seen(saver: Any, settings: Settings) -> dict[str, Any] | None:
+    saved = saver.get_tuple(settings.config(addressed=False))
+    if saved is None:
+        return None
+    seen = saved.checkpoint["versions_seen"].get(INTERRUPT)
+    return copy.deepcopy(seen) if seen is not None else None
+
+
+def advance(settings: Settings, snapshot: bytes | None, input: Any,
+            results: dict[str, TaskResult] | None, carry: Carry | None) -> Outcome:
+    """One decision: with ``results`` None, start the run with ``input``; else
+    hand the last step's task results to the loop and go on. Stops at the next
+    tasks to run or at the end of the run."""
+    saver = load_saver(snapshot)
+    first = results is None
+    chunks: list[Chunk] = []
+    keep = [first]
+
+    def put(chunk: Chunk) -> None:
+        if keep[0]:
+            chunks.append(chunk)
+
+    seen = None if first else _seen(saver, settings)
+    loop = _loop(settings, saver, input if first else None, put, set(settings.modes),
+                 addressed=first, breakpoints=True)
+    pending = dict(results or {})
+    todo: list[Todo] = []
+    interrupted = False
+    try:
+        with loop:
+            if carry is None:
+                carry = Carry(loop.stop, loop.step,
+                              bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)))
+            else:
+                _reenter(loop, carry, seen)
+            while loop.tick():
+                keep[0] = True
+                interrupts: list[Any] = []
+                missing = []
+                for task in list(loop.tasks.values()):
+                    if task.writes:
+                        continue
+                    result = pending.pop(task.id, None)
+                    if result is None:
+                        missing.append(Todo(task.id, task.name))
+                    elif result.interrupted:
+                        for channel, value in result.writes:
+                            if channel == INTERRUPT:
+                                interrupts.extend(value)
+                        loop.put_writes(task.id, result.writes)
+                    else:
+                        task.writes.extend(result.writes)
+                        loop.put_writes(task.id, task.writes)
+                if missing:
+                    todo = missing
+                    raise _Suspend
+                if interrupts:
+                    interrupted = True
+                    raise GraphInterrupt(tuple(interrupts))
+                loop.after_tick()
+                _resuming_flag(loop, carry)
+    except _Suspend:
+        return Outcome(dump_saver(saver), carry, chunks, todo)
+    status = loop.status
+    if interrupted or status in ("interrupt_before", "interrupt_after"):
+        status = "interrupted"
+    return Outcome(dump_saver(saver), carry, chunks, [], status, loop.output)
+
+
+def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+             emit: Callable[[Chunk], None] | None) -> TaskResult:
+    """Run one task of the superstep the loop is at, in this process, as
+    LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
+    chunks (None: the run does not stream them)."""
+    saver = load_saver(snapshot)
+    modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set()
+    runtime = DEFAULT_RUNTIME
+    manager = None
+    handler: StreamMessagesHandler | None = None
+    if emit is not None and "custom" in modes:
+        def writer(chunk: Any) -> None:
+            namespace = get_config()[CONF][CONFIG_KEY_CHECKPOINT_NS].split(NS_SEP)[:-1]
+            emit((tuple(namespace), "custom", chunk))
+        runtime = DEFAULT_RUNTIME.merge(Runtime(stream_writer=writer))
+    if emit is not None and "messages" in modes:
+        callbacks: BaseCallbackManager = get_callback_manager_for_config({})
+        handler = StreamMessagesHandler(emit, False)
+        manager = callbacks.on_chain_start(None, None, name=settings.graph)  # type: ignore[attr-defined]
+        manager.inheritable_handlers.append(handler)
+    loop = _loop(settings, saver, None, lambda chunk: None, set(), addressed=False,
+                 breakpoints=False, runtime=runtime, manager=manager)
+    with loop:
+        loop.stop = carry.stop
+        _resuming_flag(loop, carry)
+        if handler is not None:
+            handler.parent_ns = loop.checkpoint_ns
+        loop.tick()
+        task = loop.tasks.get(task_id)
+        if task is None:
+            raise LookupError(f"task {task_id} is not one of the superstep's tasks "
+                              f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
+                              "checkpoint changed under this run")
+        try:
+            run_with_retry(task, None)
+        except GraphInterrupt as exc:
+            writes: list[tuple[str, Any]] = [(INTERRUPT, exc.args[0])]
+            writes.extend(w for w in task.writes if w[0] == RESUME)
+            return TaskResult(writes, interrupted=True)
+        writes = list(task.writes)
+        if all(channel in CONTROL_WRITES for channel, _ in writes):
+            writes.append((NO_WRITES, None))
+        return TaskResult(writes)

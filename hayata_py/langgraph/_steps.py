@@ -1,0 +1,100 @@
+"""The hayata side of a LangGraph run: the decision policy and the node function.
+
+Every LangGraph node of a compiled graph is a hayata node whose function is
+:func:`run_node`; the agent's decision policy is :func:`decide`. Both import
+the graph by its path (carried in the invocation's input) and drive
+LangGraph's own loop through :mod:`hayata_py.langgraph._drive`.
+
+Data of a step (all of it what the store can hold):
+
+- the invocation input: ``{"r": settings, "s": snapshot, "in": pickled input}``
+  (or ``{"r", "s", "op": "put"}``: record ``s`` as the thread's checkpoints);
+- a step's input: ``{"r", "s", "k": carry, "tasks": {node: task id},
+  "lead": node, "c": pickled chunks}``; the *lead* task of a step (the first
+  one) streams the chunks the previous superstep produced before it runs,
+  and hands the snapshot and carry back in its result;
+- a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted}``
+  (+ ``"s"``, ``"k"`` for the lead task);
+- the result of the invocation: ``{"status", "s", "out", "c"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hayata_py._policy import Finish, Map, Next, NodeContext, PolicyContext
+from hayata_py.langgraph._drive import Carry, Outcome, Settings, TaskResult, advance, run_task
+from hayata_py.langgraph._snapshot import dump_value, load_value
+
+
+def settings_of(data: dict[str, Any]) -> Settings:
+    def breakpoints(value: Any) -> tuple[str, ...] | str:
+        return "*" if value == "*" else tuple(value or ())
+
+    return Settings(graph=data["graph"], thread_id=data["thread"],
+                    configurable=load_value(data["configurable"]),
+                    recursion_limit=int(data["recursion_limit"]),
+                    modes=tuple(data["modes"]),
+                    interrupt_before=breakpoints(data["interrupt_before"]),
+                    interrupt_after=breakpoints(data["interrupt_after"]),
+                    checkpoint_id=data.get("checkpoint_id"))
+
+
+def decide(ctx: PolicyContext) -> Next | Map | Finish:
+    """The agent's decision policy: LangGraph's loop says what runs next."""
+    run: dict[str, Any] = ctx.input
+    if run.get("op") == "put":
+        return Finish({"status": "updated", "s": run["s"], "out": dump_value(None),
+                       "c": dump_value([])})
+    settings = settings_of(run["r"])
+    if ctx.step == 0:
+        outcome = advance(settings, run["s"], load_value(run["in"]), None, None)
+    else:
+        results: list[dict[str, Any]] = (
+            [ctx.last_result] if ctx.parallel_results is None else ctx.parallel_results)
+        lead = next(r for r in results if "s" in r)
+        tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"])) for r in results}
+        outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]))
+    return _answer(run["r"], outcome)
+
+
+def _answer(settings: dict[str, Any], outcome: Outcome) -> Next | Map | Finish:
+    chunks = dump_value(outcome.chunks)
+    if outcome.status != "run":
+        return Finish({"status": outcome.status, "s": outcome.snapshot,
+                       "out": dump_value(outcome.output), "c": chunks})
+    base = {"r": settings, "s": outcome.snapshot, "k": outcome.carry.as_dict()}
+    names = [task.name for task in outcome.todo]
+    if len(set(names)) == 1 and len(names) > 1:
+        items = [{**base, "tasks": {task.name: task.id}, "lead": task.name if i == 0 else None,
+                  "c": chunks if i == 0 else None} for i, task in enumerate(outcome.todo)]
+        return Map(names[0], items)
+    # distinct nodes run as one parallel step; when a superstep runs one node
+    # several times beside others, one task of each node runs now and the rest
+    # in the next steps (the loop applies the superstep's writes once all ran)
+    first: dict[str, str] = {}
+    for task in outcome.todo:
+        first.setdefault(task.name, task.id)
+    order = list(first)
+    step_input = {**base, "tasks": first, "lead": order[0], "c": chunks}
+    return Next(order[0] if len(order) == 1 else order, step_input)
+
+
+def run_node(ctx: NodeContext) -> dict[str, Any]:
+    """Every LangGraph node's hayata function: run this node's task of the superstep."""
+    step: dict[str, Any] = ctx.input
+    settings = settings_of(step["r"])
+    lead = step["lead"] == ctx.node_id and not ctx.item
+    streamer = ctx.streamer
+    emit = None
+    if streamer is not None:
+        if lead:
+            streamer({"p": step["c"]})
+        emit = lambda chunk: streamer({"x": dump_value(chunk)})  # noqa: E731
+    task_id: str = step["tasks"][ctx.node_id]
+    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit)
+    out: dict[str, Any] = {"t": task_id, "w": dump_value(result.writes), "i": result.interrupted}
+    if lead:
+        out["s"] = step["s"]
+        out["k"] = step["k"]
+    return out

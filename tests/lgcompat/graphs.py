@@ -1,0 +1,242 @@
+"""Graphs built from LangGraph's documented patterns, run by both runtimes in the
+differential suite. Each counts its nodes' runs in files under ``$LGCOMPAT_DIR``
+(when set), so a test can see which nodes really ran."""
+
+from __future__ import annotations
+
+import operator
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
+from typing_extensions import TypedDict
+
+
+def _count(name: str) -> None:
+    folder = os.environ.get("LGCOMPAT_DIR")
+    if folder:
+        with Path(folder, f"{name}.runs").open("a") as fh:
+            fh.write("x")
+
+
+# --- a sequence ------------------------------------------------------------------
+
+class SeqState(TypedDict):
+    text: str
+    steps: Annotated[list[str], operator.add]
+
+
+def seq_a(state: SeqState) -> dict[str, Any]:
+    _count("seq_a")
+    return {"text": state["text"] + "a", "steps": ["a"]}
+
+
+def seq_b(state: SeqState) -> dict[str, Any]:
+    _count("seq_b")
+    get_stream_writer()({"progress": "b"})
+    return {"text": state["text"] + "b", "steps": ["b"]}
+
+
+def seq_c(state: SeqState) -> dict[str, Any]:
+    _count("seq_c")
+    return {"text": state["text"] + "c", "steps": ["c"]}
+
+
+sequence = StateGraph(SeqState)
+sequence.add_node("a", seq_a)
+sequence.add_node("b", seq_b)
+sequence.add_node("c", seq_c)
+sequence.add_edge(START, "a")
+sequence.add_edge("a", "b")
+sequence.add_edge("b", "c")
+sequence.add_edge("c", END)
+
+
+# --- a conditional branch ------------------------------------------------------------
+
+class BranchState(TypedDict):
+    n: int
+    route: str
+
+
+def classify(state: BranchState) -> dict[str, Any]:
+    return {"route": "big" if state["n"] > 10 else "small"}
+
+
+def route(state: BranchState) -> str:
+    return state["route"]
+
+
+branch = StateGraph(BranchState)
+branch.add_node("classify", classify)
+branch.add_node("big", lambda state: {"n": state["n"] * 2})
+branch.add_node("small", lambda state: {"n": state["n"] + 1})
+branch.add_edge(START, "classify")
+branch.add_conditional_edges("classify", route, {"big": "big", "small": "small"})
+branch.add_edge("big", END)
+branch.add_edge("small", END)
+
+
+# --- fan-out, fan-in with a reducer --------------------------------------------------
+
+class FanState(TypedDict):
+    topic: str
+    parts: Annotated[list[str], operator.add]
+    summary: str
+
+
+def fan_start(state: FanState) -> dict[str, Any]:
+    return {"parts": [f"start:{state['topic']}"]}
+
+
+def fan_join(state: FanState) -> dict[str, Any]:
+    return {"summary": "+".join(sorted(state["parts"]))}
+
+
+fanout = StateGraph(FanState)
+fanout.add_node("start", fan_start)
+for _name in ("x", "y", "z"):
+    fanout.add_node(_name, lambda state, _n=_name: {"parts": [_n]})
+    fanout.add_edge("start", _name)
+fanout.add_node("join", fan_join)
+fanout.add_edge(START, "start")
+fanout.add_edge(["x", "y", "z"], "join")
+fanout.add_edge("join", END)
+
+
+# --- map-reduce with Send ----------------------------------------------------------
+
+class MapState(TypedDict):
+    subjects: list[str]
+    jokes: Annotated[list[str], operator.add]
+    best: str
+
+
+class JokeState(TypedDict):
+    subject: str
+
+
+def continue_to_jokes(state: MapState) -> list[Send]:
+    return [Send("joke", {"subject": s}) for s in state["subjects"]]
+
+
+def joke(state: JokeState) -> dict[str, Any]:
+    return {"jokes": [f"joke about {state['subject']}"]}
+
+
+def best(state: MapState) -> dict[str, Any]:
+    return {"best": sorted(state["jokes"])[0]}
+
+
+mapreduce = StateGraph(MapState)
+mapreduce.add_node("joke", joke)
+mapreduce.add_node("best", best)
+mapreduce.add_conditional_edges(START, continue_to_jokes, ["joke"])
+mapreduce.add_edge("joke", "best")
+mapreduce.add_edge("best", END)
+
+
+# --- Command(goto, update) from a node ---------------------------------------------
+
+class GotoState(TypedDict):
+    value: int
+    visited: Annotated[list[str], operator.add]
+
+
+def chooser(state: GotoState) -> Command[Literal["left", "right"]]:
+    target = "left" if state["value"] % 2 == 0 else "right"
+    return Command(goto=target, update={"value": state["value"] + 100, "visited": ["chooser"]})
+
+
+goto = StateGraph(GotoState)
+goto.add_node("chooser", chooser)
+goto.add_node("left", lambda state: {"visited": ["left"]})
+goto.add_node("right", lambda state: {"visited": ["right"]})
+goto.add_edge(START, "chooser")
+
+
+# --- interrupt() twice in one node ---------------------------------------------------
+
+class AskState(TypedDict):
+    question: str
+    answers: Annotated[list[str], operator.add]
+    done: bool
+
+
+def ask(state: AskState) -> dict[str, Any]:
+    _count("ask")
+    first = interrupt({"ask": "name?", "q": state["question"]})
+    second = interrupt({"ask": "age?"})
+    return {"answers": [str(first), str(second)]}
+
+
+def finish(state: AskState) -> dict[str, Any]:
+    _count("finish")
+    return {"done": True}
+
+
+approval = StateGraph(AskState)
+approval.add_node("ask", ask)
+approval.add_node("finish", finish)
+approval.add_edge(START, "ask")
+approval.add_edge("ask", "finish")
+approval.add_edge("finish", END)
+
+
+# --- a loop that never ends (recursion limit) ----------------------------------------
+
+class LoopState(TypedDict):
+    count: int
+
+
+forever = StateGraph(LoopState)
+forever.add_node("tick", lambda state: {"count": state["count"] + 1})
+forever.add_edge(START, "tick")
+forever.add_conditional_edges("tick", lambda state: "tick" if state["count"] < 1000 else END)
+
+
+# --- a chat model with tools (add_messages, ToolNode, tools_condition) ---------------
+
+class ChatState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def fake_model(state: ChatState) -> dict[str, Any]:
+    """A deterministic stand-in for a chat model: it calls the tool once, then answers."""
+    last = state["messages"][-1]
+    if isinstance(last, ToolMessage):
+        return {"messages": [AIMessage(content=f"the weather is {last.content}",
+                                       id=f"ai-{len(state['messages'])}")]}
+    return {"messages": [AIMessage(content="", id=f"ai-{len(state['messages'])}", tool_calls=[
+        {"name": "weather", "args": {"city": "Paris"}, "id": "call-1", "type": "tool_call"}])]}
+
+
+def _tools_node() -> Any:
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    return ToolNode([weather])
+
+
+def _tools_condition(state: ChatState) -> str:
+    from langgraph.prebuilt import tools_condition
+    result: str = tools_condition(state)  # type: ignore[arg-type]
+    return result
+
+
+chat = StateGraph(ChatState)
+chat.add_node("model", fake_model)
+chat.add_node("tools", _tools_node())
+chat.add_edge(START, "model")
+chat.add_conditional_edges("model", _tools_condition, {"tools": "tools", "__end__": END})
+chat.add_edge("tools", "model")
