@@ -82,18 +82,23 @@ class Settings:
 @dataclass
 class Carry:
     """What one decision tells the next about the run: the loop's step limit,
-    the run's first superstep and whether the run resumed the thread."""
+    the run's first superstep, whether the run resumed the thread, and the
+    channel versions the breakpoints had seen when the loop stopped."""
 
     stop: int
     first_step: int
     resuming: bool
+    seen: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming}
+        return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming,
+                "seen": self.seen}
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Carry:
-        return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]))
+        seen = data.get("seen")
+        return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]),
+                   dict(seen) if seen is not None else None)
 
 
 @dataclass(frozen=True)
@@ -149,10 +154,10 @@ def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], 
         retry_policy=graph.retry_policy, cache_policy=graph.cache_policy)
 
 
-def _reenter(loop: SyncPregelLoop, carry: Carry, seen: dict[str, Any] | None) -> None:
+def _reenter(loop: SyncPregelLoop, carry: Carry) -> None:
     """Undo what opening the loop again did that a continuous run does not."""
-    if seen is not None:
-        loop.checkpoint["versions_seen"][INTERRUPT] = seen
+    if carry.seen is not None:
+        loop.checkpoint["versions_seen"][INTERRUPT] = dict(carry.seen)
     else:
         loop.checkpoint["versions_seen"].pop(INTERRUPT, None)
     loop.stop = carry.stop
@@ -164,14 +169,6 @@ def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
         loop.config[CONF][CONFIG_KEY_RESUMING] = True
     else:
         loop.config[CONF].pop(CONFIG_KEY_RESUMING, None)
-
-
-def _seen(saver: Any, settings: Settings) -> dict[str, Any] | None:
-    saved = saver.get_tuple(settings.config(addressed=False))
-    if saved is None:
-        return None
-    seen = saved.checkpoint["versions_seen"].get(INTERRUPT)
-    return copy.deepcopy(seen) if seen is not None else None
 
 
 def advance(settings: Settings, snapshot: bytes | None, input: Any,
@@ -188,7 +185,6 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         if keep[0]:
             chunks.append(chunk)
 
-    seen = None if first else _seen(saver, settings)
     loop = _loop(settings, saver, input if first else None, put, set(settings.modes),
                  addressed=first, breakpoints=True)
     pending = dict(results or {})
@@ -200,7 +196,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                 carry = Carry(loop.stop, loop.step,
                               bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)))
             else:
-                _reenter(loop, carry, seen)
+                _reenter(loop, carry)
             while loop.tick():
                 keep[0] = True
                 interrupts: list[Any] = []
@@ -228,6 +224,8 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                 loop.after_tick()
                 _resuming_flag(loop, carry)
     except _Suspend:
+        seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
+        carry.seen = copy.deepcopy(seen) if seen is not None else None
         return Outcome(dump_saver(saver), carry, chunks, todo)
     status = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):

@@ -240,3 +240,41 @@ chat.add_node("tools", _tools_node())
 chat.add_edge(START, "model")
 chat.add_conditional_edges("model", _tools_condition, {"tools": "tools", "__end__": END})
 chat.add_edge("tools", "model")
+
+
+# --- a node that waits for the test to let it go (crash tests) -----------------------
+
+class SlowState(TypedDict):
+    steps: Annotated[list[str], operator.add]
+
+
+def slow_a(state: SlowState) -> dict[str, Any]:
+    _count("slow_a")
+    return {"steps": ["a"]}
+
+
+def slow_b(state: SlowState) -> dict[str, Any]:
+    """Marks that it started, then waits until the test releases it (at most 60 s)."""
+    import time
+
+    _count("slow_b")
+    folder = Path(os.environ["LGCOMPAT_DIR"])
+    deadline = time.monotonic() + 60
+    while not (folder / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"steps": ["b"]}
+
+
+def slow_c(state: SlowState) -> dict[str, Any]:
+    _count("slow_c")
+    return {"steps": ["c"]}
+
+
+slow = StateGraph(SlowState)
+slow.add_node("a", slow_a)
+slow.add_node("b", slow_b)
+slow.add_node("c", slow_c)
+slow.add_edge(START, "a")
+slow.add_edge("a", "b")
+slow.add_edge("b", "c")
+slow.add_edge("c", END)

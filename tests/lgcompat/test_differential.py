@@ -1,0 +1,206 @@
+"""The same graphs, the same inputs: LangGraph's own compiled graph (with
+``InMemorySaver``) and ``hylg.compile`` on a real AgentSystem must give the same
+final values, the same ``updates`` and ``values`` streams and the same
+``get_state_history`` values."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command, Interrupt
+
+import hayata_py as hy
+from hayata_py import langgraph as hylg
+from tests.lgcompat import graphs
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hy.AgentSystem]:
+    folder = tmp_path_factory.mktemp("lgcompat")
+    os.environ["LGCOMPAT_DIR"] = str(folder / "counts")
+    (folder / "counts").mkdir()
+    with hy.AgentSystem(folder / "data") as agents:
+        yield agents
+
+
+def _norm(value: Any) -> Any:
+    """Values with message and interrupt ids blanked (each runtime makes fresh ones)."""
+    if isinstance(value, BaseMessage):
+        return value.model_copy(update={"id": None})
+    if isinstance(value, Interrupt):
+        return ("Interrupt", _norm(value.value))
+    if isinstance(value, dict):
+        return {k: _norm(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_norm(v) for v in value)
+    return value
+
+
+def _config() -> dict[str, Any]:
+    return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+
+
+def _pair(system: hy.AgentSystem, name: str, **compile_args: Any) -> tuple[Any, Any]:
+    builder = getattr(graphs, name)
+    reference = builder.compile(checkpointer=InMemorySaver(), **compile_args)
+    return reference, hylg.compile(builder, system, **compile_args)
+
+
+def _stream(app: Any, input: Any, config: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """(values chunks in order, updates chunks in order of their superstep)."""
+    values, updates = [], []
+    for mode, chunk in app.stream(input, config, stream_mode=["updates", "values"]):
+        (values if mode == "values" else updates).append(_norm(chunk))
+    return values, updates
+
+
+def _same_updates(ours: list[Any], theirs: list[Any]) -> None:
+    # tasks of one superstep report in the order they finish, in both runtimes
+    assert sorted(map(repr, ours)) == sorted(map(repr, theirs))
+
+
+def _history(app: Any, config: dict[str, Any]) -> list[Any]:
+    return [_norm(s.values) for s in app.get_state_history(config)]
+
+
+CASES = [
+    ("sequence", {"text": "", "steps": []}),
+    ("branch", {"n": 20}),
+    ("branch", {"n": 3}),
+    ("fanout", {"topic": "t"}),
+    ("mapreduce", {"subjects": ["cats", "dogs", "owls"]}),
+    ("goto", {"value": 2}),
+    ("goto", {"value": 3}),
+    ("chat", {"messages": [("user", "weather in Paris?")]}),
+]
+
+
+@pytest.mark.parametrize(("name", "input"), CASES, ids=[f"{n}-{i}" for i, (n, _) in
+                                                         enumerate(CASES)])
+def test_same_run_as_langgraph(system: hy.AgentSystem, name: str, input: Any) -> None:
+    reference, app = _pair(system, name)
+    mine, theirs = _config(), _config()
+    ours_values, ours_updates = _stream(app, input, mine)
+    their_values, their_updates = _stream(reference, input, theirs)
+    assert ours_values == their_values
+    _same_updates(ours_updates, their_updates)
+    assert _norm(app.get_state(mine).values) == _norm(reference.get_state(theirs).values)
+    assert _history(app, mine) == _history(reference, theirs)
+    # a second turn on the same thread starts from the first one's state
+    assert _norm(app.invoke(input, mine)) == _norm(reference.invoke(input, theirs))
+    assert _history(app, mine) == _history(reference, theirs)
+
+
+def test_custom_stream_between_updates(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "sequence")
+    modes = ["updates", "custom"]
+    input = {"text": "", "steps": []}
+    ours = list(app.stream(input, _config(), stream_mode=modes))
+    theirs = list(reference.stream(input, _config(), stream_mode=modes))
+    assert ours == theirs
+    assert ("custom", {"progress": "b"}) in ours
+
+
+def test_interrupt_twice_in_one_node(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "approval")
+    mine, theirs = _config(), _config()
+    steps: list[Any] = [{"question": "who?", "answers": []}, Command(resume="ada"),
+                        Command(resume=36)]
+    for step in steps:
+        ours = app.invoke(step, mine)
+        assert _norm(ours) == _norm(reference.invoke(step, theirs))
+    assert ours["answers"] == ["ada", "36"] and ours["done"] is True
+    ours_state, their_state = app.get_state(mine), reference.get_state(theirs)
+    assert ours_state.next == their_state.next == ()
+    assert _history(app, mine) == _history(reference, theirs)
+
+
+def test_interrupt_pauses_with_pending_task(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "approval")
+    mine, theirs = _config(), _config()
+    ours = app.invoke({"question": "who?", "answers": []}, mine)
+    theirs_out = reference.invoke({"question": "who?", "answers": []}, theirs)
+    assert [i.value for i in ours["__interrupt__"]] == \
+        [i.value for i in theirs_out["__interrupt__"]]
+    state = app.get_state(mine)
+    assert state.next == ("ask",)
+    assert [i.value for i in state.interrupts] == [{"ask": "name?", "q": "who?"}]
+
+
+def test_static_breakpoint_and_resume_with_none(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "sequence", interrupt_before=["b"])
+    mine, theirs = _config(), _config()
+    input = {"text": "", "steps": []}
+    assert app.invoke(input, mine) == reference.invoke(input, theirs)
+    assert app.get_state(mine).next == reference.get_state(theirs).next == ("b",)
+    assert app.invoke(None, mine) == reference.invoke(None, theirs)
+    assert _history(app, mine) == _history(reference, theirs)
+
+
+def test_recursion_limit(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "forever")
+    mine, theirs = _config(), _config()
+    for config in (mine, theirs):
+        config["recursion_limit"] = 4
+    with pytest.raises(GraphRecursionError):
+        reference.invoke({"count": 0}, theirs)
+    with pytest.raises(GraphRecursionError):
+        app.invoke({"count": 0}, mine)
+
+
+def test_update_state_and_fork(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "sequence")
+    mine, theirs = _config(), _config()
+    input = {"text": "", "steps": []}
+    app.invoke(input, mine)
+    reference.invoke(input, theirs)
+    app.update_state(mine, {"text": "edited"}, as_node="c")
+    reference.update_state(theirs, {"text": "edited"}, as_node="c")
+    assert app.get_state(mine).values == reference.get_state(theirs).values
+    assert _history(app, mine) == _history(reference, theirs)
+    # fork: run again from the checkpoint before node b ran
+    ours_past = next(s for s in app.get_state_history(mine) if s.next == ("b",))
+    their_past = next(s for s in reference.get_state_history(theirs) if s.next == ("b",))
+    assert app.invoke(None, ours_past.config) == reference.invoke(None, their_past.config)
+    assert _history(app, mine) == _history(reference, theirs)
+
+
+def test_refused_before_anything_starts(system: hy.AgentSystem) -> None:
+    before = system.agents()
+    with pytest.raises(hy.ConfigError, match="checkpointer"):
+        hylg.compile(graphs.sequence, system, checkpointer=InMemorySaver())
+    with pytest.raises(hy.ConfigError, match="module level"):
+        from langgraph.graph import StateGraph
+        local = StateGraph(graphs.SeqState)
+        local.add_node("a", graphs.seq_a)
+        local.set_entry_point("a")
+        hylg.compile(local, system)
+    with pytest.raises(hy.ConfigError, match="does not import"):
+        hylg.compile("tests.lgcompat.no_such_module:graph", system)
+    assert system.agents() == before
+    app = hylg.compile(graphs.sequence, system)
+    for config in (None, {}, {"configurable": {}}, {"configurable": {"thread_id": ""}},
+                   {"configurable": {"thread_id": 7}}):
+        with pytest.raises(hy.ConfigError, match="thread_id"):
+            app.invoke({"text": "", "steps": []}, config)
+
+
+def test_graph_by_path_and_drawing(system: hy.AgentSystem) -> None:
+    app = hylg.compile("tests.lgcompat.graphs:branch", system, id="branch-by-path")
+    assert app.invoke({"n": 1}, _config()) == {"n": 2, "route": "small"}
+    assert "classify" in app.get_graph().draw_mermaid()
+
+
+def counts(name: str) -> int:
+    path = Path(os.environ["LGCOMPAT_DIR"], f"{name}.runs")
+    return len(path.read_text()) if path.exists() else 0
