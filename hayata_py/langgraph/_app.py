@@ -246,8 +246,8 @@ class HayataGraph:
     def _uncertain(self, exc: RecoveryRejected, thread: str) -> HayataError:
         if exc.code != "task_execution_uncertain":
             return exc
-        return TaskUncertain.of(exc, thread, self.agent.agent_id)
+        return TaskUncertain.of(exc, thread, self.agent.id)
 
     def __repr__(self) -> str:
-        return f"HayataGraph({self.path!r}, agent={self.agent.agent_id!r})"
+        return f"HayataGraph({self.path!r}, agent={self.agent.id!r})"
 

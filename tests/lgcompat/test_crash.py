@@ -1,0 +1,71 @@
+"""kill -9 of the whole system in the middle of a graph: on the same thread,
+``invoke(None, config)`` reuses the completed node, refuses the node whose
+outcome is unknown with ``hylg.TaskUncertain``, and once that node is declared
+idempotent runs it again and goes on; nothing completed runs twice."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import hayata_py as hy
+from hayata_py import langgraph as hylg
+from tests.helpers import eventually, in_thread
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def counts(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "counts"
+    folder.mkdir()
+    old = os.environ.get("LGCOMPAT_DIR")
+    os.environ["LGCOMPAT_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("LGCOMPAT_DIR", None)
+    else:
+        os.environ["LGCOMPAT_DIR"] = old
+
+
+def runs(folder: Path, name: str) -> int:
+    path = folder / f"{name}.runs"
+    return len(path.read_text()) if path.exists() else 0
+
+
+def test_whole_system_kill_mid_node(tmp_path: Path, counts: Path) -> None:
+    config = {"configurable": {"thread_id": "crash-1"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60,
+                   message="node b started")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 1, 0)
+
+    (counts / "release").write_text("go")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow")
+        with pytest.raises(hylg.TaskUncertain) as caught:
+            app.invoke(None, config)
+        error = caught.value
+        assert isinstance(error, hy.HayataError) and error.code == "task_uncertain"
+        assert error.details["nodes"] == ["b"] and error.details["task_ids"]
+        assert "resolve_task" in str(error) and "abandon" in str(error)
+        assert runs(counts, "slow_b") == 1
+        system.stop_agent("slow")
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow",
+                           idempotent_nodes={"b"})
+        final = app.invoke(None, config)
+        assert final == {"steps": ["a", "b", "c"]}
+        assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
