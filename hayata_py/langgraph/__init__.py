@@ -32,7 +32,7 @@ NODE_FUNCTION = "hayata_py.langgraph._steps:run_node"
 POLICY = "hayata_py.langgraph._steps:decide"
 
 
-def compile(graph: Any, system: AgentSystem, *, id: str | None = None,  # noqa: A001, A002
+def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
             checkpointer: Any = None,
             interrupt_before: Sequence[str] | str | None = None,
             interrupt_after: Sequence[str] | str | None = None,

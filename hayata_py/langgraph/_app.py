@@ -153,8 +153,7 @@ class HayataGraph:
             if "p" in partial:
                 opened.add(execution)
                 yield from load_value(partial["p"])
-                for chunk in held.pop(execution, []):
-                    yield chunk
+                yield from held.pop(execution, [])
             elif execution in opened:
                 yield load_value(partial["x"])
             else:

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables.config import get_callback_manager_for_config
 from langgraph._internal._constants import (
     CONF,
@@ -138,19 +137,20 @@ def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], 
           modes: set[StreamMode], *, addressed: bool, breakpoints: bool,
           runtime: Runtime[Any] | None = None, manager: Any = None) -> SyncPregelLoop:
     graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
-    config = settings.config(addressed=addressed)
-    config = graph._own_checkpoint_config(  # noqa: SLF001 - as Pregel.stream does
-        {**graph.config, **config} if graph.config else config)
+    base: Any = settings.config(addressed=addressed)
+    if graph.config:
+        base = {**dict(graph.config), **base}
+    config: Any = graph._own_checkpoint_config(base)  # as Pregel.stream does
     config[CONF][CONFIG_KEY_RUNTIME] = runtime or DEFAULT_RUNTIME
     return SyncPregelLoop(
-        input, stream=StreamProtocol(stream, modes), config=config,  # type: ignore[arg-type]
+        input, stream=StreamProtocol(stream, modes), config=config,
         store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
         output_keys=graph.stream_channels_asis, input_keys=graph.input_channels,
         stream_keys=graph.stream_channels_asis,
         interrupt_before=(graph.interrupt_before_nodes if breakpoints else ()),
         interrupt_after=(graph.interrupt_after_nodes if breakpoints else ()),
         manager=manager, durability="sync", trigger_to_nodes=graph.trigger_to_nodes,
-        migrate_checkpoint=graph._migrate_checkpoint,  # noqa: SLF001
+        migrate_checkpoint=graph._migrate_checkpoint,
         retry_policy=graph.retry_policy, cache_policy=graph.cache_policy)
 
 
@@ -185,7 +185,8 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         if keep[0]:
             chunks.append(chunk)
 
-    loop = _loop(settings, saver, input if first else None, put, set(settings.modes),
+    modes: Any = set(settings.modes)
+    loop = _loop(settings, saver, input if first else None, put, modes,
                  addressed=first, breakpoints=True)
     pending = dict(results or {})
     todo: list[Todo] = []
@@ -224,10 +225,12 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                 loop.after_tick()
                 _resuming_flag(loop, carry)
     except _Suspend:
+        assert carry is not None
         seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
         carry.seen = copy.deepcopy(seen) if seen is not None else None
         return Outcome(dump_saver(saver), carry, chunks, todo)
-    status = loop.status
+    assert carry is not None
+    status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
         status = "interrupted"
     return Outcome(dump_saver(saver), carry, chunks, [], status, loop.output)
@@ -239,7 +242,7 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
     LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
     chunks (None: the run does not stream them)."""
     saver = load_saver(snapshot)
-    modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set()
+    modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
     runtime = DEFAULT_RUNTIME
     manager = None
     handler: StreamMessagesHandler | None = None
@@ -249,9 +252,9 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             emit((tuple(namespace), "custom", chunk))
         runtime = DEFAULT_RUNTIME.merge(Runtime(stream_writer=writer))
     if emit is not None and "messages" in modes:
-        callbacks: BaseCallbackManager = get_callback_manager_for_config({})
+        callbacks = get_callback_manager_for_config({})
         handler = StreamMessagesHandler(emit, False)
-        manager = callbacks.on_chain_start(None, None, name=settings.graph)  # type: ignore[attr-defined]
+        manager = callbacks.on_chain_start(None, {}, name=settings.graph)
         manager.inheritable_handlers.append(handler)
     loop = _loop(settings, saver, None, lambda chunk: None, set(), addressed=False,
                  breakpoints=False, runtime=runtime, manager=manager)

@@ -34,7 +34,7 @@ def load_saver(data: bytes | None) -> InMemorySaver:
     saver = InMemorySaver()
     if not data:
         return saver
-    storage, writes, blobs = pickle.loads(data)  # noqa: S301 - bytes this package wrote
+    storage, writes, blobs = pickle.loads(data)
     for thread, by_ns in storage.items():
         for ns, by_id in by_ns.items():
             saver.storage[thread][ns].update(by_id)
@@ -51,4 +51,4 @@ def dump_value(value: Any) -> bytes:
 
 def load_value(data: bytes) -> Any:
     """The value :func:`dump_value` stored."""
-    return pickle.loads(data)  # noqa: S301 - bytes this package wrote
+    return pickle.loads(data)

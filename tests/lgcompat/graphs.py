@@ -149,7 +149,7 @@ class GotoState(TypedDict):
 
 
 def chooser(state: GotoState) -> Command[Literal["left", "right"]]:
-    target = "left" if state["value"] % 2 == 0 else "right"
+    target: Literal["left", "right"] = "left" if state["value"] % 2 == 0 else "right"
     return Command(goto=target, update={"value": state["value"] + 100, "visited": ["chooser"]})
 
 
@@ -278,3 +278,19 @@ slow.add_edge(START, "a")
 slow.add_edge("a", "b")
 slow.add_edge("b", "c")
 slow.add_edge("c", END)
+
+
+# --- a LangChain chat model's tokens (messages mode) ---------------------------------
+
+def talk(state: ChatState) -> dict[str, Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="hello there friend",
+                                                          id="ai-talk")]))
+    return {"messages": [model.invoke(state["messages"])]}
+
+
+talker = StateGraph(ChatState)
+talker.add_node("talk", talk)
+talker.add_edge(START, "talk")
+talker.add_edge("talk", END)

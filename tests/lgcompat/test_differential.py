@@ -58,7 +58,8 @@ def _pair(system: hy.AgentSystem, name: str, **compile_args: Any) -> tuple[Any, 
 
 def _stream(app: Any, input: Any, config: dict[str, Any]) -> tuple[list[Any], list[Any]]:
     """(values chunks in order, updates chunks in order of their superstep)."""
-    values, updates = [], []
+    values: list[Any] = []
+    updates: list[Any] = []
     for mode, chunk in app.stream(input, config, stream_mode=["updates", "values"]):
         (values if mode == "values" else updates).append(_norm(chunk))
     return values, updates
@@ -150,8 +151,8 @@ def test_static_breakpoint_and_resume_with_none(system: hy.AgentSystem) -> None:
 def test_recursion_limit(system: hy.AgentSystem) -> None:
     reference, app = _pair(system, "forever")
     mine, theirs = _config(), _config()
-    for config in (mine, theirs):
-        config["recursion_limit"] = 4
+    for limited in (mine, theirs):
+        limited["recursion_limit"] = 4
     with pytest.raises(GraphRecursionError):
         reference.invoke({"count": 0}, theirs)
     with pytest.raises(GraphRecursionError):
@@ -189,8 +190,9 @@ def test_refused_before_anything_starts(system: hy.AgentSystem) -> None:
         hylg.compile("tests.lgcompat.no_such_module:graph", system)
     assert system.agents() == before
     app = hylg.compile(graphs.sequence, system)
-    for config in (None, {}, {"configurable": {}}, {"configurable": {"thread_id": ""}},
-                   {"configurable": {"thread_id": 7}}):
+    bad: list[Any] = [None, {}, {"configurable": {}}, {"configurable": {"thread_id": ""}},
+                      {"configurable": {"thread_id": 7}}]
+    for config in bad:
         with pytest.raises(hy.ConfigError, match="thread_id"):
             app.invoke({"text": "", "steps": []}, config)
 
@@ -204,3 +206,16 @@ def test_graph_by_path_and_drawing(system: hy.AgentSystem) -> None:
 def counts(name: str) -> int:
     path = Path(os.environ["LGCOMPAT_DIR"], f"{name}.runs")
     return len(path.read_text()) if path.exists() else 0
+
+
+def test_messages_mode_tokens(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "talker")
+    input = {"messages": [("user", "hi")]}
+
+    def tokens(stream: Any) -> list[tuple[str, str]]:
+        return [(chunk.content, meta["langgraph_node"]) for chunk, meta in stream]
+
+    ours = tokens(app.stream(input, _config(), stream_mode="messages"))
+    theirs = tokens(reference.stream(input, _config(), stream_mode="messages"))
+    assert ours == theirs
+    assert "".join(content for content, _ in ours) == "hello there friend"
