@@ -27,7 +27,7 @@ def graph_path(graph: Any) -> str:
         raise ConfigError("graph", f"expected a langgraph StateGraph, a compiled graph or "
                           f"a 'package.module:name' path, got {type(graph).__name__}")
     for name, module in list(sys.modules.items()):
-        if module is None or name == "__main__":
+        if module is None or name in ("__main__", "__mp_main__"):
             continue
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):

@@ -69,3 +69,17 @@ def test_whole_system_kill_mid_node(tmp_path: Path, counts: Path) -> None:
         assert final == {"steps": ["a", "b", "c"]}
         assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
+
+
+def test_example_chat_runs() -> None:
+    """examples/langgraph_chat.py: an approval interrupt(), then the tool and the answer."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "examples/langgraph_chat.py"], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "approve_tool_call" in done.stdout
+    assert "answer: It is sunny in Paris." in done.stdout
