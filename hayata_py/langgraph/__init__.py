@@ -79,8 +79,10 @@ def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
         agent = system.start_agent(config)
     except AgentAlreadyStarted:
         agent = system.agent(agent_id)
+    raise_nodes = set(config.retry) if config.default_retry is None else set(config.nodes)
     return HayataGraph(path, system, agent, interrupt_before=interrupt_before,
-                       interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout)
+                       interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout,
+                       raise_nodes=raise_nodes)
 
 
 def _refuse_unsupported(builder: Any) -> None:

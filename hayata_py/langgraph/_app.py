@@ -4,7 +4,7 @@ carried out by a hayata agent (one durable task per LangGraph task)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from langgraph._internal._constants import INTERRUPT
@@ -41,7 +41,7 @@ class HayataGraph:
     def __init__(self, path: str, system: AgentSystem, agent: AgentRef, *,
                  interrupt_before: Sequence[str] | str | None,
                  interrupt_after: Sequence[str] | str | None, uncertain: str,
-                 timeout: float) -> None:
+                 timeout: float, raise_nodes: Collection[str] = ()) -> None:
         self.path = path
         self.system = system
         self.agent = agent
@@ -49,6 +49,7 @@ class HayataGraph:
         self.interrupt_after = interrupt_after
         self.uncertain = uncertain
         self.timeout = timeout
+        self.raise_nodes = sorted(raise_nodes)
         self._reader: CompiledStateGraph[Any, Any, Any, Any] | None = None
 
     # -- running -------------------------------------------------------------------
@@ -133,7 +134,7 @@ class HayataGraph:
                 "recursion_limit": limit, "modes": sorted(set(modes) | {"values", "updates"}),
                 "interrupt_before": points(interrupt_before or self.interrupt_before),
                 "interrupt_after": points(interrupt_after or self.interrupt_after),
-                "checkpoint_id": checkpoint_id}
+                "checkpoint_id": checkpoint_id, "raise_nodes": self.raise_nodes}
 
     def _follow(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
         """The run's chunks in LangGraph's order: each step's lead task first
@@ -169,6 +170,8 @@ class HayataGraph:
                               **(dict(error.details) if error is not None else {}))
         final: dict[str, Any] = result.result
         yield from load_value(final["c"])
+        if final["status"] == "error":
+            raise load_value(final["err"])
         if final["status"] == "out_of_steps":
             raise GraphRecursionError(
                 "Recursion limit reached without hitting a stop condition. You can increase "

@@ -34,6 +34,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
+    ERROR,
     INTERRUPT,
     NO_WRITES,
     NS_SEP,
@@ -68,6 +69,9 @@ class Settings:
     interrupt_before: tuple[str, ...] | str = ()
     interrupt_after: tuple[str, ...] | str = ()
     checkpoint_id: str | None = None
+    raise_nodes: tuple[str, ...] = ()
+    """Nodes whose exceptions fail their hayata task (so hayata's durable
+    ``retry`` policy retries it) instead of ending the run as LangGraph does."""
 
     def config(self, *, addressed: bool) -> dict[str, Any]:
         configurable = {**self.configurable, "thread_id": self.thread_id,
@@ -117,8 +121,10 @@ class Outcome:
     chunks: list[Chunk] = field(default_factory=list)
     todo: list[Todo] = field(default_factory=list)
     status: str = "run"
-    """``run`` (``todo`` to run), ``done``, ``interrupted`` or ``out_of_steps``."""
+    """``run`` (``todo`` to run), ``done``, ``interrupted``, ``out_of_steps`` or
+    ``error`` (a node raised ``error``)."""
     output: Any = None
+    error: BaseException | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,8 @@ class TaskResult:
 
     writes: list[tuple[str, Any]]
     interrupted: bool = False
+    failed: bool = False
+    """The node raised: ``writes`` is ``[(ERROR, exception)]``."""
 
 
 class _Suspend(Exception):
@@ -191,6 +199,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
     pending = dict(results or {})
     todo: list[Todo] = []
     interrupted = False
+    failure: BaseException | None = None
     try:
         with loop:
             if carry is None:
@@ -201,6 +210,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
             while loop.tick():
                 keep[0] = True
                 interrupts: list[Any] = []
+                errors: list[BaseException] = []
                 missing = []
                 for task in list(loop.tasks.values()):
                     if task.writes:
@@ -208,6 +218,11 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                     result = pending.pop(task.id, None)
                     if result is None:
                         missing.append(Todo(task.id, task.name))
+                    elif result.failed:
+                        # as LangGraph's runner commits a task that raised
+                        errors.extend(v for c, v in result.writes if c == ERROR)
+                        task.writes.extend(result.writes)
+                        loop.put_writes(task.id, task.writes)
                     elif result.interrupted:
                         for channel, value in result.writes:
                             if channel == INTERRUPT:
@@ -219,6 +234,9 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                 if missing:
                     todo = missing
                     raise _Suspend
+                if errors:
+                    failure = errors[0]
+                    raise failure
                 if interrupts:
                     interrupted = True
                     raise GraphInterrupt(tuple(interrupts))
@@ -229,6 +247,11 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
         carry.seen = copy.deepcopy(seen) if seen is not None else None
         return Outcome(dump_saver(saver), carry, chunks, todo)
+    except Exception as exc:
+        if failure is None or exc is not failure:
+            raise
+        assert carry is not None
+        return Outcome(dump_saver(saver), carry, chunks, [], "error", error=failure)
     assert carry is not None
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
@@ -275,6 +298,10 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             writes: list[tuple[str, Any]] = [(INTERRUPT, exc.args[0])]
             writes.extend(w for w in task.writes if w[0] == RESUME)
             return TaskResult(writes, interrupted=True)
+        except Exception as exc:
+            if task.name in settings.raise_nodes:
+                raise
+            return TaskResult([(ERROR, exc)], failed=True)
         writes = list(task.writes)
         if all(channel in CONTROL_WRITES for channel, _ in writes):
             writes.append((NO_WRITES, None))

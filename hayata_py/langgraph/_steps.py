@@ -37,7 +37,8 @@ def settings_of(data: dict[str, Any]) -> Settings:
                     modes=tuple(data["modes"]),
                     interrupt_before=breakpoints(data["interrupt_before"]),
                     interrupt_after=breakpoints(data["interrupt_after"]),
-                    checkpoint_id=data.get("checkpoint_id"))
+                    checkpoint_id=data.get("checkpoint_id"),
+                    raise_nodes=tuple(data.get("raise_nodes") or ()))
 
 
 def decide(ctx: PolicyContext) -> Next | Map | Finish:
@@ -53,7 +54,8 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
         results: list[dict[str, Any]] = (
             [ctx.last_result] if ctx.parallel_results is None else ctx.parallel_results)
         lead = next(r for r in results if "s" in r)
-        tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"])) for r in results}
+        tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
+                 for r in results}
         outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]))
     return _answer(run["r"], outcome)
 
@@ -61,8 +63,11 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
 def _answer(settings: dict[str, Any], outcome: Outcome) -> Next | Map | Finish:
     chunks = dump_value(outcome.chunks)
     if outcome.status != "run":
-        return Finish({"status": outcome.status, "s": outcome.snapshot,
-                       "out": dump_value(outcome.output), "c": chunks})
+        end = {"status": outcome.status, "s": outcome.snapshot,
+               "out": dump_value(outcome.output), "c": chunks}
+        if outcome.error is not None:
+            end["err"] = _exception(outcome.error)
+        return Finish(end)
     base = {"r": settings, "s": outcome.snapshot, "k": outcome.carry.as_dict()}
     names = [task.name for task in outcome.todo]
     if len(set(names)) == 1 and len(names) > 1:
@@ -80,6 +85,15 @@ def _answer(settings: dict[str, Any], outcome: Outcome) -> Next | Map | Finish:
     return Next(order[0] if len(order) == 1 else order, step_input)
 
 
+def _exception(error: BaseException) -> bytes:
+    """The node's exception, for the caller to raise; one that does not pickle
+    becomes a RuntimeError naming it."""
+    try:
+        return dump_value(error)
+    except Exception:  # noqa: BLE001 - any pickling failure
+        return dump_value(RuntimeError(f"{type(error).__name__}: {error}"))
+
+
 def run_node(ctx: NodeContext) -> dict[str, Any]:
     """Every LangGraph node's hayata function: run this node's task of the superstep."""
     step: dict[str, Any] = ctx.input
@@ -93,7 +107,8 @@ def run_node(ctx: NodeContext) -> dict[str, Any]:
         emit = lambda chunk: streamer({"x": dump_value(chunk)})  # noqa: E731
     task_id: str = step["tasks"][ctx.node_id]
     result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit)
-    out: dict[str, Any] = {"t": task_id, "w": dump_value(result.writes), "i": result.interrupted}
+    out: dict[str, Any] = {"t": task_id, "w": dump_value(result.writes), "i": result.interrupted,
+                           "f": result.failed}
     if lead:
         out["s"] = step["s"]
         out["k"] = step["k"]

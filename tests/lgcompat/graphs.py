@@ -294,3 +294,48 @@ talker = StateGraph(ChatState)
 talker.add_node("talk", talk)
 talker.add_edge(START, "talk")
 talker.add_edge("talk", END)
+
+
+# --- a node that fails until a file exists (errors and resuming after them) -----------
+
+class FlakyState(TypedDict):
+    steps: Annotated[list[str], operator.add]
+
+
+class FlakyError(ValueError):
+    """What the flaky node raises."""
+
+
+def flaky_b(state: FlakyState) -> dict[str, Any]:
+    _count("flaky_b")
+    if not Path(os.environ["LGCOMPAT_DIR"], "flaky.ok").exists():
+        raise FlakyError("b is not ready")
+    return {"steps": ["b"]}
+
+
+flaky = StateGraph(FlakyState)
+flaky.add_node("a", lambda state: {"steps": ["a"]})
+flaky.add_node("b", flaky_b)
+flaky.add_node("side", lambda state: {"steps": ["side"]})
+flaky.add_edge(START, "a")
+flaky.add_edge("a", "b")
+flaky.add_edge("a", "side")
+flaky.add_edge(["b", "side"], END)
+
+
+# --- one superstep with Sends to a node and a plain edge to another ------------------
+
+def fan_mixed(state: MapState) -> list[Send]:
+    return [Send("joke", {"subject": s}) for s in state["subjects"]]
+
+
+mixed = StateGraph(MapState)
+mixed.add_node("plan", lambda state: {"jokes": ["plan"]})
+mixed.add_node("joke", joke)
+mixed.add_node("other", lambda state: {"jokes": ["other"]})
+mixed.add_edge(START, "plan")
+mixed.add_conditional_edges("plan", fan_mixed, ["joke"])
+mixed.add_edge("plan", "other")
+mixed.add_node("best", best)
+mixed.add_edge(["joke", "other"], "best")
+mixed.add_edge("best", END)

@@ -219,3 +219,46 @@ def test_messages_mode_tokens(system: hy.AgentSystem) -> None:
     theirs = tokens(reference.stream(input, _config(), stream_mode="messages"))
     assert ours == theirs
     assert "".join(content for content, _ in ours) == "hello there friend"
+
+
+def test_node_error_then_resume(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "flaky")
+    mine, theirs = _config(), _config()
+    ok = Path(os.environ["LGCOMPAT_DIR"], "flaky.ok")
+    ok.unlink(missing_ok=True)
+    with pytest.raises(graphs.FlakyError, match="not ready"):
+        reference.invoke({"steps": []}, theirs)
+    with pytest.raises(graphs.FlakyError, match="not ready"):
+        app.invoke({"steps": []}, mine)
+    ours_state, their_state = app.get_state(mine), reference.get_state(theirs)
+    assert ours_state.next == their_state.next == ("b",)
+    assert [(t.name, t.error) for t in ours_state.tasks] == \
+        [(t.name, t.error) for t in their_state.tasks]
+    assert ours_state.values == their_state.values
+    ok.write_text("ok")
+    try:
+        ours, theirs_out = app.invoke(None, mine), reference.invoke(None, theirs)
+    finally:
+        ok.unlink()
+    assert sorted(ours["steps"]) == sorted(theirs_out["steps"]) == ["a", "b", "side"]
+
+
+def test_sends_beside_a_plain_edge_in_one_superstep(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "mixed")
+    mine, theirs = _config(), _config()
+    input = {"subjects": ["x", "y"], "jokes": []}
+    ours_values, ours_updates = _stream(app, input, mine)
+    their_values, their_updates = _stream(reference, input, theirs)
+    assert [sorted(v.get("jokes", [])) for v in ours_values] == \
+        [sorted(v.get("jokes", [])) for v in their_values]
+    _same_updates(ours_updates, their_updates)
+    assert app.get_state(mine).values["best"] == reference.get_state(theirs).values["best"]
+
+
+def test_command_as_input(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "goto")
+    mine, theirs = _config(), _config()
+    assert app.invoke({"value": 1}, mine) == reference.invoke({"value": 1}, theirs)
+    command = Command(update={"value": 7}, goto="left")
+    assert app.invoke(command, mine) == reference.invoke(command, theirs)
+    assert _history(app, mine) == _history(reference, theirs)
