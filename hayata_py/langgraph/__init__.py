@@ -22,8 +22,9 @@ from typing import Any
 from hayata_py._api import AgentSystem
 from hayata_py._config import AgentConfig
 from hayata_py._errors import AgentAlreadyStarted, ConfigError
+from hayata_py._policy import RetryPolicy
 from hayata_py.langgraph._app import HayataGraph, thread_of
-from hayata_py.langgraph._errors import TaskUncertain
+from hayata_py.langgraph._errors import RetryableTaskError, TaskUncertain
 from hayata_py.langgraph._graphref import builder_of, graph_path
 
 __all__ = ["HayataGraph", "TaskUncertain", "compile", "thread_of"]
@@ -73,16 +74,41 @@ def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
     compiled_graph = builder.compile()
     agent_id = id if id is not None else path.replace(":", ".")
     options = {"max_steps": 1_000_000, "execution_timeout": timeout, **agent_options}
+    user_retry = dict(options.get("retry") or {})
+    retry = {**_mapped_retries(builder), **user_retry}
+    if retry:
+        options["retry"] = retry
     config = AgentConfig(id=agent_id, nodes={name: NODE_FUNCTION for name in compiled_graph.nodes},
                          decision_policy=POLICY, **options)
     try:
         agent = system.start_agent(config)
     except AgentAlreadyStarted:
         agent = system.agent(agent_id)
-    raise_nodes = set(config.retry) if config.default_retry is None else set(config.nodes)
+    raise_nodes = set(user_retry) if config.default_retry is None else set(config.nodes)
     return HayataGraph(path, system, agent, interrupt_before=interrupt_before,
                        interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout,
                        raise_nodes=raise_nodes)
+
+
+def _mapped_retries(builder: Any) -> dict[str, RetryPolicy]:
+    """hayata's durable retry for each node with a LangGraph ``retry_policy``:
+    its intervals from the node's first policy, as many attempts as its most
+    generous one; which exceptions are retried, and when to stop, the node's
+    task decides with LangGraph's own rules (it raises :class:`RetryableTaskError`)."""
+    mapped: dict[str, RetryPolicy] = {}
+    for name, spec in builder.nodes.items():
+        policies = spec.retry_policy
+        if not policies:
+            continue
+        if not isinstance(policies, (list, tuple)) or hasattr(policies, "_fields"):
+            policies = [policies]
+        first = policies[0]
+        mapped[name] = RetryPolicy(
+            max_attempts=max(p.max_attempts for p in policies),
+            initial_interval=first.initial_interval, backoff=first.backoff_factor,
+            max_interval=max(first.max_interval, first.initial_interval), jitter=first.jitter,
+            retry_on=(RetryableTaskError,))
+    return mapped
 
 
 def _refuse_unsupported(builder: Any) -> None:

@@ -21,6 +21,18 @@ from hayata_py.langgraph._snapshot import dump_saver, dump_value, load_saver, lo
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
+_MODES = frozenset(("values", "updates", "custom", "messages", "debug", "tasks", "checkpoints"))
+
+
+def _merged(base: dict[str, Any], config: Any) -> dict[str, Any]:
+    """``config`` over ``base``; their ``configurable`` dicts merged too."""
+    if not isinstance(config, dict):
+        return config  # type: ignore[no-any-return]
+    merged = {**base, **config}
+    if "configurable" in base or "configurable" in config:
+        merged["configurable"] = {**(base.get("configurable") or {}),
+                                  **(config.get("configurable") or {})}
+    return merged
 
 
 def thread_of(config: Any) -> str:
@@ -50,7 +62,18 @@ class HayataGraph:
         self.uncertain = uncertain
         self.timeout = timeout
         self.raise_nodes = sorted(raise_nodes)
+        self.config: dict[str, Any] = {}
         self._reader: CompiledStateGraph[Any, Any, Any, Any] | None = None
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> HayataGraph:
+        """A copy of this graph whose calls merge ``config`` (and ``kwargs``)
+        under their own config, as LangGraph's ``with_config``."""
+        copy = HayataGraph(self.path, self.system, self.agent,
+                           interrupt_before=self.interrupt_before,
+                           interrupt_after=self.interrupt_after, uncertain=self.uncertain,
+                           timeout=self.timeout, raise_nodes=self.raise_nodes)
+        copy.config = _merged(self.config, {**(config or {}), **kwargs})
+        return copy
 
     # -- running -------------------------------------------------------------------
 
@@ -87,11 +110,19 @@ class HayataGraph:
         """Stream the run as LangGraph's ``stream`` does (``values``, ``updates``,
         ``custom``, ``messages``, ``debug``, ``tasks``, ``checkpoints``; a list of
         modes gives ``(mode, chunk)``)."""
+        config = _merged(self.config, config or {})
         thread = thread_of(config)
         if kwargs:
             raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        if subgraphs:
+            raise ConfigError("subgraphs", "streaming from inside subgraphs is not supported "
+                              "by hayata_py.langgraph yet: a subgraph runs inside its parent "
+                              "node's task; stream without subgraphs=True")
         mode_list = [stream_mode or "values"] if isinstance(stream_mode, str | None) \
             else list(stream_mode)
+        unknown = [m for m in mode_list if m not in _MODES]
+        if unknown:
+            raise ConfigError("stream_mode", f"{unknown} not supported; use {sorted(_MODES)}")
         settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after)
         unfinished = self._unfinished(thread)
         if unfinished is not None:
@@ -215,6 +246,7 @@ class HayataGraph:
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state as LangGraph's ``get_state`` gives it."""
+        config = _merged(self.config, config)
         thread = thread_of(config)
         return self._graph(self._snapshot(thread)).get_state(config, subgraphs=subgraphs)
 
@@ -222,6 +254,7 @@ class HayataGraph:
                           before: Any = None, limit: int | None = None
                           ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints, newest first, as LangGraph gives them."""
+        config = _merged(self.config, config)
         thread = thread_of(config)
         graph = self._graph(self._snapshot(thread))
         yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
@@ -229,6 +262,7 @@ class HayataGraph:
     def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
         """Write ``values`` as if ``as_node`` had, as LangGraph's ``update_state``;
         the new checkpoint is recorded as the thread's latest."""
+        config = _merged(self.config, config)
         thread = thread_of(config)
         graph = self._graph(self._snapshot(thread))
         new_config = graph.update_state(config, values, as_node=as_node)

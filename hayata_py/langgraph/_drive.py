@@ -23,6 +23,7 @@ record of what the breakpoints have seen is kept.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,15 +42,16 @@ from langgraph._internal._constants import (
     RESUME,
 )
 from langgraph.config import get_config
-from langgraph.errors import GraphInterrupt
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler
-from langgraph.pregel._retry import run_with_retry
+from langgraph.pregel._retry import _should_retry_on, run_with_retry
 from langgraph.pregel._task_status import CONTROL_WRITES
 from langgraph.pregel.protocol import StreamProtocol
 from langgraph.runtime import DEFAULT_RUNTIME, Runtime
 from langgraph.types import StreamMode
 
+from hayata_py.langgraph._errors import RetryableTaskError
 from hayata_py.langgraph._graphref import compiled
 from hayata_py.langgraph._snapshot import dump_saver, load_saver
 
@@ -260,10 +262,16 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
 
 
 def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-             emit: Callable[[Chunk], None] | None) -> TaskResult:
+             emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
     """Run one task of the superstep the loop is at, in this process, as
     LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
-    chunks (None: the run does not stream them)."""
+    chunks (None: the run does not stream them).
+
+    A node's exception becomes the task's ``ERROR`` write, as LangGraph's
+    runner records it; but when the node's ``retry_policy`` retries it and
+    ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
+    :class:`RetryableTaskError` is raised instead so hayata retries the task
+    durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
     saver = load_saver(snapshot)
     modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
     runtime = DEFAULT_RUNTIME
@@ -292,15 +300,21 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             raise LookupError(f"task {task_id} is not one of the superstep's tasks "
                               f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
                               "checkpoint changed under this run")
+        policies = tuple(task.retry_policy)
         try:
-            run_with_retry(task, None)
+            run_with_retry(dataclasses.replace(task, retry_policy=()), None)
         except GraphInterrupt as exc:
             writes: list[tuple[str, Any]] = [(INTERRUPT, exc.args[0])]
             writes.extend(w for w in task.writes if w[0] == RESUME)
             return TaskResult(writes, interrupted=True)
+        except GraphBubbleUp:
+            raise
         except Exception as exc:
             if task.name in settings.raise_nodes:
                 raise
+            matching = next((p for p in policies if _should_retry_on(p, exc)), None)
+            if matching is not None and attempt < matching.max_attempts:
+                raise RetryableTaskError(f"{task.name}: {type(exc).__name__}: {exc}") from exc
             return TaskResult([(ERROR, exc)], failed=True)
         writes = list(task.writes)
         if all(channel in CONTROL_WRITES for channel, _ in writes):

@@ -35,3 +35,10 @@ class TaskUncertain(HayataError):
             "idempotent (compile(..., idempotent_nodes={...})) so it runs again",
             code=cls.code, nodes=nodes, task_ids=task_ids, invocation_id=invocation,
             thread_id=thread)
+
+
+class RetryableTaskError(Exception):
+    """Raised by a node's task when the node's LangGraph ``retry_policy``
+    retries its exception: hayata's durable retry (the policy ``compile``
+    derives from it, ``retry_on=(RetryableTaskError,)``) runs it again after
+    the backoff, across crashes. The node's exception is its ``__cause__``."""

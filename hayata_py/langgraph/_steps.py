@@ -51,8 +51,7 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
     if ctx.step == 0:
         outcome = advance(settings, run["s"], load_value(run["in"]), None, None)
     else:
-        results: list[dict[str, Any]] = (
-            [ctx.last_result] if ctx.parallel_results is None else ctx.parallel_results)
+        results: list[dict[str, Any]] = ctx.parallel_results or []
         lead = next(r for r in results if "s" in r)
         tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
                  for r in results}
@@ -82,7 +81,9 @@ def _answer(settings: dict[str, Any], outcome: Outcome) -> Next | Map | Finish:
         first.setdefault(task.name, task.id)
     order = list(first)
     step_input = {**base, "tasks": first, "lead": order[0], "c": chunks}
-    return Next(order[0] if len(order) == 1 else order, step_input)
+    # always a list: a parallel step's results do not touch the agent state,
+    # so the thread's hayata state stays empty (the checkpoints are in results)
+    return Next(order, step_input)
 
 
 def _exception(error: BaseException) -> bytes:
@@ -106,7 +107,7 @@ def run_node(ctx: NodeContext) -> dict[str, Any]:
             streamer({"p": step["c"]})
         emit = lambda chunk: streamer({"x": dump_value(chunk)})  # noqa: E731
     task_id: str = step["tasks"][ctx.node_id]
-    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit)
+    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit, ctx.attempt)
     out: dict[str, Any] = {"t": task_id, "w": dump_value(result.writes), "i": result.interrupted,
                            "f": result.failed}
     if lead:

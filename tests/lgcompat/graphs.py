@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Command, Send, interrupt
+from langgraph.types import Command, RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
 
@@ -339,3 +339,33 @@ mixed.add_edge("plan", "other")
 mixed.add_node("best", best)
 mixed.add_edge(["joke", "other"], "best")
 mixed.add_edge("best", END)
+
+
+# --- a node with a retry policy -------------------------------------------------------
+
+class RetryState(TypedDict):
+    tries: int
+
+
+def shaky(state: RetryState) -> dict[str, Any]:
+    """Fails until it has run 3 times on this state's key (counted in a file)."""
+    folder = Path(os.environ["LGCOMPAT_DIR"])
+    key = folder / f"shaky-{state['tries']}.runs"
+    with key.open("a") as fh:
+        fh.write("x")
+    if len(key.read_text()) < 3:
+        raise ConnectionError("flaky network")
+    return {"tries": state["tries"] + 1000}
+
+
+retrying = StateGraph(RetryState)
+retrying.add_node("shaky", shaky, retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01,
+                                                           jitter=False))
+retrying.add_edge(START, "shaky")
+retrying.add_edge("shaky", END)
+
+exhausted = StateGraph(RetryState)
+exhausted.add_node("shaky", shaky, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.01,
+                                                            retry_on=ConnectionError))
+exhausted.add_edge(START, "shaky")
+exhausted.add_edge("shaky", END)

@@ -262,3 +262,46 @@ def test_command_as_input(system: hy.AgentSystem) -> None:
     command = Command(update={"value": 7}, goto="left")
     assert app.invoke(command, mine) == reference.invoke(command, theirs)
     assert _history(app, mine) == _history(reference, theirs)
+
+
+def _runs(key: str) -> int:
+    path = Path(os.environ["LGCOMPAT_DIR"], f"{key}.runs")
+    return len(path.read_text()) if path.exists() else 0
+
+
+def test_retry_policy_is_hayatas_durable_retry(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "retrying")
+    assert reference.invoke({"tries": 1}, _config()) == {"tries": 1001}
+    assert _runs("shaky-1") == 3
+    mine = _config()
+    assert app.invoke({"tries": 2}, mine) == {"tries": 1002}
+    assert _runs("shaky-2") == 3
+    thread = app.agent.thread(mine["configurable"]["thread_id"])
+    retries = [e for inv, _ in thread.invocations for e in app.agent.events(inv)
+               if e.type == "node_retrying"]
+    assert [e.data["attempt"] for e in retries] == [2, 3]
+
+
+def test_retry_policy_exhausted_raises_the_nodes_error(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "exhausted")
+    with pytest.raises(ConnectionError):
+        reference.invoke({"tries": 3}, _config())
+    assert _runs("shaky-3") == 2
+    with pytest.raises(ConnectionError):
+        app.invoke({"tries": 4}, _config())
+    assert _runs("shaky-4") == 2
+
+
+def test_with_config_and_refused_call_options(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "forever")
+    bound = app.with_config(recursion_limit=3)
+    with pytest.raises(GraphRecursionError):
+        bound.invoke({"count": 0}, _config())
+    with pytest.raises(GraphRecursionError):
+        reference.with_config(recursion_limit=3).invoke({"count": 0}, _config())
+    assert app.with_config({"configurable": {"thread_id": "bound"}}).invoke(
+        {"count": 995}) == reference.invoke({"count": 995}, _config())
+    with pytest.raises(hy.ConfigError, match="subgraphs"):
+        list(app.stream({"count": 0}, _config(), subgraphs=True))
+    with pytest.raises(hy.ConfigError, match="stream_mode"):
+        list(app.stream({"count": 0}, _config(), stream_mode="nonsense"))
