@@ -15,11 +15,13 @@ and keeps the thread's checkpoints in its store. See docs/guide/langgraph.md.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from hayata_py._api import AgentSystem
+from hayata_py._async import AsyncAgentSystem
 from hayata_py._config import AgentConfig
 from hayata_py._errors import AgentAlreadyStarted, ConfigError
 from hayata_py._policy import RetryPolicy
@@ -27,13 +29,21 @@ from hayata_py.langgraph._app import HayataGraph, thread_of
 from hayata_py.langgraph._errors import RetryableTaskError, TaskUncertain
 from hayata_py.langgraph._graphref import builder_of, graph_path
 
-__all__ = ["HayataGraph", "TaskUncertain", "compile", "thread_of"]
+__all__ = ["HayataGraph", "TaskUncertain", "acompile", "compile", "thread_of"]
 
 NODE_FUNCTION = "hayata_py.langgraph._steps:run_node"
+ASYNC_NODE_FUNCTION = "hayata_py.langgraph._steps:arun_node"
 POLICY = "hayata_py.langgraph._steps:decide"
 
 
-def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
+async def acompile(graph: Any, system: AgentSystem | AsyncAgentSystem, **kwargs: Any
+                   ) -> HayataGraph:
+    """:func:`compile` from an event loop (starting the agent blocks, so it
+    runs on a thread)."""
+    return await asyncio.to_thread(compile, graph, system, **kwargs)
+
+
+def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | None = None,
             checkpointer: Any = None,
             interrupt_before: Sequence[str] | str | None = None,
             interrupt_after: Sequence[str] | str | None = None,
@@ -45,7 +55,9 @@ def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
       used) or a ``"package.module:name"`` path to either. Node processes
       import it by that path, so an object must be bound at module level of
       an importable module (else ``hy.ConfigError("graph")`` says how).
-    - ``system``: the :class:`~hayata_py.AgentSystem` the agent runs on.
+    - ``system``: the :class:`~hayata_py.AgentSystem` (or a started
+      :class:`~hayata_py.AsyncAgentSystem`: then use ``ainvoke``/``astream``)
+      the agent runs on.
     - ``id``: the agent id (default: the graph's path, ``:`` as ``.``).
     - ``checkpointer``: must be None: hayata's store keeps the checkpoints.
     - ``interrupt_before`` / ``interrupt_after``: static breakpoints, as LangGraph's.
@@ -62,15 +74,16 @@ def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
                           "graph run by hayata_py.langgraph: leave checkpointer out (None)")
     if uncertain != "raise":
         raise ConfigError("uncertain", f"only 'raise' is supported, got {uncertain!r}")
+    if isinstance(system, AsyncAgentSystem):
+        system = system.sync
     if not isinstance(system, AgentSystem):
-        raise ConfigError("system", f"expected a hayata_py AgentSystem, got "
-                          f"{type(system).__name__}")
+        raise ConfigError("system", f"expected a hayata_py AgentSystem or AsyncAgentSystem, "
+                          f"got {type(system).__name__}")
     for name in ("nodes", "decision_policy"):
         if name in agent_options:
             raise ConfigError(name, "set by hayata_py.langgraph from the graph's nodes")
     path = graph_path(graph)
     builder = builder_of(path)
-    _refuse_unsupported(builder)
     compiled_graph = builder.compile()
     agent_id = id if id is not None else path.replace(":", ".")
     options = {"max_steps": 1_000_000, "execution_timeout": timeout, **agent_options}
@@ -78,7 +91,9 @@ def compile(graph: Any, system: AgentSystem, *, id: str | None = None,
     retry = {**_mapped_retries(builder), **user_retry}
     if retry:
         options["retry"] = retry
-    config = AgentConfig(id=agent_id, nodes={name: NODE_FUNCTION for name in compiled_graph.nodes},
+    nodes = {name: ASYNC_NODE_FUNCTION if _is_async(builder, name) else NODE_FUNCTION
+             for name in compiled_graph.nodes}
+    config = AgentConfig(id=agent_id, nodes=nodes,
                          decision_policy=POLICY, **options)
     try:
         agent = system.start_agent(config)
@@ -111,11 +126,13 @@ def _mapped_retries(builder: Any) -> dict[str, RetryPolicy]:
     return mapped
 
 
-def _refuse_unsupported(builder: Any) -> None:
-    for name, spec in builder.nodes.items():
-        runnable = spec.runnable
-        func = getattr(runnable, "func", None)
-        if getattr(runnable, "afunc", None) is not None and (
-                func is None or inspect.iscoroutinefunction(func)):
-            raise ConfigError(f"nodes[{name!r}]", "async def nodes are not supported yet by "
-                              "hayata_py.langgraph: make the node a plain function")
+def _is_async(builder: Any, name: str) -> bool:
+    """Whether LangGraph would run node ``name`` only as a coroutine (an
+    ``async def`` node): its task then runs on its edge's event loop."""
+    spec = builder.nodes.get(name)
+    if spec is None:
+        return False
+    runnable = spec.runnable
+    func = getattr(runnable, "func", None)
+    return getattr(runnable, "afunc", None) is not None and (
+        func is None or inspect.iscoroutinefunction(func))

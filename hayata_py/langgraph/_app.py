@@ -3,8 +3,10 @@ carried out by a hayata agent (one durable task per LangGraph task)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any
 
 from langgraph._internal._constants import INTERRUPT
@@ -207,6 +209,53 @@ class HayataGraph:
             raise GraphRecursionError(
                 "Recursion limit reached without hitting a stop condition. You can increase "
                 "the limit by setting the `recursion_limit` config key.")
+
+    # -- asyncio ---------------------------------------------------------------------
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """:meth:`invoke` from an event loop (the blocking wait runs on a thread)."""
+        return await asyncio.to_thread(self.invoke, input, config, **kwargs)
+
+    async def astream(self, input: Any, config: Any = None, **kwargs: Any
+                      ) -> AsyncIterator[Any]:
+        """:meth:`stream` from an event loop: chunks as they come, the same errors."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            try:
+                for chunk in self.stream(input, config, **kwargs):
+                    if stop.is_set():
+                        return
+                    loop.call_soon_threadsafe(queue.put_nowait, ("chunk", chunk))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting side
+                loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+            else:
+                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
+
+        worker = threading.Thread(target=pump, name="hayata-langgraph-astream", daemon=True)
+        worker.start()
+        try:
+            while True:
+                kind, item = await queue.get()
+                if kind == "chunk":
+                    yield item
+                elif kind == "error":
+                    raise item
+                else:
+                    return
+        finally:
+            stop.set()
+
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        """:meth:`get_state` from an event loop."""
+        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+
+    async def aupdate_state(self, config: Any, values: Any, as_node: str | None = None
+                            ) -> Any:
+        """:meth:`update_state` from an event loop."""
+        return await asyncio.to_thread(self.update_state, config, values, as_node)
 
     # -- the thread's checkpoints ----------------------------------------------------
 

@@ -22,9 +22,10 @@ record of what the breakpoints have seen is kept.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,11 +46,11 @@ from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler
-from langgraph.pregel._retry import _should_retry_on, run_with_retry
+from langgraph.pregel._retry import _should_retry_on, arun_with_retry, run_with_retry
 from langgraph.pregel._task_status import CONTROL_WRITES
 from langgraph.pregel.protocol import StreamProtocol
 from langgraph.runtime import DEFAULT_RUNTIME, Runtime
-from langgraph.types import StreamMode
+from langgraph.types import PregelExecutableTask, StreamMode
 
 from hayata_py.langgraph._errors import RetryableTaskError
 from hayata_py.langgraph._graphref import compiled
@@ -261,17 +262,11 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
     return Outcome(dump_saver(saver), carry, chunks, [], status, loop.output)
 
 
-def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-             emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
-    """Run one task of the superstep the loop is at, in this process, as
-    LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
-    chunks (None: the run does not stream them).
-
-    A node's exception becomes the task's ``ERROR`` write, as LangGraph's
-    runner records it; but when the node's ``retry_policy`` retries it and
-    ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
-    :class:`RetryableTaskError` is raised instead so hayata retries the task
-    durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
+@contextlib.contextmanager
+def _task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+          emit: Callable[[Chunk], None] | None) -> Iterator[PregelExecutableTask]:
+    """The executable task ``task_id`` of the superstep the loop is at, built
+    by LangGraph's loop opened on ``snapshot`` with LangGraph's own config."""
     saver = load_saver(snapshot)
     modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
     runtime = DEFAULT_RUNTIME
@@ -300,23 +295,63 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             raise LookupError(f"task {task_id} is not one of the superstep's tasks "
                               f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
                               "checkpoint changed under this run")
-        policies = tuple(task.retry_policy)
+        yield task
+
+
+def _without_retries(task: PregelExecutableTask) -> PregelExecutableTask:
+    """The task with LangGraph's own retries off: hayata retries it durably."""
+    return dataclasses.replace(task, retry_policy=())
+
+
+def _done(task: PregelExecutableTask) -> TaskResult:
+    """The writes of a task that returned, as LangGraph's runner commits them."""
+    writes = list(task.writes)
+    if all(channel in CONTROL_WRITES for channel, _ in writes):
+        writes.append((NO_WRITES, None))
+    return TaskResult(writes)
+
+
+def _raised(task: PregelExecutableTask, exc: Exception, settings: Settings,
+            attempt: int) -> TaskResult:
+    """The result of a task that raised ``exc``, or ``exc`` (or a
+    :class:`RetryableTaskError`) raised again for hayata to handle."""
+    if isinstance(exc, GraphInterrupt):
+        writes: list[tuple[str, Any]] = [(INTERRUPT, exc.args[0])]
+        writes.extend(w for w in task.writes if w[0] == RESUME)
+        return TaskResult(writes, interrupted=True)
+    if isinstance(exc, GraphBubbleUp) or task.name in settings.raise_nodes:
+        raise exc
+    matching = next((p for p in task.retry_policy if _should_retry_on(p, exc)), None)
+    if matching is not None and attempt < matching.max_attempts:
+        raise RetryableTaskError(f"{task.name}: {type(exc).__name__}: {exc}") from exc
+    return TaskResult([(ERROR, exc)], failed=True)
+
+
+def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+             emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
+    """Run one task of the superstep the loop is at, in this process, as
+    LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
+    chunks (None: the run does not stream them).
+
+    A node's exception becomes the task's ``ERROR`` write, as LangGraph's
+    runner records it; but when the node's ``retry_policy`` retries it and
+    ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
+    :class:`RetryableTaskError` is raised instead so hayata retries the task
+    durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
+    with _task(settings, snapshot, carry, task_id, emit) as task:
         try:
-            run_with_retry(dataclasses.replace(task, retry_policy=()), None)
-        except GraphInterrupt as exc:
-            writes: list[tuple[str, Any]] = [(INTERRUPT, exc.args[0])]
-            writes.extend(w for w in task.writes if w[0] == RESUME)
-            return TaskResult(writes, interrupted=True)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            if task.name in settings.raise_nodes:
-                raise
-            matching = next((p for p in policies if _should_retry_on(p, exc)), None)
-            if matching is not None and attempt < matching.max_attempts:
-                raise RetryableTaskError(f"{task.name}: {type(exc).__name__}: {exc}") from exc
-            return TaskResult([(ERROR, exc)], failed=True)
-        writes = list(task.writes)
-        if all(channel in CONTROL_WRITES for channel, _ in writes):
-            writes.append((NO_WRITES, None))
-        return TaskResult(writes)
+            run_with_retry(_without_retries(task), None)
+        except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
+            return _raised(task, exc, settings, attempt)
+        return _done(task)
+
+
+async def arun_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+                    emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
+    """:func:`run_task` for an ``async def`` node, on the caller's event loop."""
+    with _task(settings, snapshot, carry, task_id, emit) as task:
+        try:
+            await arun_with_retry(_without_retries(task), None)
+        except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
+            return _raised(task, exc, settings, attempt)
+        return _done(task)

@@ -23,7 +23,15 @@ from __future__ import annotations
 from typing import Any
 
 from hayata_py._policy import Finish, Map, Next, NodeContext, PolicyContext
-from hayata_py.langgraph._drive import Carry, Outcome, Settings, TaskResult, advance, run_task
+from hayata_py.langgraph._drive import (
+    Carry,
+    Outcome,
+    Settings,
+    TaskResult,
+    advance,
+    arun_task,
+    run_task,
+)
 from hayata_py.langgraph._snapshot import dump_value, load_value
 
 
@@ -95,10 +103,8 @@ def _exception(error: BaseException) -> bytes:
         return dump_value(RuntimeError(f"{type(error).__name__}: {error}"))
 
 
-def run_node(ctx: NodeContext) -> dict[str, Any]:
-    """Every LangGraph node's hayata function: run this node's task of the superstep."""
+def _prepare(ctx: NodeContext) -> tuple[Settings, dict[str, Any], bool, Any]:
     step: dict[str, Any] = ctx.input
-    settings = settings_of(step["r"])
     lead = step["lead"] == ctx.node_id and not ctx.item
     streamer = ctx.streamer
     emit = None
@@ -106,11 +112,31 @@ def run_node(ctx: NodeContext) -> dict[str, Any]:
         if lead:
             streamer({"p": step["c"]})
         emit = lambda chunk: streamer({"x": dump_value(chunk)})  # noqa: E731
-    task_id: str = step["tasks"][ctx.node_id]
-    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit, ctx.attempt)
+    return settings_of(step["r"]), step, lead, emit
+
+
+def _result(step: dict[str, Any], task_id: str, lead: bool, result: TaskResult
+            ) -> dict[str, Any]:
     out: dict[str, Any] = {"t": task_id, "w": dump_value(result.writes), "i": result.interrupted,
                            "f": result.failed}
     if lead:
         out["s"] = step["s"]
         out["k"] = step["k"]
     return out
+
+
+def run_node(ctx: NodeContext) -> dict[str, Any]:
+    """Every LangGraph node's hayata function: run this node's task of the superstep."""
+    settings, step, lead, emit = _prepare(ctx)
+    task_id: str = step["tasks"][ctx.node_id]
+    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit, ctx.attempt)
+    return _result(step, task_id, lead, result)
+
+
+async def arun_node(ctx: NodeContext) -> dict[str, Any]:
+    """:func:`run_node` for a LangGraph ``async def`` node (on the edge's event loop)."""
+    settings, step, lead, emit = _prepare(ctx)
+    task_id: str = step["tasks"][ctx.node_id]
+    result = await arun_task(settings, step["s"], Carry.of(step["k"]), task_id, emit,
+                             ctx.attempt)
+    return _result(step, task_id, lead, result)

@@ -369,3 +369,21 @@ exhausted.add_node("shaky", shaky, retry_policy=RetryPolicy(max_attempts=2, init
                                                             retry_on=ConnectionError))
 exhausted.add_edge(START, "shaky")
 exhausted.add_edge("shaky", END)
+
+
+# --- async def nodes ------------------------------------------------------------------
+
+async def slow_echo(state: SeqState) -> dict[str, Any]:
+    import asyncio
+
+    await asyncio.sleep(0.01)
+    get_stream_writer()({"async": state["text"]})
+    return {"text": state["text"] + "!", "steps": ["echo"]}
+
+
+asyncgraph = StateGraph(SeqState)
+asyncgraph.add_node("echo", slow_echo)
+asyncgraph.add_node("c", seq_c)
+asyncgraph.add_edge(START, "echo")
+asyncgraph.add_edge("echo", "c")
+asyncgraph.add_edge("c", END)
