@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any
 
-from langgraph._internal._constants import INTERRUPT
+from langgraph._internal._constants import ERROR, INTERRUPT
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from hayata_py._api import AgentSystem
-from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
+from hayata_py._errors import ConfigError, ErrorInfo, HayataError, RecoveryRejected
 from hayata_py._ref import AgentRef
 from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
 from hayata_py.langgraph._snapshot import dump_saver, dump_value, load_saver, load_value
+from hayata_py.langgraph._steps import settings_of
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
@@ -176,7 +178,7 @@ class HayataGraph:
         opened: set[str] = set()
         held: dict[str, list[Any]] = defaultdict(list)
         result: AgentResult | None = None
-        for message in self.agent.messages(invocation, timeout=self.timeout):
+        for message in self._messages(invocation):
             if isinstance(message, AgentResult):
                 result = message
                 break
@@ -257,6 +259,25 @@ class HayataGraph:
         """:meth:`update_state` from an event loop."""
         return await asyncio.to_thread(self.update_state, config, values, as_node)
 
+    def _messages(self, invocation: str) -> Iterator[AgentEvent | AgentResult]:
+        """The run's events then its result; when nothing comes for a second,
+        ask whether anything still runs it (a dead agent: ``recovery_required``,
+        a dead system: ``no_system``); ``TimeoutError`` after ``timeout`` s of silence."""
+        heard = time.monotonic()
+        while True:
+            try:
+                for message in self.agent.messages(invocation, timeout=1.0):
+                    heard = time.monotonic()
+                    yield message
+                    if isinstance(message, AgentResult):
+                        return
+            except TimeoutError:
+                try:
+                    self.agent.wait(invocation, timeout=0.5)
+                except TimeoutError:
+                    if time.monotonic() - heard > self.timeout:
+                        raise
+
     # -- the thread's checkpoints ----------------------------------------------------
 
     def _thread_invocations(self, thread: str) -> list[tuple[str, str]]:
@@ -276,14 +297,51 @@ class HayataGraph:
         return None
 
     def _snapshot(self, thread: str) -> bytes | None:
+        """The thread's checkpoints: those its latest run ended with; for a run
+        hayata failed (a node's edge died, a timeout, ``abandon``), those of the
+        step it failed in, with the writes of that step's completed tasks and an
+        error for the others, as LangGraph keeps a superstep that raised."""
         for invocation, status in self._thread_invocations(thread):
-            if status != "completed":
-                continue
-            result = self.agent.get_result(invocation)
-            if result is not None and result.ok and isinstance(result.result, dict):
-                snapshot: bytes | None = result.result.get("s")
-                return snapshot
+            if status == "completed":
+                result = self.agent.get_result(invocation)
+                if result is not None and result.ok and isinstance(result.result, dict):
+                    snapshot: bytes | None = result.result.get("s")
+                    return snapshot
+            elif status == "failed":
+                progress = self._progress(invocation)
+                if progress is not None:
+                    return progress
         return None
+
+    def _progress(self, invocation: str) -> bytes | None:
+        records = [record for record, _ in self.agent.tasks(invocation)
+                   if isinstance(record.input, dict) and "s" in record.input]
+        result = self.agent.get_result(invocation)
+        if not records or result is None:
+            return None
+        ended = result.error or ErrorInfo("failed", "the run failed", {})
+        last = max(record.step for record in records)
+        step = [record for record in records if record.step == last]
+        settings = settings_of(step[0].input["r"])
+        saver = load_saver(step[0].input["s"])
+        head = saver.get_tuple(settings.config(addressed=False))  # type: ignore[arg-type]
+        if head is None:
+            return None
+        for record in step:
+            task_id = record.input["tasks"][record.node_id]
+            if record.status == "completed" and isinstance(record.result, dict):
+                writes = load_value(record.result["w"])
+            else:
+                code, message = ended.code, ended.message
+                if record.error:
+                    code = str(record.error.get("code", code))
+                    message = str(record.error.get("message", message))
+                writes = [(ERROR, HayataError(
+                    f"hayata ended task {record.task_id} of node {record.node_id!r} "
+                    f"({record.status}): {code}: {message}", code=code,
+                    task_id=record.task_id))]
+            saver.put_writes(head.config, writes, task_id)
+        return dump_saver(saver)
 
     def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         def points(value: Sequence[str] | str | None) -> Any:

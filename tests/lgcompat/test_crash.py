@@ -6,6 +6,7 @@ idempotent runs it again and goes on; nothing completed runs twice."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 import hayata_py as hy
 from hayata_py import langgraph as hylg
-from tests.helpers import eventually, in_thread
+from tests.helpers import eventually, find, in_thread
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -83,3 +84,50 @@ def test_example_chat_runs() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "approve_tool_call" in done.stdout
     assert "answer: It is sunny in Paris." in done.stdout
+
+
+def _edge(system: hy.AgentSystem, node: str) -> int:
+    row = find(system.tree(), "edge", f"{node}.edge-1")
+    assert row is not None, "no edge of node b"
+    return int(row["pid"])
+
+
+def test_edge_kill_mid_node_keeps_the_runs_progress(tmp_path: Path, counts: Path) -> None:
+    config = {"configurable": {"thread_id": "edge-1"}}
+    with hy.AgentSystem(tmp_path / "data") as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-edge")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        os.kill(_edge(system, "b"), signal.SIGKILL)
+        with pytest.raises(hy.HayataError) as caught:
+            running.result(timeout=60)
+        assert caught.value.code == "node_failed"
+        state = app.get_state(config)
+        assert state.values == {"steps": ["a"]} and state.next == ("b",)
+        assert "node_failed" in str(state.tasks[0].error)
+        (counts / "release").write_text("go")
+        assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
+
+
+def test_agent_kill_mid_node_then_invoke_none_goes_on(tmp_path: Path, counts: Path) -> None:
+    config = {"configurable": {"thread_id": "agent-1"}}
+    with hy.AgentSystem(tmp_path / "data") as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-agent")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        agent = find(system.tree(), "agent", "agent")
+        assert agent is not None
+        os.kill(int(agent["pid"]), signal.SIGKILL)
+        with pytest.raises(hy.HayataError) as caught:
+            running.result(timeout=60)
+        assert caught.value.code in ("recovery_required", "invocation_interrupted")
+        # the edge lives on and finishes node b; its result is recorded
+        (counts / "release").write_text("go")
+
+        def b_completed() -> bool:
+            return any(record.node_id == "b" and record.status == "completed"
+                       for record, _ in app.agent.tasks())
+        eventually(b_completed, timeout=60, message="node b's result recorded")
+        assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 1, 1)
