@@ -62,7 +62,10 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     - ``checkpointer``: must be None: hayata's store keeps the checkpoints.
     - ``interrupt_before`` / ``interrupt_after``: static breakpoints, as LangGraph's.
     - ``uncertain``: ``"raise"``: a task a crash left uncertain raises
-      :class:`TaskUncertain` on ``invoke(None, config)``.
+      :class:`TaskUncertain` on ``invoke(None, config)``; ``"interrupt"``: the
+      run stops with an interrupt asking about it, answered with
+      ``Command(resume={"completed": update} | {"rerun": True} | {"abandon": True})``
+      (see :mod:`hayata_py.langgraph._uncertain`).
     - ``timeout``: seconds a caller waits for the next event of a run.
     - ``agent_options``: :class:`~hayata_py.AgentConfig` fields, node options keyed
       by LangGraph node name (``node_timeouts``, ``idempotent_nodes``, ...).
@@ -72,8 +75,8 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     if checkpointer is not None:
         raise ConfigError("checkpointer", "hayata's durable store is the checkpointer of a "
                           "graph run by hayata_py.langgraph: leave checkpointer out (None)")
-    if uncertain != "raise":
-        raise ConfigError("uncertain", f"only 'raise' is supported, got {uncertain!r}")
+    if uncertain not in ("raise", "interrupt"):
+        raise ConfigError("uncertain", f"must be 'raise' or 'interrupt', got {uncertain!r}")
     if isinstance(system, AsyncAgentSystem):
         system = system.sync
     if not isinstance(system, AgentSystem):

@@ -13,7 +13,7 @@ from typing import Any
 from langgraph._internal._constants import ERROR, INTERRUPT
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import StateSnapshot
+from langgraph.types import Command, StateSnapshot
 
 from hayata_py._api import AgentSystem
 from hayata_py._errors import ConfigError, ErrorInfo, HayataError, RecoveryRejected
@@ -22,6 +22,7 @@ from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
 from hayata_py.langgraph._snapshot import dump_saver, dump_value, load_saver, load_value
 from hayata_py.langgraph._steps import settings_of
+from hayata_py.langgraph._uncertain import answer, interrupt_chunks, uncertain_records
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
@@ -128,21 +129,8 @@ class HayataGraph:
         if unknown:
             raise ConfigError("stream_mode", f"{unknown} not supported; use {sorted(_MODES)}")
         settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after)
-        unfinished = self._unfinished(thread)
-        if unfinished is not None:
-            if input is not None:
-                raise HayataError(
-                    f"thread {thread!r} has an invocation ({unfinished}) that a crash left "
-                    "unfinished: invoke(None, config) goes on with it", code="recovery_required",
-                    invocation_id=unfinished, thread_id=thread)
-            try:
-                invocation = self.agent.recover(unfinished, subscriber=CALLER, stream=True)
-            except RecoveryRejected as exc:
-                raise self._uncertain(exc, thread) from exc
-        else:
-            payload = {"r": settings, "s": self._snapshot(thread), "in": dump_value(input)}
-            invocation = self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread)
-        for namespace, mode, chunk in self._follow(invocation):
+        source = self._source(input, settings, thread)
+        for namespace, mode, chunk in source:
             if namespace and not subgraphs:
                 continue
             if mode not in mode_list:
@@ -151,6 +139,35 @@ class HayataGraph:
                 yield (namespace, chunk) if subgraphs else chunk
             else:
                 yield (namespace, mode, chunk) if subgraphs else (mode, chunk)
+
+    def _source(self, input: Any, settings: dict[str, Any], thread: str
+                ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The run's chunks: a new run, or the thread's unfinished one recovered
+        (``invoke(None, config)``), or asked about (``uncertain="interrupt"``)."""
+        unfinished = self._unfinished(thread)
+        if unfinished is None:
+            payload = {"r": settings, "s": self._snapshot(thread), "in": dump_value(input)}
+            return self._follow(
+                self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread))
+        asking = self.uncertain == "interrupt"
+        if asking and isinstance(input, Command) and input.resume is not None:
+            if not answer(self.agent, unfinished, input.resume):
+                values = self.get_state({"configurable": {"thread_id": thread}}).values
+                return iter([((), "values", values)])
+        elif input is not None:
+            raise HayataError(
+                f"thread {thread!r} has an invocation ({unfinished}) that a crash left "
+                "unfinished: invoke(None, config) goes on with it", code="recovery_required",
+                invocation_id=unfinished, thread_id=thread)
+        try:
+            invocation = self.agent.recover(unfinished, subscriber=CALLER, stream=True)
+        except RecoveryRejected as exc:
+            if asking and exc.code == "task_execution_uncertain":
+                records = uncertain_records(self.agent, unfinished)
+                values = self.get_state({"configurable": {"thread_id": thread}}).values
+                return interrupt_chunks(unfinished, records, values)
+            raise self._uncertain(exc, thread) from exc
+        return self._follow(invocation)
 
     def _settings(self, config: Any, thread: str, modes: list[str],
                   interrupt_before: Sequence[str] | str | None,
@@ -301,7 +318,11 @@ class HayataGraph:
         hayata failed (a node's edge died, a timeout, ``abandon``), those of the
         step it failed in, with the writes of that step's completed tasks and an
         error for the others, as LangGraph keeps a superstep that raised."""
-        for invocation, status in self._thread_invocations(thread):
+        for index, (invocation, status) in enumerate(self._thread_invocations(thread)):
+            if index == 0 and status == "running" and self._unfinished(thread):
+                progress = self._progress(invocation, ended=False)
+                if progress is not None:
+                    return progress
             if status == "completed":
                 result = self.agent.get_result(invocation)
                 if result is not None and result.ok and isinstance(result.result, dict):
@@ -313,13 +334,14 @@ class HayataGraph:
                     return progress
         return None
 
-    def _progress(self, invocation: str) -> bytes | None:
+    def _progress(self, invocation: str, *, ended: bool = True) -> bytes | None:
         records = [record for record, _ in self.agent.tasks(invocation)
                    if isinstance(record.input, dict) and "s" in record.input]
         result = self.agent.get_result(invocation)
-        if not records or result is None:
+        if not records or (ended and result is None):
             return None
-        ended = result.error or ErrorInfo("failed", "the run failed", {})
+        failure = (result.error if result is not None else None) or ErrorInfo(
+            "failed", "the run failed", {})
         last = max(record.step for record in records)
         step = [record for record in records if record.step == last]
         settings = settings_of(step[0].input["r"])
@@ -329,10 +351,13 @@ class HayataGraph:
             return None
         for record in step:
             task_id = record.input["tasks"][record.node_id]
-            if record.status == "completed" and isinstance(record.result, dict):
+            if record.status == "completed" and isinstance(record.result, dict) \
+                    and "w" in record.result:
                 writes = load_value(record.result["w"])
+            elif not ended:
+                continue  # still to run, or uncertain: the task is pending
             else:
-                code, message = ended.code, ended.message
+                code, message = failure.code, failure.message
                 if record.error:
                     code = str(record.error.get("code", code))
                     message = str(record.error.get("message", message))

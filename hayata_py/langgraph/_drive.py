@@ -263,7 +263,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
 
 
 @contextlib.contextmanager
-def _task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+def open_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
           emit: Callable[[Chunk], None] | None) -> Iterator[PregelExecutableTask]:
     """The executable task ``task_id`` of the superstep the loop is at, built
     by LangGraph's loop opened on ``snapshot`` with LangGraph's own config."""
@@ -311,6 +311,15 @@ def _done(task: PregelExecutableTask) -> TaskResult:
     return TaskResult(writes)
 
 
+def finished_writes(task: PregelExecutableTask, update: Any) -> list[tuple[str, Any]]:
+    """The writes ``task`` makes when its node returns ``update``: the node's
+    own writers (channel writes, edges, conditional edges) run on it."""
+    task.writes.clear()
+    for writer in task.writers:
+        writer.invoke(update, task.config)
+    return _done(task).writes
+
+
 def _raised(task: PregelExecutableTask, exc: Exception, settings: Settings,
             attempt: int) -> TaskResult:
     """The result of a task that raised ``exc``, or ``exc`` (or a
@@ -338,7 +347,7 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
     ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
     :class:`RetryableTaskError` is raised instead so hayata retries the task
     durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
-    with _task(settings, snapshot, carry, task_id, emit) as task:
+    with open_task(settings, snapshot, carry, task_id, emit) as task:
         try:
             run_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
@@ -349,7 +358,7 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
 async def arun_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
                     emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
     """:func:`run_task` for an ``async def`` node, on the caller's event loop."""
-    with _task(settings, snapshot, carry, task_id, emit) as task:
+    with open_task(settings, snapshot, carry, task_id, emit) as task:
         try:
             await arun_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner

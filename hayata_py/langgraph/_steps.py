@@ -61,8 +61,9 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
     else:
         results: list[dict[str, Any]] = ctx.parallel_results or []
         lead = next(r for r in results if "s" in r)
+        # a task answered {"rerun": True} (compile(uncertain="interrupt")) runs again
         tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
-                 for r in results}
+                 for r in results if not r.get("rerun")}
         outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]))
     return _answer(run["r"], outcome)
 

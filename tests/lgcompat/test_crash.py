@@ -131,3 +131,49 @@ def test_agent_kill_mid_node_then_invoke_none_goes_on(tmp_path: Path, counts: Pa
         eventually(b_completed, timeout=60, message="node b's result recorded")
         assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 1, 1)
+
+
+def test_uncertain_as_an_interrupt(tmp_path: Path, counts: Path) -> None:
+    """uncertain="interrupt": three runs cut off in node b by a whole-system
+    kill, each answered one way: completed (with the node's update), rerun, abandon."""
+    from langgraph.types import Command
+
+    threads = ["said-done", "said-rerun", "said-abandon"]
+    configs = {t: {"configurable": {"thread_id": t}} for t in threads}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-ask",
+                           max_invocations=3)
+        running = [in_thread(lambda t=t: app.invoke({"steps": []}, configs[t]))
+                   for t in threads]
+        eventually(lambda: runs(counts, "slow_b") == 3, timeout=60,
+                   message="node b started in the three runs")
+        system.kill()
+        for future in running:
+            with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+                future.result(timeout=60)
+    finally:
+        system.shutdown()
+    (counts / "release").write_text("go")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-ask",
+                           max_invocations=3, uncertain="interrupt")
+        for thread in threads:
+            paused = app.invoke(None, configs[thread])
+            assert paused["steps"] == ["a"]
+            (asked,) = paused["__interrupt__"]
+            assert asked.value["uncertain"]["node"] == "b"
+            assert asked.value["uncertain"]["input"] == {"steps": ["a"]}
+            assert app.get_state(configs[thread]).next == ("b",)
+        done = app.invoke(Command(resume={"completed": {"steps": ["b-said"]}}),
+                          configs["said-done"])
+        assert done == {"steps": ["a", "b-said", "c"]}
+        assert runs(counts, "slow_b") == 3
+        rerun = app.invoke(Command(resume={"rerun": True}), configs["said-rerun"])
+        assert rerun == {"steps": ["a", "b", "c"]}
+        assert runs(counts, "slow_b") == 4
+        abandoned = app.invoke(Command(resume={"abandon": True}), configs["said-abandon"])
+        assert abandoned == {"steps": ["a"]}
+        assert app.get_state(configs["said-abandon"]).next == ("b",)
+    assert runs(counts, "slow_a") == 3 and runs(counts, "slow_c") == 2
