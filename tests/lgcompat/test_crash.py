@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,8 +146,10 @@ def test_uncertain_as_an_interrupt(tmp_path: Path, counts: Path) -> None:
     try:
         app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-ask",
                            max_invocations=3)
-        running = [in_thread(lambda t=t: app.invoke({"steps": []}, configs[t]))
-                   for t in threads]
+        def start(thread: str) -> Any:
+            return in_thread(lambda: app.invoke({"steps": []}, configs[thread]))
+
+        running = [start(t) for t in threads]
         eventually(lambda: runs(counts, "slow_b") == 3, timeout=60,
                    message="node b started in the three runs")
         system.kill()
