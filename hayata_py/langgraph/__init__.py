@@ -87,6 +87,7 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
             raise ConfigError(name, "set by hayata_py.langgraph from the graph's nodes")
     path = graph_path(graph)
     builder = builder_of(path)
+    _refuse_unsupported(builder)
     compiled_graph = builder.compile()
     agent_id = id if id is not None else path.replace(":", ".")
     options = {"max_steps": 1_000_000, "execution_timeout": timeout, **agent_options}
@@ -139,3 +140,21 @@ def _is_async(builder: Any, name: str) -> bool:
     func = getattr(runnable, "func", None)
     return getattr(runnable, "afunc", None) is not None and (
         func is None or inspect.iscoroutinefunction(func))
+
+
+def _refuse_unsupported(builder: Any) -> None:
+    """What hayata_py.langgraph cannot run as LangGraph would: refused here,
+    before anything starts, never half-run."""
+    for name, spec in builder.nodes.items():
+        if spec.is_error_handler or spec.error_handler_node:
+            raise ConfigError(f"nodes[{name!r}]", "LangGraph error-handler nodes are not "
+                              "supported by hayata_py.langgraph: handle the error in the "
+                              "node, or use hayata's retry (retry_policy) and compensate")
+        if spec.cache_policy is not None:
+            raise ConfigError(f"nodes[{name!r}]", "a node cache_policy is not supported by "
+                              "hayata_py.langgraph: drop it and use hayata's durable cache, "
+                              "compile(..., cache={node: hy.CachePolicy(...)})")
+        if spec.timeout is not None:
+            raise ConfigError(f"nodes[{name!r}]", "a node timeout is not supported by "
+                              "hayata_py.langgraph: drop it and use compile(..., "
+                              "node_timeouts={node: seconds})")

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Command, RetryPolicy, Send, interrupt
+from langgraph.types import CachePolicy, Command, RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
 
@@ -387,3 +387,10 @@ asyncgraph.add_node("c", seq_c)
 asyncgraph.add_edge(START, "echo")
 asyncgraph.add_edge("echo", "c")
 asyncgraph.add_edge("c", END)
+
+
+# --- a node option hayata does not carry over (refused at compile) -------------------
+
+cached = StateGraph(SeqState)
+cached.add_node("a", seq_a, cache_policy=CachePolicy(ttl=60))
+cached.add_edge(START, "a")

@@ -305,3 +305,15 @@ def test_with_config_and_refused_call_options(system: hy.AgentSystem) -> None:
         list(app.stream({"count": 0}, _config(), subgraphs=True))
     with pytest.raises(hy.ConfigError, match="stream_mode"):
         list(app.stream({"count": 0}, _config(), stream_mode="nonsense"))
+
+
+def test_unsupported_node_options_refused(system: hy.AgentSystem) -> None:
+    from langgraph.types import CachePolicy
+
+    before = system.agents()
+    with pytest.raises(hy.ConfigError, match="cache_policy"):
+        hylg.compile("tests.lgcompat.graphs:cached", system)
+    with pytest.raises(hy.ConfigError, match="cache_policy"):
+        hylg.compile(graphs.cached, system)
+    assert system.agents() == before
+    assert isinstance(graphs.cached.nodes["a"].cache_policy, CachePolicy)
