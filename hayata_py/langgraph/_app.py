@@ -20,7 +20,13 @@ from hayata_py._errors import ConfigError, ErrorInfo, HayataError, RecoveryRejec
 from hayata_py._ref import AgentRef
 from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
-from hayata_py.langgraph._snapshot import dump_saver, dump_value, load_saver, load_value
+from hayata_py.langgraph._snapshot import (
+    dump_saver,
+    dump_value,
+    load_saver,
+    load_value,
+    merge_saver,
+)
 from hayata_py.langgraph._steps import settings_of
 from hayata_py.langgraph._uncertain import answer, interrupt_chunks, uncertain_records
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
@@ -89,7 +95,9 @@ class HayataGraph:
         chunks: list[Any] = []
         interrupts: list[Any] = []
         modes = ["updates", "values"] if stream_mode == "values" else stream_mode
-        for chunk in self.stream(input, config, stream_mode=modes, **kwargs):
+        chunks_of = self._quiet(input, config, **kwargs) if stream_mode == "values" \
+            else self.stream(input, config, stream_mode=modes, **kwargs)
+        for chunk in chunks_of:
             if stream_mode == "values":
                 mode, payload = chunk
                 if mode == "updates" and isinstance(payload, dict) \
@@ -129,7 +137,7 @@ class HayataGraph:
         if unknown:
             raise ConfigError("stream_mode", f"{unknown} not supported; use {sorted(_MODES)}")
         settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after)
-        source = self._source(input, settings, thread)
+        source = self._source(input, settings, thread, quiet=False)
         for namespace, mode, chunk in source:
             if namespace and not subgraphs:
                 continue
@@ -140,13 +148,33 @@ class HayataGraph:
             else:
                 yield (namespace, mode, chunk) if subgraphs else (mode, chunk)
 
-    def _source(self, input: Any, settings: dict[str, Any], thread: str
+    def _quiet(self, input: Any, config: Any, *,
+               interrupt_before: Sequence[str] | str | None = None,
+               interrupt_after: Sequence[str] | str | None = None,
+               durability: str | None = None, **kwargs: Any
+               ) -> Iterator[tuple[str, Any]]:
+        """What ``invoke`` needs of a run: its interrupts, then its final values,
+        from a run that does not stream (one message to the agent and back)."""
+        config = _merged(self.config, config or {})
+        thread = thread_of(config)
+        if kwargs:
+            raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        settings = self._settings(config, thread, ["updates", "values"], interrupt_before,
+                                  interrupt_after)
+        for _, mode, chunk in self._source(input, settings, thread, quiet=True):
+            yield mode, chunk
+
+    def _source(self, input: Any, settings: dict[str, Any], thread: str, *, quiet: bool
                 ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
         """The run's chunks: a new run, or the thread's unfinished one recovered
-        (``invoke(None, config)``), or asked about (``uncertain="interrupt"``)."""
+        (``invoke(None, config)``), or asked about (``uncertain="interrupt"``).
+        ``quiet``: a new run does not stream; its interrupts and final values only."""
         unfinished = self._unfinished(thread)
         if unfinished is None:
             payload = {"r": settings, "s": self._snapshot(thread), "in": dump_value(input)}
+            if quiet:
+                result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
+                return self._ended(result.invocation_id, result, quiet=True)
             return self._follow(
                 self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread))
         asking = self.uncertain == "interrupt"
@@ -213,6 +241,13 @@ class HayataGraph:
                 held[execution].append(load_value(partial["x"]))
         if result is None:
             raise HayataError(f"invocation {invocation} ended without a result", code="no_result")
+        yield from self._ended(invocation, result, quiet=False)
+
+    def _ended(self, invocation: str, result: AgentResult, *, quiet: bool
+               ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The chunks of the run's last decision, then its end as LangGraph's:
+        the node's exception, ``GraphRecursionError``. ``quiet``: its interrupts
+        and final values only."""
         if not result.ok:
             error = result.error
             code = error.code if error is not None else "failed"
@@ -221,7 +256,14 @@ class HayataGraph:
                               invocation_id=invocation,
                               **(dict(error.details) if error is not None else {}))
         final: dict[str, Any] = result.result
-        yield from load_value(final["c"])
+        chunks: list[tuple[tuple[str, ...], str, Any]] = load_value(final["c"])
+        if quiet:
+            yield from (c for c in chunks if c[1] == "updates" and isinstance(c[2], dict)
+                        and INTERRUPT in c[2])
+            if final["status"] not in ("error", "out_of_steps"):
+                yield ((), "values", load_value(final["out"]))
+        else:
+            yield from chunks
         if final["status"] == "error":
             raise load_value(final["err"])
         if final["status"] == "out_of_steps":
@@ -346,6 +388,13 @@ class HayataGraph:
         step = [record for record in records if record.step == last]
         settings = settings_of(step[0].input["r"])
         saver = load_saver(step[0].input["s"])
+        if step[0].step > 0:
+            # the run's steps carry only its own checkpoints: add the thread's history
+            started = next((e for e in self.agent.events(invocation)
+                            if e.type == "invocation_started"), None)
+            history = started.data["input"].get("s") if started is not None else None
+            if history is not None:
+                saver = merge_saver(load_saver(history), saver)
         head = saver.get_tuple(settings.config(addressed=False))  # type: ignore[arg-type]
         if head is None:
             return None

@@ -42,7 +42,9 @@ from langgraph._internal._constants import (
     NS_SEP,
     RESUME,
 )
+from langgraph.channels.delta import DeltaChannel
 from langgraph.config import get_config
+from langgraph.constants import START
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler
@@ -54,7 +56,13 @@ from langgraph.types import PregelExecutableTask, StreamMode
 
 from hayata_py.langgraph._errors import RetryableTaskError
 from hayata_py.langgraph._graphref import compiled
-from hayata_py.langgraph._snapshot import dump_saver, load_saver
+from hayata_py.langgraph._snapshot import (
+    dump_saver,
+    head_id,
+    load_saver,
+    merge_saver,
+    trim_saver,
+)
 
 Chunk = tuple[tuple[str, ...], str, Any]
 """A stream chunk as LangGraph's loop emits it: (namespace, mode, payload)."""
@@ -95,16 +103,18 @@ class Carry:
     first_step: int
     resuming: bool
     seen: dict[str, Any] | None = None
+    since: str | None = None
+    """The thread's latest checkpoint when the run started (None: none)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming,
-                "seen": self.seen}
+                "seen": self.seen, "since": self.since}
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Carry:
         seen = data.get("seen")
         return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]),
-                   dict(seen) if seen is not None else None)
+                   dict(seen) if seen is not None else None, data.get("since"))
 
 
 @dataclass(frozen=True)
@@ -183,12 +193,18 @@ def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
 
 
 def advance(settings: Settings, snapshot: bytes | None, input: Any,
-            results: dict[str, TaskResult] | None, carry: Carry | None) -> Outcome:
+            results: dict[str, TaskResult] | None, carry: Carry | None,
+            history: bytes | None = None) -> Outcome:
     """One decision: with ``results`` None, start the run with ``input``; else
     hand the last step's task results to the loop and go on. Stops at the next
-    tasks to run or at the end of the run."""
+    tasks to run or at the end of the run.
+
+    ``snapshot`` is what the run's steps carry (the thread's latest checkpoint
+    after the first decision: :func:`trim_saver`); ``history``, the thread's
+    checkpoints when the run started, is merged back in at the run's end."""
     saver = load_saver(snapshot)
     first = results is None
+    since = head_id(saver, settings.thread_id) if first else None
     chunks: list[Chunk] = []
     keep = [first]
 
@@ -207,7 +223,8 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         with loop:
             if carry is None:
                 carry = Carry(loop.stop, loop.step,
-                              bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)))
+                              bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)),
+                              since=since)
             else:
                 _reenter(loop, carry)
             while loop.tick():
@@ -219,6 +236,8 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                     if task.writes:
                         continue
                     result = pending.pop(task.id, None)
+                    if result is None and task.name == START:
+                        result = _run_start(task)
                     if result is None:
                         missing.append(Todo(task.id, task.name))
                     elif result.failed:
@@ -249,17 +268,48 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         assert carry is not None
         seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
         carry.seen = copy.deepcopy(seen) if seen is not None else None
-        return Outcome(dump_saver(saver), carry, chunks, todo)
+        return Outcome(_carried(settings, saver, carry.since), carry, chunks, todo)
     except Exception as exc:
         if failure is None or exc is not failure:
             raise
         assert carry is not None
-        return Outcome(dump_saver(saver), carry, chunks, [], "error", error=failure)
+        return Outcome(_whole(saver, history, first), carry, chunks, [], "error",
+                       error=failure)
     assert carry is not None
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
         status = "interrupted"
-    return Outcome(dump_saver(saver), carry, chunks, [], status, loop.output)
+    return Outcome(_whole(saver, history, first), carry, chunks, [], status, loop.output)
+
+
+def _run_start(task: PregelExecutableTask) -> TaskResult | None:
+    """Run the graph's ``__start__`` task here (it maps the input to channels,
+    and runs the path functions of conditional edges from START): no process
+    is worth a hop for it. None if it raised: then it runs as a task."""
+    try:
+        run_with_retry(task, None)
+    except Exception:  # noqa: BLE001 - any error: the task runs in a node instead
+        task.writes.clear()
+        return None
+    result = _done(task)
+    task.writes.clear()
+    return result
+
+
+def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
+    """What the run's next step carries: the latest checkpoint only, unless a
+    channel of the graph reads its history (a ``DeltaChannel``)."""
+    graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
+    if any(isinstance(channel, DeltaChannel) for channel in graph.channels.values()):
+        return dump_saver(saver)
+    return dump_saver(trim_saver(saver, settings.thread_id, since))
+
+
+def _whole(saver: Any, history: bytes | None, first: bool) -> bytes:
+    """The thread's checkpoints at the run's end: its history and the run's own."""
+    if first or history is None:
+        return dump_saver(saver)
+    return dump_saver(merge_saver(load_saver(history), saver))
 
 
 @contextlib.contextmanager

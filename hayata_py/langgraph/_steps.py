@@ -64,7 +64,7 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
         # a task answered {"rerun": True} (compile(uncertain="interrupt")) runs again
         tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
                  for r in results if not r.get("rerun")}
-        outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]))
+        outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]), run["s"])
     return _answer(run["r"], outcome)
 
 

@@ -106,6 +106,8 @@ def test_edge_kill_mid_node_keeps_the_runs_progress(tmp_path: Path, counts: Path
         state = app.get_state(config)
         assert state.values == {"steps": ["a"]} and state.next == ("b",)
         assert "node_failed" in str(state.tasks[0].error)
+        assert [s.next for s in app.get_state_history(config)] == [("b",), ("a",),
+                                                                  ("__start__",)]
         (counts / "release").write_text("go")
         assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
