@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any
 
 from langgraph._internal._constants import ERROR, INTERRUPT
+from langgraph.channels.delta import DeltaChannel
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
@@ -23,9 +24,11 @@ from hayata_py.langgraph._graphref import builder_of
 from hayata_py.langgraph._snapshot import (
     dump_saver,
     dump_value,
+    head_id,
     load_saver,
     load_value,
     merge_saver,
+    trim_saver,
 )
 from hayata_py.langgraph._steps import settings_of
 from hayata_py.langgraph._uncertain import answer, interrupt_chunks, uncertain_records
@@ -74,6 +77,8 @@ class HayataGraph:
         self.timeout = timeout
         self.raise_nodes = sorted(raise_nodes)
         self.config: dict[str, Any] = {}
+        self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
+                                     builder_of(path).compile().channels.values())
         self._reader: CompiledStateGraph[Any, Any, Any, Any] | None = None
 
     def with_config(self, config: Any = None, **kwargs: Any) -> HayataGraph:
@@ -171,7 +176,11 @@ class HayataGraph:
         ``quiet``: a new run does not stream; its interrupts and final values only."""
         unfinished = self._unfinished(thread)
         if unfinished is None:
-            payload = {"r": settings, "s": self._snapshot(thread), "in": dump_value(input)}
+            if settings.get("checkpoint_id") or self._history_channels:
+                start, prev = self._history(thread), self._latest(thread)[1]
+            else:
+                start, prev = self._latest(thread)
+            payload = {"r": settings, "s": start, "prev": prev, "in": dump_value(input)}
             if quiet:
                 result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
                 return self._ended(result.invocation_id, result, quiet=True)
@@ -347,54 +356,76 @@ class HayataGraph:
                 return []
             raise
 
-    def _unfinished(self, thread: str) -> str | None:
-        for invocation, status in self._thread_invocations(thread):
+    def _unfinished(self, thread: str,
+                    invocations: list[tuple[str, str]] | None = None) -> str | None:
+        """The thread's newest invocation if a crash left it unfinished."""
+        for invocation, status in (invocations if invocations is not None
+                                   else self._thread_invocations(thread)):
             if status == "running" and self.agent.get_result(invocation) is None:
                 unfinished = {u.invocation_id for u in self.agent.unfinished()}
                 return invocation if invocation in unfinished else None
             return None
         return None
 
-    def _snapshot(self, thread: str) -> bytes | None:
-        """The thread's checkpoints: those its latest run ended with; for a run
-        hayata failed (a node's edge died, a timeout, ``abandon``), those of the
-        step it failed in, with the writes of that step's completed tasks and an
-        error for the others, as LangGraph keeps a superstep that raised."""
-        for index, (invocation, status) in enumerate(self._thread_invocations(thread)):
-            if index == 0 and status == "running" and self._unfinished(thread):
-                progress = self._progress(invocation, ended=False)
-                if progress is not None:
-                    return progress
-            if status == "completed":
-                result = self.agent.get_result(invocation)
-                if result is not None and result.ok and isinstance(result.result, dict):
-                    snapshot: bytes | None = result.result.get("s")
-                    return snapshot
-            elif status == "failed":
-                progress = self._progress(invocation)
-                if progress is not None:
-                    return progress
-        return None
+    def _latest(self, thread: str) -> tuple[bytes | None, str | None]:
+        """The thread's newest checkpoints (those its latest run made, the head
+        the thread is at among them) and the invocation holding them."""
+        invocations = self._thread_invocations(thread)
+        unfinished = self._unfinished(thread, invocations)
+        for invocation, status in invocations:
+            if status == "running" and invocation != unfinished:
+                continue
+            made, _ = self._link(invocation)
+            if made is not None:
+                return made, invocation
+        return None, None
 
-    def _progress(self, invocation: str, *, ended: bool = True) -> bytes | None:
+    def _history(self, thread: str) -> bytes | None:
+        """All the thread's checkpoints: the runs' own, along the chain of runs."""
+        made, invocation = self._latest(thread)
+        if made is None or invocation is None:
+            return None
+        links = [made]
+        _, prev = self._link(invocation)
+        followed = {invocation}
+        while prev is not None and prev not in followed:
+            followed.add(prev)
+            older, next_prev = self._link(prev)
+            if older is not None:
+                links.append(older)
+            prev = next_prev
+        saver = load_saver(links[-1])
+        for newer in reversed(links[:-1]):
+            merge_saver(saver, load_saver(newer))
+        return dump_saver(saver)
+
+    def _link(self, invocation: str) -> tuple[bytes | None, str | None]:
+        """(the checkpoints a run made, the run before it on the thread). A run
+        hayata failed (a node's edge died, a timeout, ``abandon``) made those of
+        the step it failed in, with the writes of that step's completed tasks and
+        an error for the others, as LangGraph keeps a superstep that raised; an
+        unfinished one, those of its step, the rest pending."""
+        result = self.agent.get_result(invocation)
+        if result is not None and result.ok and isinstance(result.result, dict):
+            return result.result.get("s"), result.result.get("prev")
+        started = next((e for e in self.agent.events(invocation)
+                        if e.type == "invocation_started"), None)
+        run = started.data.get("input") if started is not None else None
+        prev = run.get("prev") if isinstance(run, dict) else None
+        return self._progress(invocation, result), prev
+
+    def _progress(self, invocation: str, result: AgentResult | None) -> bytes | None:
         records = [record for record, _ in self.agent.tasks(invocation)
                    if isinstance(record.input, dict) and "s" in record.input]
-        result = self.agent.get_result(invocation)
-        if not records or (ended and result is None):
+        if not records:
             return None
+        ended = result is not None
         failure = (result.error if result is not None else None) or ErrorInfo(
             "failed", "the run failed", {})
         last = max(record.step for record in records)
         step = [record for record in records if record.step == last]
         settings = settings_of(step[0].input["r"])
         saver = load_saver(step[0].input["s"])
-        if step[0].step > 0:
-            # the run's steps carry only its own checkpoints: add the thread's history
-            started = next((e for e in self.agent.events(invocation)
-                            if e.type == "invocation_started"), None)
-            history = started.data["input"].get("s") if started is not None else None
-            if history is not None:
-                saver = merge_saver(load_saver(history), saver)
         head = saver.get_tuple(settings.config(addressed=False))  # type: ignore[arg-type]
         if head is None:
             return None
@@ -417,6 +448,14 @@ class HayataGraph:
             saver.put_writes(head.config, writes, task_id)
         return dump_saver(saver)
 
+    def _checkpoints(self, thread: str, config: Any) -> bytes | None:
+        """What a read of ``config`` needs: the newest checkpoints, or the whole
+        history for a ``checkpoint_id`` or a graph with history channels."""
+        configurable = config.get("configurable") or {}
+        if configurable.get("checkpoint_id") or self._history_channels:
+            return self._history(thread)
+        return self._latest(thread)[0]
+
     def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         def points(value: Sequence[str] | str | None) -> Any:
             return "*" if value == "*" else (list(value) if value else None)
@@ -429,7 +468,8 @@ class HayataGraph:
         """The thread's state as LangGraph's ``get_state`` gives it."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        return self._graph(self._snapshot(thread)).get_state(config, subgraphs=subgraphs)
+        return self._graph(self._checkpoints(thread, config)).get_state(
+            config, subgraphs=subgraphs)
 
     def get_state_history(self, config: Any, *, filter: dict[str, Any] | None = None,
                           before: Any = None, limit: int | None = None
@@ -437,7 +477,7 @@ class HayataGraph:
         """The thread's checkpoints, newest first, as LangGraph gives them."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        graph = self._graph(self._snapshot(thread))
+        graph = self._graph(self._history(thread))
         yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
 
     def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
@@ -445,10 +485,13 @@ class HayataGraph:
         the new checkpoint is recorded as the thread's latest."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        graph = self._graph(self._snapshot(thread))
+        base = self._checkpoints(thread, config)
+        _, prev = self._latest(thread)
+        graph = self._graph(base)
+        since = head_id(load_saver(base), thread)
         new_config = graph.update_state(config, values, as_node=as_node)
-        saver = graph.checkpointer
-        payload = {"op": "put", "s": dump_saver(saver)}  # type: ignore[arg-type]
+        saver: Any = graph.checkpointer
+        payload = {"op": "put", "s": dump_saver(trim_saver(saver, thread, since)), "prev": prev}
         invocation = self.agent.run(payload, thread=thread)
         result = self.agent.wait(invocation, timeout=self.timeout)
         if not result.ok:

@@ -56,13 +56,7 @@ from langgraph.types import PregelExecutableTask, StreamMode
 
 from hayata_py.langgraph._errors import RetryableTaskError
 from hayata_py.langgraph._graphref import compiled
-from hayata_py.langgraph._snapshot import (
-    dump_saver,
-    head_id,
-    load_saver,
-    merge_saver,
-    trim_saver,
-)
+from hayata_py.langgraph._snapshot import dump_saver, head_id, load_saver, trim_saver
 
 Chunk = tuple[tuple[str, ...], str, Any]
 """A stream chunk as LangGraph's loop emits it: (namespace, mode, payload)."""
@@ -193,15 +187,14 @@ def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
 
 
 def advance(settings: Settings, snapshot: bytes | None, input: Any,
-            results: dict[str, TaskResult] | None, carry: Carry | None,
-            history: bytes | None = None) -> Outcome:
+            results: dict[str, TaskResult] | None, carry: Carry | None) -> Outcome:
     """One decision: with ``results`` None, start the run with ``input``; else
     hand the last step's task results to the loop and go on. Stops at the next
     tasks to run or at the end of the run.
 
-    ``snapshot`` is what the run's steps carry (the thread's latest checkpoint
-    after the first decision: :func:`trim_saver`); ``history``, the thread's
-    checkpoints when the run started, is merged back in at the run's end."""
+    The outcome's snapshot holds the run's own checkpoints: from the thread's
+    latest when the run started on (:func:`trim_saver`); the thread's older
+    ones stay with the runs that made them."""
     saver = load_saver(snapshot)
     first = results is None
     since = head_id(saver, settings.thread_id) if first else None
@@ -273,13 +266,14 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         if failure is None or exc is not failure:
             raise
         assert carry is not None
-        return Outcome(_whole(saver, history, first), carry, chunks, [], "error",
+        return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], "error",
                        error=failure)
     assert carry is not None
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
         status = "interrupted"
-    return Outcome(_whole(saver, history, first), carry, chunks, [], status, loop.output)
+    return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], status,
+                   loop.output)
 
 
 def _run_start(task: PregelExecutableTask) -> TaskResult | None:
@@ -296,20 +290,19 @@ def _run_start(task: PregelExecutableTask) -> TaskResult | None:
     return result
 
 
-def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
-    """What the run's next step carries: the latest checkpoint only, unless a
-    channel of the graph reads its history (a ``DeltaChannel``)."""
+def has_history_channels(settings: Settings) -> bool:
+    """Whether a channel of the graph reads its checkpoints' history (a
+    ``DeltaChannel``): its runs then carry the thread's whole history."""
     graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
-    if any(isinstance(channel, DeltaChannel) for channel in graph.channels.values()):
+    return any(isinstance(channel, DeltaChannel) for channel in graph.channels.values())
+
+
+def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
+    """The run's own checkpoints (from ``since``, the thread's head when it
+    started, on), or all of them for a graph with history channels."""
+    if has_history_channels(settings):
         return dump_saver(saver)
     return dump_saver(trim_saver(saver, settings.thread_id, since))
-
-
-def _whole(saver: Any, history: bytes | None, first: bool) -> bytes:
-    """The thread's checkpoints at the run's end: its history and the run's own."""
-    if first or history is None:
-        return dump_saver(saver)
-    return dump_saver(merge_saver(load_saver(history), saver))
 
 
 @contextlib.contextmanager

@@ -7,15 +7,18 @@ LangGraph's own loop through :mod:`hayata_py.langgraph._drive`.
 
 Data of a step (all of it what the store can hold):
 
-- the invocation input: ``{"r": settings, "s": snapshot, "in": pickled input}``
-  (or ``{"r", "s", "op": "put"}``: record ``s`` as the thread's checkpoints);
+- the invocation input: ``{"r": settings, "s": snapshot, "prev": invocation,
+  "in": pickled input}`` (or ``{"s", "prev", "op": "put"}``: record ``s`` as the
+  thread's newest checkpoints); ``prev`` is the invocation whose result holds
+  the thread's checkpoints before ``s`` (a chain, newest first);
 - a step's input: ``{"r", "s", "k": carry, "tasks": {node: task id},
   "lead": node, "c": pickled chunks}``; the *lead* task of a step (the first
   one) streams the chunks the previous superstep produced before it runs,
   and hands the snapshot and carry back in its result;
 - a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted}``
   (+ ``"s"``, ``"k"`` for the lead task);
-- the result of the invocation: ``{"status", "s", "out", "c"}``.
+- the result of the invocation: ``{"status", "s", "prev", "out", "c"}``, ``s``
+  the checkpoints the run made (from the thread's head when it started on).
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
     """The agent's decision policy: LangGraph's loop says what runs next."""
     run: dict[str, Any] = ctx.input
     if run.get("op") == "put":
-        return Finish({"status": "updated", "s": run["s"], "out": dump_value(None),
-                       "c": dump_value([])})
+        return Finish({"status": "updated", "s": run["s"], "prev": run.get("prev"),
+                       "out": dump_value(None), "c": dump_value([])})
     settings = settings_of(run["r"])
     if ctx.step == 0:
         outcome = advance(settings, run["s"], load_value(run["in"]), None, None)
@@ -64,14 +67,15 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
         # a task answered {"rerun": True} (compile(uncertain="interrupt")) runs again
         tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
                  for r in results if not r.get("rerun")}
-        outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]), run["s"])
-    return _answer(run["r"], outcome)
+        outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]))
+    return _answer(run["r"], outcome, run.get("prev"))
 
 
-def _answer(settings: dict[str, Any], outcome: Outcome) -> Next | Map | Finish:
+def _answer(settings: dict[str, Any], outcome: Outcome, prev: str | None
+            ) -> Next | Map | Finish:
     chunks = dump_value(outcome.chunks)
     if outcome.status != "run":
-        end = {"status": outcome.status, "s": outcome.snapshot,
+        end = {"status": outcome.status, "s": outcome.snapshot, "prev": prev,
                "out": dump_value(outcome.output), "c": chunks}
         if outcome.error is not None:
             end["err"] = _exception(outcome.error)

@@ -110,6 +110,9 @@ def test_edge_kill_mid_node_keeps_the_runs_progress(tmp_path: Path, counts: Path
                                                                   ("__start__",)]
         (counts / "release").write_text("go")
         assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+        # the history runs through the failed run's progress into the one after it
+        assert [s.next for s in app.get_state_history(config)] == [
+            (), ("c",), ("b",), ("a",), ("__start__",)]
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
 
 
