@@ -34,6 +34,7 @@ from langgraph._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
     ERROR,
@@ -56,7 +57,14 @@ from langgraph.types import PregelExecutableTask, StreamMode
 
 from hayata_py.langgraph._errors import RetryableTaskError
 from hayata_py.langgraph._graphref import compiled
-from hayata_py.langgraph._snapshot import dump_saver, head_id, load_saver, trim_saver
+from hayata_py.langgraph._snapshot import (
+    dump_saver,
+    dump_value,
+    head_id,
+    load_saver,
+    load_value,
+    trim_saver,
+)
 
 Chunk = tuple[tuple[str, ...], str, Any]
 """A stream chunk as LangGraph's loop emits it: (namespace, mode, payload)."""
@@ -99,16 +107,20 @@ class Carry:
     seen: dict[str, Any] | None = None
     since: str | None = None
     """The thread's latest checkpoint when the run started (None: none)."""
+    resume_map: bytes | None = None
+    """A ``Command(resume={interrupt id: value})``'s map, pickled: LangGraph
+    keeps it in the run's config, where every task of the run reads it."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming,
-                "seen": self.seen, "since": self.since}
+                "seen": self.seen, "since": self.since, "resume_map": self.resume_map}
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Carry:
         seen = data.get("seen")
         return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]),
-                   dict(seen) if seen is not None else None, data.get("since"))
+                   dict(seen) if seen is not None else None, data.get("since"),
+                   data.get("resume_map"))
 
 
 @dataclass(frozen=True)
@@ -180,6 +192,8 @@ def _reenter(loop: SyncPregelLoop, carry: Carry) -> None:
 
 
 def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
+    if carry.resume_map is not None:
+        loop.config[CONF][CONFIG_KEY_RESUME_MAP] = load_value(carry.resume_map)
     if loop.step == carry.first_step and carry.resuming:
         loop.config[CONF][CONFIG_KEY_RESUMING] = True
     else:
@@ -215,9 +229,11 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
     try:
         with loop:
             if carry is None:
+                resume_map = loop.config[CONF].get(CONFIG_KEY_RESUME_MAP)
                 carry = Carry(loop.stop, loop.step,
                               bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)),
-                              since=since)
+                              since=since, resume_map=None if resume_map is None
+                              else dump_value(resume_map))
             else:
                 _reenter(loop, carry)
             while loop.tick():

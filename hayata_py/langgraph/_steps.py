@@ -59,15 +59,24 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
         return Finish({"status": "updated", "s": run["s"], "prev": run.get("prev"),
                        "out": dump_value(None), "c": dump_value([])})
     settings = settings_of(run["r"])
-    if ctx.step == 0:
-        outcome = advance(settings, run["s"], load_value(run["in"]), None, None)
-    else:
-        results: list[dict[str, Any]] = ctx.parallel_results or []
-        lead = next(r for r in results if "s" in r)
-        # a task answered {"rerun": True} (compile(uncertain="interrupt")) runs again
-        tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
-                 for r in results if not r.get("rerun")}
-        outcome = advance(settings, lead["s"], None, tasks, Carry.of(lead["k"]))
+    carried: bytes | None = run["s"]
+    try:
+        if ctx.step == 0:
+            outcome = advance(settings, carried, load_value(run["in"]), None, None)
+        else:
+            results: list[dict[str, Any]] = ctx.parallel_results or []
+            lead = next(r for r in results if "s" in r)
+            carried = lead["s"]
+            # a task answered {"rerun": True} (compile(uncertain="interrupt")) runs again
+            tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
+                     for r in results if not r.get("rerun")}
+            outcome = advance(settings, carried, None, tasks, Carry.of(lead["k"]))
+    except Exception as exc:  # noqa: BLE001 - LangGraph's loop refused: the caller gets it
+        # as LangGraph raises it (EmptyInputError, InvalidUpdateError, ...); the
+        # thread keeps the checkpoints the step started from
+        return Finish({"status": "error", "s": carried, "prev": run.get("prev"),
+                       "out": dump_value(None), "c": dump_value([]),
+                       "err": _exception(exc)})
     return _answer(run["r"], outcome, run.get("prev"))
 
 

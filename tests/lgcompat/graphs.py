@@ -394,3 +394,55 @@ asyncgraph.add_edge("c", END)
 cached = StateGraph(SeqState)
 cached.add_node("a", seq_a, cache_policy=CachePolicy(ttl=60))
 cached.add_edge(START, "a")
+
+
+# --- two nodes writing one plain channel in one superstep (InvalidUpdateError) --------
+
+class PlainState(TypedDict):
+    value: str
+
+
+clash = StateGraph(PlainState)
+clash.add_node("one", lambda state: {"value": "one"})
+clash.add_node("two", lambda state: {"value": "two"})
+clash.add_edge(START, "one")
+clash.add_edge(START, "two")
+
+
+# --- a compiled subgraph as a node --------------------------------------------------------
+
+inner = StateGraph(SeqState)
+inner.add_node("x", lambda state: {"text": state["text"] + "x", "steps": ["x"]})
+inner.add_node("y", lambda state: {"text": state["text"] + "y", "steps": ["y"]})
+inner.add_edge(START, "x")
+inner.add_edge("x", "y")
+inner_graph = inner.compile()
+
+outer = StateGraph(SeqState)
+outer.add_node("a", seq_a)
+outer.add_node("sub", inner_graph)
+outer.add_node("c", seq_c)
+outer.add_edge(START, "a")
+outer.add_edge("a", "sub")
+outer.add_edge("sub", "c")
+
+
+# --- two nodes interrupting in one superstep ---------------------------------------------
+
+class TwoAsksState(TypedDict):
+    answers: Annotated[list[str], operator.add]
+
+
+def ask_left(state: TwoAsksState) -> dict[str, Any]:
+    return {"answers": [f"left:{interrupt('left?')}"]}
+
+
+def ask_right(state: TwoAsksState) -> dict[str, Any]:
+    return {"answers": [f"right:{interrupt('right?')}"]}
+
+
+two_asks = StateGraph(TwoAsksState)
+two_asks.add_node("left", ask_left)
+two_asks.add_node("right", ask_right)
+two_asks.add_edge(START, "left")
+two_asks.add_edge(START, "right")

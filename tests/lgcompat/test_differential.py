@@ -317,3 +317,64 @@ def test_unsupported_node_options_refused(system: hy.AgentSystem) -> None:
         hylg.compile(graphs.cached, system)
     assert system.agents() == before
     assert isinstance(graphs.cached.nodes["a"].cache_policy, CachePolicy)
+
+
+def test_loop_errors_raised_as_langgraph_raises_them(system: hy.AgentSystem) -> None:
+    from langgraph.errors import EmptyInputError, InvalidUpdateError
+
+    reference, app = _pair(system, "clash")
+    with pytest.raises(InvalidUpdateError):
+        reference.invoke({"value": ""}, _config())
+    with pytest.raises(InvalidUpdateError):
+        app.invoke({"value": ""}, _config())
+    with pytest.raises(EmptyInputError):
+        reference.invoke(None, _config())
+    with pytest.raises(EmptyInputError):
+        app.invoke(None, _config())
+
+
+def test_subgraph_as_a_node(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "outer")
+    mine, theirs = _config(), _config()
+    input = {"text": "", "steps": []}
+    ours_values, ours_updates = _stream(app, input, mine)
+    their_values, their_updates = _stream(reference, input, theirs)
+    assert ours_values == their_values
+    _same_updates(ours_updates, their_updates)
+    # the subgraph returns the parent's "steps" it was given plus its own: the
+    # reducer adds them again, in both runtimes
+    assert ours_values[-1] == {"text": "axyc", "steps": ["a", "a", "x", "y", "c"]}
+    assert _history(app, mine) == _history(reference, theirs)
+
+
+def test_two_interrupts_in_one_superstep_resumed_by_id(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "two_asks")
+    mine, theirs = _config(), _config()
+    ours = app.invoke({"answers": []}, mine)
+    theirs_out = reference.invoke({"answers": []}, theirs)
+    assert sorted(i.value for i in ours["__interrupt__"]) == \
+        sorted(i.value for i in theirs_out["__interrupt__"]) == ["left?", "right?"]
+
+    def by_id(interrupts: list[Interrupt]) -> dict[str, str]:
+        return {i.id: f"said-{i.value}" for i in interrupts}
+
+    ours = app.invoke(Command(resume=by_id(ours["__interrupt__"])), mine)
+    theirs_out = reference.invoke(Command(resume=by_id(theirs_out["__interrupt__"])), theirs)
+    assert sorted(ours["answers"]) == sorted(theirs_out["answers"]) == [
+        "left:said-left?", "right:said-right?"]
+    assert [len(s.values.get("answers", [])) for s in app.get_state_history(mine)] == \
+        [len(s.values.get("answers", [])) for s in reference.get_state_history(theirs)]
+
+
+def test_history_limit_and_before(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "sequence")
+    mine, theirs = _config(), _config()
+    input = {"text": "", "steps": []}
+    app.invoke(input, mine)
+    reference.invoke(input, theirs)
+    assert [s.values for s in app.get_state_history(mine, limit=2)] == \
+        [s.values for s in reference.get_state_history(theirs, limit=2)]
+    ours_third = list(app.get_state_history(mine))[2]
+    their_third = list(reference.get_state_history(theirs))[2]
+    assert [s.values for s in app.get_state_history(mine, before=ours_third.config)] == \
+        [s.values for s in reference.get_state_history(theirs, before=their_third.config)]
