@@ -10,15 +10,16 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from typing import Any
 
-from langgraph._internal._constants import ERROR, INTERRUPT
+from langgraph._internal._constants import INTERRUPT
 from langgraph.channels.delta import DeltaChannel
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
 from hayata_py._api import AgentSystem
-from hayata_py._errors import ConfigError, ErrorInfo, HayataError, RecoveryRejected
+from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
 from hayata_py._ref import AgentRef
+from hayata_py.langgraph._checkpoints import ThreadCheckpoints
 from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
 from hayata_py.langgraph._snapshot import (
@@ -27,10 +28,8 @@ from hayata_py.langgraph._snapshot import (
     head_id,
     load_saver,
     load_value,
-    merge_saver,
     trim_saver,
 )
-from hayata_py.langgraph._steps import settings_of
 from hayata_py.langgraph._uncertain import answer, interrupt_chunks, uncertain_records
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
@@ -77,6 +76,7 @@ class HayataGraph:
         self.timeout = timeout
         self.raise_nodes = sorted(raise_nodes)
         self.config: dict[str, Any] = {}
+        self.threads = ThreadCheckpoints(agent)
         self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
                                      builder_of(path).compile().channels.values())
         self._reader: CompiledStateGraph[Any, Any, Any, Any] | None = None
@@ -174,12 +174,12 @@ class HayataGraph:
         """The run's chunks: a new run, or the thread's unfinished one recovered
         (``invoke(None, config)``), or asked about (``uncertain="interrupt"``).
         ``quiet``: a new run does not stream; its interrupts and final values only."""
-        unfinished = self._unfinished(thread)
+        unfinished = self.threads.unfinished(thread)
         if unfinished is None:
             if settings.get("checkpoint_id") or self._history_channels:
-                start, prev = self._history(thread), self._latest(thread)[1]
+                start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
             else:
-                start, prev = self._latest(thread)
+                start, prev = self.threads.latest(thread)
             payload = {"r": settings, "s": start, "prev": prev, "in": dump_value(input)}
             if quiet:
                 result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
@@ -348,113 +348,13 @@ class HayataGraph:
 
     # -- the thread's checkpoints ----------------------------------------------------
 
-    def _thread_invocations(self, thread: str) -> list[tuple[str, str]]:
-        try:
-            return list(self.agent.thread(thread).invocations)
-        except HayataError as exc:
-            if exc.code == "not_found":
-                return []
-            raise
-
-    def _unfinished(self, thread: str,
-                    invocations: list[tuple[str, str]] | None = None) -> str | None:
-        """The thread's newest invocation if a crash left it unfinished."""
-        for invocation, status in (invocations if invocations is not None
-                                   else self._thread_invocations(thread)):
-            if status == "running" and self.agent.get_result(invocation) is None:
-                unfinished = {u.invocation_id for u in self.agent.unfinished()}
-                return invocation if invocation in unfinished else None
-            return None
-        return None
-
-    def _latest(self, thread: str) -> tuple[bytes | None, str | None]:
-        """The thread's newest checkpoints (those its latest run made, the head
-        the thread is at among them) and the invocation holding them."""
-        invocations = self._thread_invocations(thread)
-        unfinished = self._unfinished(thread, invocations)
-        for invocation, status in invocations:
-            if status == "running" and invocation != unfinished:
-                continue
-            made, _ = self._link(invocation)
-            if made is not None:
-                return made, invocation
-        return None, None
-
-    def _history(self, thread: str) -> bytes | None:
-        """All the thread's checkpoints: the runs' own, along the chain of runs."""
-        made, invocation = self._latest(thread)
-        if made is None or invocation is None:
-            return None
-        links = [made]
-        _, prev = self._link(invocation)
-        followed = {invocation}
-        while prev is not None and prev not in followed:
-            followed.add(prev)
-            older, next_prev = self._link(prev)
-            if older is not None:
-                links.append(older)
-            prev = next_prev
-        saver = load_saver(links[-1])
-        for newer in reversed(links[:-1]):
-            merge_saver(saver, load_saver(newer))
-        return dump_saver(saver)
-
-    def _link(self, invocation: str) -> tuple[bytes | None, str | None]:
-        """(the checkpoints a run made, the run before it on the thread). A run
-        hayata failed (a node's edge died, a timeout, ``abandon``) made those of
-        the step it failed in, with the writes of that step's completed tasks and
-        an error for the others, as LangGraph keeps a superstep that raised; an
-        unfinished one, those of its step, the rest pending."""
-        result = self.agent.get_result(invocation)
-        if result is not None and result.ok and isinstance(result.result, dict):
-            return result.result.get("s"), result.result.get("prev")
-        started = next((e for e in self.agent.events(invocation)
-                        if e.type == "invocation_started"), None)
-        run = started.data.get("input") if started is not None else None
-        prev = run.get("prev") if isinstance(run, dict) else None
-        return self._progress(invocation, result), prev
-
-    def _progress(self, invocation: str, result: AgentResult | None) -> bytes | None:
-        records = [record for record, _ in self.agent.tasks(invocation)
-                   if isinstance(record.input, dict) and "s" in record.input]
-        if not records:
-            return None
-        ended = result is not None
-        failure = (result.error if result is not None else None) or ErrorInfo(
-            "failed", "the run failed", {})
-        last = max(record.step for record in records)
-        step = [record for record in records if record.step == last]
-        settings = settings_of(step[0].input["r"])
-        saver = load_saver(step[0].input["s"])
-        head = saver.get_tuple(settings.config(addressed=False))  # type: ignore[arg-type]
-        if head is None:
-            return None
-        for record in step:
-            task_id = record.input["tasks"][record.node_id]
-            if record.status == "completed" and isinstance(record.result, dict) \
-                    and "w" in record.result:
-                writes = load_value(record.result["w"])
-            elif not ended:
-                continue  # still to run, or uncertain: the task is pending
-            else:
-                code, message = failure.code, failure.message
-                if record.error:
-                    code = str(record.error.get("code", code))
-                    message = str(record.error.get("message", message))
-                writes = [(ERROR, HayataError(
-                    f"hayata ended task {record.task_id} of node {record.node_id!r} "
-                    f"({record.status}): {code}: {message}", code=code,
-                    task_id=record.task_id))]
-            saver.put_writes(head.config, writes, task_id)
-        return dump_saver(saver)
-
     def _checkpoints(self, thread: str, config: Any) -> bytes | None:
         """What a read of ``config`` needs: the newest checkpoints, or the whole
         history for a ``checkpoint_id`` or a graph with history channels."""
         configurable = config.get("configurable") or {}
         if configurable.get("checkpoint_id") or self._history_channels:
-            return self._history(thread)
-        return self._latest(thread)[0]
+            return self.threads.history(thread)
+        return self.threads.latest(thread)[0]
 
     def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         def points(value: Sequence[str] | str | None) -> Any:
@@ -477,7 +377,7 @@ class HayataGraph:
         """The thread's checkpoints, newest first, as LangGraph gives them."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        graph = self._graph(self._history(thread))
+        graph = self._graph(self.threads.history(thread))
         yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
 
     def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
@@ -486,7 +386,7 @@ class HayataGraph:
         config = _merged(self.config, config)
         thread = thread_of(config)
         base = self._checkpoints(thread, config)
-        _, prev = self._latest(thread)
+        _, prev = self.threads.latest(thread)
         graph = self._graph(base)
         since = head_id(load_saver(base), thread)
         new_config = graph.update_state(config, values, as_node=as_node)
