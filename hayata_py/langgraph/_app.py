@@ -174,7 +174,15 @@ class HayataGraph:
         """The run's chunks: a new run, or the thread's unfinished one recovered
         (``invoke(None, config)``), or asked about (``uncertain="interrupt"``).
         ``quiet``: a new run does not stream; its interrupts and final values only."""
-        unfinished = self.threads.unfinished(thread)
+        invocations = self.threads.invocations(thread)
+        unfinished = self.threads.unfinished(thread, invocations)
+        if unfinished is None and input is None and invocations \
+                and invocations[0][1] == "running":
+            # a run goes on already (its agent recovered it by itself, auto_recover):
+            # wait for its end; a stream gets its last superstep's chunks only
+            running = invocations[0][0]
+            return self._ended(running, self.agent.wait(running, timeout=self.timeout),
+                               quiet=quiet)
         if unfinished is None:
             if settings.get("checkpoint_id") or self._history_channels:
                 start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
@@ -199,6 +207,11 @@ class HayataGraph:
         try:
             invocation = self.agent.recover(unfinished, subscriber=CALLER, stream=True)
         except RecoveryRejected as exc:
+            if exc.code in ("invocation_busy", "nothing_to_recover"):
+                # the agent took it up itself meanwhile (auto_recover): wait for its end
+                return self._ended(unfinished, self.agent.wait(unfinished,
+                                                               timeout=self.timeout),
+                                   quiet=quiet)
             if asking and exc.code == "task_execution_uncertain":
                 records = uncertain_records(self.agent, unfinished)
                 values = self.get_state({"configurable": {"thread_id": thread}}).values

@@ -171,3 +171,27 @@ def test_uncertain_as_an_interrupt(tmp_path: Path, counts: Path) -> None:
         assert abandoned == {"steps": ["a"]}
         assert app.get_state(configs["said-abandon"]).next == ("b",)
     assert runs(counts, "slow_a") == 3 and runs(counts, "slow_c") == 2
+
+
+def test_whole_system_kill_then_auto_recover(tmp_path: Path, counts: Path) -> None:
+    """With auto_recover and the cut-off node declared idempotent, the restarted
+    agent goes on by itself; invoke(None, config) waits for that run's end."""
+    config = {"configurable": {"thread_id": "auto-1"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-auto")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    (counts / "release").write_text("go")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-auto",
+                           auto_recover=True, idempotent_nodes={"b"})
+        assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+        assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
