@@ -22,6 +22,7 @@ record of what the breakpoints have seen is kept.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import copy
 import dataclasses
@@ -160,6 +161,28 @@ class _Suspend(Exception):
     """Leaves the loop where hayata must run tasks before it can go on."""
 
 
+def _inline(fn: Callable[..., Any], *args: Any, __name__: str | None = None,
+            __cancel_on_exit__: bool = False, __reraise_on_exit__: bool = True,
+            __next_tick__: bool = False, **kwargs: Any) -> concurrent.futures.Future[Any]:
+    """``BackgroundExecutor.submit`` done at once, in this thread."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    future.set_result(fn(*args, **kwargs))
+    return future
+
+
+class _Loop(SyncPregelLoop):
+    """LangGraph's loop with its checkpointer calls made in place: the saver
+    is in memory, and a thread per loop would cost more than the calls."""
+
+    @property
+    def submit(self) -> Any:
+        return _inline
+
+    @submit.setter
+    def submit(self, value: Any) -> None:
+        """The loop's own executor stays on its exit stack, unused."""
+
+
 def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], None],
           modes: set[StreamMode], *, addressed: bool, breakpoints: bool,
           runtime: Runtime[Any] | None = None, manager: Any = None) -> SyncPregelLoop:
@@ -169,7 +192,7 @@ def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], 
         base = {**dict(graph.config), **base}
     config: Any = graph._own_checkpoint_config(base)  # as Pregel.stream does
     config[CONF][CONFIG_KEY_RUNTIME] = runtime or DEFAULT_RUNTIME
-    return SyncPregelLoop(
+    return _Loop(
         input, stream=StreamProtocol(stream, modes), config=config,
         store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
         output_keys=graph.stream_channels_asis, input_keys=graph.input_channels,
