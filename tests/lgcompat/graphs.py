@@ -446,3 +446,17 @@ two_asks.add_node("left", ask_left)
 two_asks.add_node("right", ask_right)
 two_asks.add_edge(START, "left")
 two_asks.add_edge(START, "right")
+
+
+async def atalk(state: ChatState) -> dict[str, Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="async tokens here",
+                                                          id="ai-atalk")]))
+    return {"messages": [await model.ainvoke(state["messages"])]}
+
+
+atalker = StateGraph(ChatState)
+atalker.add_node("talk", atalk)
+atalker.add_edge(START, "talk")
+atalker.add_edge("talk", END)

@@ -37,3 +37,23 @@ def test_async_nodes_and_methods(tmp_path: Path) -> None:
                 await app.ainvoke(input, {"configurable": {}})
 
     asyncio.run(main())
+
+
+def test_async_node_messages_mode(tmp_path: Path) -> None:
+    reference = graphs.atalker.compile(checkpointer=InMemorySaver())
+    input: Any = {"messages": [("user", "hi")]}
+
+    def tokens(chunks: list[Any]) -> list[tuple[str, str]]:
+        return [(chunk.content, meta["langgraph_node"]) for chunk, meta in chunks]
+
+    async def main() -> None:
+        async with hy.AsyncAgentSystem(tmp_path / "data") as system:
+            app = await hylg.acompile(graphs.atalker, system)
+            ours = [c async for c in app.astream(input, {"configurable": {"thread_id": "m"}},
+                                                  stream_mode="messages")]
+            theirs = [c async for c in reference.astream(
+                input, {"configurable": {"thread_id": "m"}}, stream_mode="messages")]
+            assert tokens(ours) == tokens(theirs)
+            assert "".join(content for content, _ in tokens(ours)) == "async tokens here"
+
+    asyncio.run(main())
