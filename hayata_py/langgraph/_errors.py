@@ -12,10 +12,11 @@ class TaskUncertain(HayataError):
     may have run (its side effects done) or not. hayata never runs it again by
     itself. ``details``: ``nodes``, ``task_ids``, ``invocation_id``, ``thread_id``.
 
-    Ways out: ``agent.resolve_task(task_id, result=...)`` (say it completed),
-    ``agent.abandon(invocation_id)`` (end the run; the thread keeps its last
-    completed state), or list the node in ``idempotent_nodes`` so recovery runs
-    it again.
+    Ways out: ``compile(..., uncertain="interrupt")`` and answer the
+    interrupt (``Command(resume={"completed": update})`` if the node did its
+    work, ``{"rerun": True}``, ``{"abandon": True}``); or
+    ``agent.abandon(invocation_id)`` (end the run; the thread keeps its
+    progress); or list the node in ``idempotent_nodes`` so recovery runs it again.
     """
 
     code = "task_uncertain"
@@ -29,9 +30,11 @@ class TaskUncertain(HayataError):
         return cls(
             f"node(s) {nodes} of thread {thread!r} started and a crash left their outcome "
             f"unknown (task ids {task_ids}, invocation {invocation}); hayata does not run "
-            f"them again by itself. Find out whether they ran, then: "
-            f"system.agent({agent_id!r}).resolve_task(task_id, result=...) if it completed, "
-            f"or .abandon({invocation!r}) to give the run up, or declare the node "
+            f"them again by itself. Find out whether they ran, then: compile the graph with "
+            f"uncertain='interrupt' and answer invoke(None, config)'s interrupt with "
+            f"Command(resume={{'completed': update}}) if the node did its work (or "
+            f"{{'rerun': True}}), or give the run up with "
+            f"system.agent({agent_id!r}).abandon({invocation!r}), or declare the node "
             "idempotent (compile(..., idempotent_nodes={...})) so it runs again",
             code=cls.code, nodes=nodes, task_ids=task_ids, invocation_id=invocation,
             thread_id=thread)

@@ -62,7 +62,7 @@ def test_whole_system_kill_mid_node(tmp_path: Path, counts: Path) -> None:
         error = caught.value
         assert isinstance(error, hy.HayataError) and error.code == "task_uncertain"
         assert error.details["nodes"] == ["b"] and error.details["task_ids"]
-        assert "resolve_task" in str(error) and "abandon" in str(error)
+        assert "uncertain='interrupt'" in str(error) and "abandon" in str(error)
         assert runs(counts, "slow_b") == 1
         system.stop_agent("slow")
         app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow",
