@@ -248,7 +248,6 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
     pending = dict(results or {})
     todo: list[Todo] = []
     interrupted = False
-    failure: BaseException | None = None
     try:
         with loop:
             if carry is None:
@@ -289,8 +288,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                     todo = missing
                     raise _Suspend
                 if errors:
-                    failure = errors[0]
-                    raise failure
+                    raise errors[0]
                 if interrupts:
                     interrupted = True
                     raise GraphInterrupt(tuple(interrupts))
@@ -301,12 +299,12 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
         carry.seen = copy.deepcopy(seen) if seen is not None else None
         return Outcome(_carried(settings, saver, carry.since), carry, chunks, todo)
-    except Exception as exc:
-        if failure is None or exc is not failure:
-            raise
-        assert carry is not None
+    except Exception as exc:  # noqa: BLE001 - a node's error, or LangGraph's loop refused
+        # (EmptyInputError, InvalidUpdateError, ...): the run ends with it, as
+        # LangGraph's does, keeping what the loop saved before it raised
+        carry = carry or Carry(0, 0, False, since=since)
         return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], "error",
-                       error=failure)
+                       error=exc)
     assert carry is not None
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):

@@ -323,10 +323,16 @@ def test_loop_errors_raised_as_langgraph_raises_them(system: hy.AgentSystem) -> 
     from langgraph.errors import EmptyInputError, InvalidUpdateError
 
     reference, app = _pair(system, "clash")
+    mine, theirs = _config(), _config()
     with pytest.raises(InvalidUpdateError):
-        reference.invoke({"value": ""}, _config())
+        reference.invoke({"value": ""}, theirs)
     with pytest.raises(InvalidUpdateError):
-        app.invoke({"value": ""}, _config())
+        app.invoke({"value": ""}, mine)
+    # both keep the two tasks' writes, so reading the state applies them again
+    with pytest.raises(InvalidUpdateError):
+        reference.get_state(theirs)
+    with pytest.raises(InvalidUpdateError):
+        app.get_state(mine)
     with pytest.raises(EmptyInputError):
         reference.invoke(None, _config())
     with pytest.raises(EmptyInputError):
