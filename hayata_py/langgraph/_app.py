@@ -101,7 +101,7 @@ class HayataGraph:
         interrupts: list[Any] = []
         modes = ["updates", "values"] if stream_mode == "values" else stream_mode
         chunks_of = self._quiet(input, config, **kwargs) if stream_mode == "values" \
-            else self.stream(input, config, stream_mode=modes, **kwargs)
+            else self._stream(input, config, stream_mode=modes, output=True, **kwargs)
         for chunk in chunks_of:
             if stream_mode == "values":
                 mode, payload = chunk
@@ -128,6 +128,18 @@ class HayataGraph:
         """Stream the run as LangGraph's ``stream`` does (``values``, ``updates``,
         ``custom``, ``messages``, ``debug``, ``tasks``, ``checkpoints``; a list of
         modes gives ``(mode, chunk)``)."""
+        return self._stream(input, config, stream_mode=stream_mode,
+                            interrupt_before=interrupt_before,
+                            interrupt_after=interrupt_after, subgraphs=subgraphs,
+                            durability=durability, output=False, **kwargs)
+
+    def _stream(self, input: Any, config: Any, *, stream_mode: str | Sequence[str] | None,
+                interrupt_before: Sequence[str] | str | None = None,
+                interrupt_after: Sequence[str] | str | None = None,
+                subgraphs: bool = False, durability: str | None = None,
+                output: bool, **kwargs: Any) -> Iterator[Any]:
+        """:meth:`stream`; ``output``: values and updates of the graph's output
+        channels only, as LangGraph's ``invoke`` streams them."""
         config = _merged(self.config, config or {})
         thread = thread_of(config)
         if kwargs:
@@ -141,7 +153,8 @@ class HayataGraph:
         unknown = [m for m in mode_list if m not in _MODES]
         if unknown:
             raise ConfigError("stream_mode", f"{unknown} not supported; use {sorted(_MODES)}")
-        settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after)
+        settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after,
+                                  output=output)
         source = self._source(input, settings, thread, quiet=False)
         for namespace, mode, chunk in source:
             if namespace and not subgraphs:
@@ -165,7 +178,7 @@ class HayataGraph:
         if kwargs:
             raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
         settings = self._settings(config, thread, ["updates", "values"], interrupt_before,
-                                  interrupt_after)
+                                  interrupt_after, output=True)
         for _, mode, chunk in self._source(input, settings, thread, quiet=True):
             yield mode, chunk
 
@@ -221,7 +234,8 @@ class HayataGraph:
 
     def _settings(self, config: Any, thread: str, modes: list[str],
                   interrupt_before: Sequence[str] | str | None,
-                  interrupt_after: Sequence[str] | str | None) -> dict[str, Any]:
+                  interrupt_after: Sequence[str] | str | None, *, output: bool
+                  ) -> dict[str, Any]:
         configurable = dict(config.get("configurable") or {})
         checkpoint_id = configurable.get("checkpoint_id")
         extra = {k: v for k, v in configurable.items() if k not in _INTERNAL}
@@ -236,7 +250,8 @@ class HayataGraph:
                 "recursion_limit": limit, "modes": sorted(set(modes) | {"values", "updates"}),
                 "interrupt_before": points(interrupt_before or self.interrupt_before),
                 "interrupt_after": points(interrupt_after or self.interrupt_after),
-                "checkpoint_id": checkpoint_id, "raise_nodes": self.raise_nodes}
+                "checkpoint_id": checkpoint_id, "raise_nodes": self.raise_nodes,
+                "output": output}
 
     def _follow(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
         """The run's chunks in LangGraph's order: each step's lead task first

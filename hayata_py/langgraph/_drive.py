@@ -86,6 +86,9 @@ class Settings:
     raise_nodes: tuple[str, ...] = ()
     """Nodes whose exceptions fail their hayata task (so hayata's durable
     ``retry`` policy retries it) instead of ending the run as LangGraph does."""
+    output: bool = False
+    """Values and updates of the graph's output channels only (``invoke``);
+    else of every channel it streams (``stream``)."""
 
     def config(self, *, addressed: bool) -> dict[str, Any]:
         configurable = {**self.configurable, "thread_id": self.thread_id,
@@ -195,7 +198,8 @@ def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], 
     return _Loop(
         input, stream=StreamProtocol(stream, modes), config=config,
         store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
-        output_keys=graph.stream_channels_asis, input_keys=graph.input_channels,
+        output_keys=graph.output_channels if settings.output else graph.stream_channels_asis,
+        input_keys=graph.input_channels,
         stream_keys=graph.stream_channels_asis,
         interrupt_before=(graph.interrupt_before_nodes if breakpoints else ()),
         interrupt_after=(graph.interrupt_after_nodes if breakpoints else ()),

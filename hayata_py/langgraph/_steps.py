@@ -49,7 +49,8 @@ def settings_of(data: dict[str, Any]) -> Settings:
                     interrupt_before=breakpoints(data["interrupt_before"]),
                     interrupt_after=breakpoints(data["interrupt_after"]),
                     checkpoint_id=data.get("checkpoint_id"),
-                    raise_nodes=tuple(data.get("raise_nodes") or ()))
+                    raise_nodes=tuple(data.get("raise_nodes") or ()),
+                    output=bool(data.get("output")))
 
 
 def decide(ctx: PolicyContext) -> Next | Map | Finish:

@@ -460,3 +460,27 @@ atalker = StateGraph(ChatState)
 atalker.add_node("talk", atalk)
 atalker.add_edge(START, "talk")
 atalker.add_edge("talk", END)
+
+
+# --- input and output schemas ----------------------------------------------------------
+
+class InSchema(TypedDict):
+    question: str
+
+
+class OutSchema(TypedDict):
+    answer: str
+
+
+class AllState(TypedDict):
+    question: str
+    scratch: str
+    answer: str
+
+
+schemas = StateGraph(AllState, input_schema=InSchema, output_schema=OutSchema)
+schemas.add_node("think", lambda state: {"scratch": state["question"].upper()})
+schemas.add_node("reply", lambda state: {"answer": state["scratch"] + "!"})
+schemas.add_edge(START, "think")
+schemas.add_edge("think", "reply")
+schemas.add_edge("reply", END)

@@ -83,6 +83,7 @@ CASES = [
     ("goto", {"value": 2}),
     ("goto", {"value": 3}),
     ("chat", {"messages": [("user", "weather in Paris?")]}),
+    ("schemas", {"question": "why"}),
 ]
 
 
