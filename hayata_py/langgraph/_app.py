@@ -79,7 +79,6 @@ class HayataGraph:
         self.threads = ThreadCheckpoints(agent)
         self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
                                      builder_of(path).compile().channels.values())
-        self._reader: CompiledStateGraph[Any, Any, Any, Any] | None = None
 
     def with_config(self, config: Any = None, **kwargs: Any) -> HayataGraph:
         """A copy of this graph whose calls merge ``config`` (and ``kwargs``)
@@ -295,8 +294,9 @@ class HayataGraph:
         final: dict[str, Any] = result.result
         chunks: list[tuple[tuple[str, ...], str, Any]] = load_value(final["c"])
         if quiet:
-            yield from (c for c in chunks if c[1] == "updates" and isinstance(c[2], dict)
-                        and INTERRUPT in c[2])
+            interrupts = load_value(final["ints"]) if final.get("ints") else []
+            if interrupts:
+                yield ((), "updates", {INTERRUPT: tuple(interrupts)})
             if final["status"] not in ("error", "out_of_steps"):
                 yield ((), "values", load_value(final["out"]))
         else:

@@ -114,17 +114,34 @@ class Carry:
     resume_map: bytes | None = None
     """A ``Command(resume={interrupt id: value})``'s map, pickled: LangGraph
     keeps it in the run's config, where every task of the run reads it."""
+    interrupts: bytes | None = None
+    """The interrupts the run has streamed so far, pickled (``invoke`` returns
+    them all, also those of an earlier hayata step of the last superstep)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming,
-                "seen": self.seen, "since": self.since, "resume_map": self.resume_map}
+                "seen": self.seen, "since": self.since, "resume_map": self.resume_map,
+                "interrupts": self.interrupts}
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Carry:
         seen = data.get("seen")
         return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]),
                    dict(seen) if seen is not None else None, data.get("since"),
-                   data.get("resume_map"))
+                   data.get("resume_map"), data.get("interrupts"))
+
+    def streamed(self, chunks: list[Chunk]) -> None:
+        """Add the interrupts of ``chunks`` to :attr:`interrupts`."""
+        found = [interrupt for namespace, mode, payload in chunks
+                 if not namespace and mode == "updates" and isinstance(payload, dict)
+                 for interrupt in payload.get(INTERRUPT, ())]
+        if found:
+            before = load_value(self.interrupts) if self.interrupts else []
+            self.interrupts = dump_value([*before, *found])
+
+    def all_interrupts(self) -> list[Any]:
+        """Every interrupt the run streamed."""
+        return load_value(self.interrupts) if self.interrupts else []
 
 
 @dataclass(frozen=True)
@@ -267,12 +284,20 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                 interrupts: list[Any] = []
                 errors: list[BaseException] = []
                 missing = []
+                # tasks of this superstep that this run already saw interrupted (in
+                # an earlier hayata step of the superstep): not run again before it ends
+                asked = {} if first else {
+                    tid: value for tid, channel, value in loop.checkpoint_pending_writes
+                    if channel == INTERRUPT}
                 for task in list(loop.tasks.values()):
                     if task.writes:
                         continue
                     result = pending.pop(task.id, None)
                     if result is None and task.name == START:
                         result = _run_start(task)
+                    if result is None and task.id in asked:
+                        interrupts.extend(asked[task.id])
+                        continue
                     if result is None:
                         missing.append(Todo(task.id, task.name))
                     elif result.failed:
@@ -302,6 +327,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         assert carry is not None
         seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
         carry.seen = copy.deepcopy(seen) if seen is not None else None
+        carry.streamed(chunks)
         return Outcome(_carried(settings, saver, carry.since), carry, chunks, todo)
     except Exception as exc:  # noqa: BLE001 - a node's error, or LangGraph's loop refused
         # (EmptyInputError, InvalidUpdateError, ...): the run ends with it, as
@@ -310,6 +336,7 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
         return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], "error",
                        error=exc)
     assert carry is not None
+    carry.streamed(chunks)
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
         status = "interrupted"

@@ -17,7 +17,8 @@ Data of a step (all of it what the store can hold):
   and hands the snapshot and carry back in its result;
 - a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted}``
   (+ ``"s"``, ``"k"`` for the lead task);
-- the result of the invocation: ``{"status", "s", "prev", "out", "c"}``, ``s``
+- the result of the invocation: ``{"status", "s", "prev", "out", "c", "ints"}``
+  (``ints``: every interrupt the run streamed), ``s``
   the checkpoints the run made (from the thread's head when it started on).
 """
 
@@ -86,7 +87,8 @@ def _answer(settings: dict[str, Any], outcome: Outcome, prev: str | None
     chunks = dump_value(outcome.chunks)
     if outcome.status != "run":
         end = {"status": outcome.status, "s": outcome.snapshot, "prev": prev,
-               "out": dump_value(outcome.output), "c": chunks}
+               "out": dump_value(outcome.output), "c": chunks,
+               "ints": dump_value(outcome.carry.all_interrupts())}
         if outcome.error is not None:
             end["err"] = _exception(outcome.error)
         return Finish(end)

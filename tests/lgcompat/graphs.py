@@ -484,3 +484,26 @@ schemas.add_node("reply", lambda state: {"answer": state["scratch"] + "!"})
 schemas.add_edge(START, "think")
 schemas.add_edge("think", "reply")
 schemas.add_edge("reply", END)
+
+
+# --- Sends that interrupt, beside a plain edge in one superstep ------------------------
+
+class AskItemState(TypedDict):
+    item: str
+
+
+def ask_item(state: AskItemState) -> dict[str, Any]:
+    return {"jokes": [f"{state['item']}:{interrupt(state['item'])}"]}
+
+
+def fan_asks(state: MapState) -> list[Send]:
+    return [Send("ask_item", {"item": s}) for s in state["subjects"]]
+
+
+mixed_asks = StateGraph(MapState)
+mixed_asks.add_node("plan", lambda state: {"jokes": ["plan"]})
+mixed_asks.add_node("ask_item", ask_item)
+mixed_asks.add_node("other", lambda state: {"jokes": ["other"]})
+mixed_asks.add_edge(START, "plan")
+mixed_asks.add_conditional_edges("plan", fan_asks, ["ask_item"])
+mixed_asks.add_edge("plan", "other")

@@ -385,3 +385,22 @@ def test_history_limit_and_before(system: hy.AgentSystem) -> None:
     their_third = list(reference.get_state_history(theirs))[2]
     assert [s.values for s in app.get_state_history(mine, before=ours_third.config)] == \
         [s.values for s in reference.get_state_history(theirs, before=their_third.config)]
+
+
+def test_interrupting_sends_beside_a_plain_edge(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "mixed_asks")
+    mine, theirs = _config(), _config()
+    input = {"subjects": ["x", "y"], "jokes": []}
+    ours = app.invoke(input, mine)
+    theirs_out = reference.invoke(input, theirs)
+    assert sorted(i.value for i in ours["__interrupt__"]) == \
+        sorted(i.value for i in theirs_out["__interrupt__"]) == ["x", "y"]
+    assert sorted(ours["jokes"]) == sorted(theirs_out["jokes"])
+
+    def by_id(interrupts: list[Interrupt]) -> dict[str, str]:
+        return {i.id: f"said-{i.value}" for i in interrupts}
+
+    ours = app.invoke(Command(resume=by_id(ours["__interrupt__"])), mine)
+    theirs_out = reference.invoke(Command(resume=by_id(theirs_out["__interrupt__"])), theirs)
+    assert sorted(ours["jokes"]) == sorted(theirs_out["jokes"]) == [
+        "other", "plan", "x:said-x", "y:said-y"]
