@@ -313,11 +313,13 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                     else:
                         task.writes.extend(result.writes)
                         loop.put_writes(task.id, task.writes)
+                if errors:
+                    # as LangGraph's runner: the first error ends the superstep, and
+                    # its tasks not run yet stay without writes (they run on resume)
+                    raise errors[0]
                 if missing:
                     todo = missing
                     raise _Suspend
-                if errors:
-                    raise errors[0]
                 if interrupts:
                     interrupted = True
                     raise GraphInterrupt(tuple(interrupts))
