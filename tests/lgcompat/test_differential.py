@@ -404,3 +404,21 @@ def test_interrupting_sends_beside_a_plain_edge(system: hy.AgentSystem) -> None:
     theirs_out = reference.invoke(Command(resume=by_id(theirs_out["__interrupt__"])), theirs)
     assert sorted(ours["jokes"]) == sorted(theirs_out["jokes"]) == [
         "other", "plan", "x:said-x", "y:said-y"]
+
+
+def test_breakpoint_after_and_per_call(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "sequence")
+    input = {"text": "", "steps": []}
+    for kwargs in ({"interrupt_after": ["a"]}, {"interrupt_before": ["c"]}):
+        mine, theirs = _config(), _config()
+        ours_values: list[Any] = []
+        ours_updates: list[Any] = []
+        for mode, chunk in app.stream(input, mine, stream_mode=["updates", "values"], **kwargs):
+            (ours_values if mode == "values" else ours_updates).append(chunk)
+        their = list(reference.stream(input, theirs, stream_mode=["updates", "values"],
+                                      **kwargs))
+        assert ours_values == [c for m, c in their if m == "values"]
+        assert ours_updates == [c for m, c in their if m == "updates"]
+        assert app.get_state(mine).next == reference.get_state(theirs).next
+        assert app.invoke(None, mine) == reference.invoke(None, theirs)
+        assert _history(app, mine) == _history(reference, theirs)
