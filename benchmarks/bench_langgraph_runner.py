@@ -79,7 +79,7 @@ def many_threads(count: int, folder: Path, system: hy.AgentSystem) -> dict[str, 
 
     async def langgraph() -> tuple[float, float]:
         async with AsyncSqliteSaver.from_conn_string(str(folder / "llm.db")) as saver:
-            graph = lg_graphs.llm.compile(checkpointer=saver)
+            graph: Any = lg_graphs.llm.compile(checkpointer=saver)
             await graph.ainvoke({"steps": []}, _config(), durability="sync")
             peak = [0.0]
             done = asyncio.Event()
