@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,11 @@ from hayata_py.langgraph._errors import RetryableTaskError, TaskUncertain
 from hayata_py.langgraph._graphref import builder_of, graph_path
 
 __all__ = ["HayataGraph", "TaskUncertain", "acompile", "compile", "thread_of"]
+
+_STARTED: weakref.WeakKeyDictionary[AgentSystem, dict[str, AgentConfig]] = \
+    weakref.WeakKeyDictionary()
+"""The config each agent was started with by :func:`compile`, per system: a
+second ``compile`` with the same id shares the agent only with the same options."""
 
 NODE_FUNCTION = "hayata_py.langgraph._steps:run_node"
 ASYNC_NODE_FUNCTION = "hayata_py.langgraph._steps:arun_node"
@@ -58,7 +64,9 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     - ``system``: the :class:`~hayata_py.AgentSystem` (or a started
       :class:`~hayata_py.AsyncAgentSystem`: then use ``ainvoke``/``astream``)
       the agent runs on.
-    - ``id``: the agent id (default: the graph's path, ``:`` as ``.``).
+    - ``id``: the agent id (default: the graph's path, ``:`` as ``.``). A
+      second ``compile`` with the id of a running agent shares it if its agent
+      options are the same (``hy.ConfigError("id")`` if not).
     - ``checkpointer``: must be None: hayata's store keeps the checkpoints.
     - ``interrupt_before`` / ``interrupt_after``: static breakpoints, as LangGraph's.
     - ``uncertain``: ``"raise"``: a task a crash left uncertain raises
@@ -99,10 +107,16 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
              for name in compiled_graph.nodes}
     config = AgentConfig(id=agent_id, nodes=nodes,
                          decision_policy=POLICY, **options)
+    started = _STARTED.setdefault(system, {})
     try:
         agent = system.start_agent(config)
     except AgentAlreadyStarted:
+        if started.get(agent_id, config) != config:
+            raise ConfigError("id", f"agent {agent_id!r} already runs this graph with other "
+                              "agent options: stop it first (system.stop_agent) or give "
+                              "this one another id") from None
         agent = system.agent(agent_id)
+    started[agent_id] = config
     raise_nodes = set(user_retry) if config.default_retry is None else set(config.nodes)
     return HayataGraph(path, system, agent, interrupt_before=interrupt_before,
                        interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout,

@@ -422,3 +422,14 @@ def test_breakpoint_after_and_per_call(system: hy.AgentSystem) -> None:
         assert app.get_state(mine).next == reference.get_state(theirs).next
         assert app.invoke(None, mine) == reference.invoke(None, theirs)
         assert _history(app, mine) == _history(reference, theirs)
+
+
+def test_same_id_shares_the_agent_only_with_the_same_options(system: hy.AgentSystem) -> None:
+    first = hylg.compile(graphs.branch, system, id="shared-branch")
+    again = hylg.compile(graphs.branch, system, id="shared-branch")
+    assert again.agent.id == first.agent.id
+    with pytest.raises(hy.ConfigError, match="other agent options"):
+        hylg.compile(graphs.branch, system, id="shared-branch", idempotent_nodes={"big"})
+    system.stop_agent("shared-branch")
+    changed = hylg.compile(graphs.branch, system, id="shared-branch", idempotent_nodes={"big"})
+    assert changed.invoke({"n": 50}, _config()) == {"n": 100, "route": "big"}
