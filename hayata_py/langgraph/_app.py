@@ -143,10 +143,6 @@ class HayataGraph:
         thread = thread_of(config)
         if kwargs:
             raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
-        if subgraphs:
-            raise ConfigError("subgraphs", "streaming from inside subgraphs is not supported "
-                              "by hayata_py.langgraph yet: a subgraph runs inside its parent "
-                              "node's task; stream without subgraphs=True")
         mode_list = [stream_mode or "values"] if isinstance(stream_mode, str | None) \
             else list(stream_mode)
         unknown = [m for m in mode_list if m not in _MODES]
@@ -154,6 +150,7 @@ class HayataGraph:
             raise ConfigError("stream_mode", f"{unknown} not supported; use {sorted(_MODES)}")
         settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after,
                                   output=output)
+        settings["subgraphs"] = subgraphs
         source = self._source(input, settings, thread, quiet=False)
         for namespace, mode, chunk in source:
             if namespace and not subgraphs:

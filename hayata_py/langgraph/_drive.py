@@ -38,6 +38,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
+    CONFIG_KEY_STREAM,
     ERROR,
     INTERRUPT,
     NO_WRITES,
@@ -45,6 +46,7 @@ from langgraph._internal._constants import (
     RESUME,
 )
 from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.constants import START
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
@@ -64,6 +66,8 @@ from hayata_py.langgraph._snapshot import (
     head_id,
     load_saver,
     load_value,
+    merge_saver,
+    subgraph_saver,
     trim_saver,
 )
 
@@ -89,6 +93,8 @@ class Settings:
     output: bool = False
     """Values and updates of the graph's output channels only (``invoke``);
     else of every channel it streams (``stream``)."""
+    subgraphs: bool = False
+    """Stream the chunks of subgraphs too (``stream(..., subgraphs=True)``)."""
 
     def config(self, *, addressed: bool) -> dict[str, Any]:
         configurable = {**self.configurable, "thread_id": self.thread_id,
@@ -175,6 +181,9 @@ class TaskResult:
     interrupted: bool = False
     failed: bool = False
     """The node raised: ``writes`` is ``[(ERROR, exception)]``."""
+    subgraphs: bytes | None = None
+    """The checkpoints of the subgraphs the task ran (namespaces other than the
+    graph's own), as a saver's bytes, so a subgraph resumes where it stopped."""
 
 
 class _Suspend(Exception):
@@ -293,6 +302,8 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                     if task.writes:
                         continue
                     result = pending.pop(task.id, None)
+                    if result is not None and result.subgraphs:
+                        merge_saver(saver, load_saver(result.subgraphs))
                     if result is None and task.name == START:
                         result = _run_start(task)
                     if result is None and task.id in asked:
@@ -377,9 +388,17 @@ def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
 
 @contextlib.contextmanager
 def open_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-          emit: Callable[[Chunk], None] | None) -> Iterator[PregelExecutableTask]:
+              emit: Callable[[Chunk], None] | None) -> Iterator[PregelExecutableTask]:
     """The executable task ``task_id`` of the superstep the loop is at, built
     by LangGraph's loop opened on ``snapshot`` with LangGraph's own config."""
+    with _opened(settings, snapshot, carry, task_id, emit) as (task, _):
+        yield task
+
+
+@contextlib.contextmanager
+def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+            emit: Callable[[Chunk], None] | None
+            ) -> Iterator[tuple[PregelExecutableTask, InMemorySaver]]:
     saver = load_saver(snapshot)
     modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
     runtime = DEFAULT_RUNTIME
@@ -392,7 +411,7 @@ def open_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
         runtime = DEFAULT_RUNTIME.merge(Runtime(stream_writer=writer))
     if emit is not None and "messages" in modes:
         callbacks = get_callback_manager_for_config({})
-        handler = StreamMessagesHandler(emit, False)
+        handler = StreamMessagesHandler(emit, settings.subgraphs)
         manager = callbacks.on_chain_start(None, {}, name=settings.graph)
         manager.inheritable_handlers.append(handler)
     loop = _loop(settings, saver, None, lambda chunk: None, set(), addressed=False,
@@ -402,13 +421,26 @@ def open_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
         _resuming_flag(loop, carry)
         if handler is not None:
             handler.parent_ns = loop.checkpoint_ns
+        if emit is not None and settings.subgraphs:
+            # a subgraph run by the task streams into this (as Pregel.stream sets it)
+            loop.config[CONF][CONFIG_KEY_STREAM] = StreamProtocol(
+                emit, set(settings.modes))  # type: ignore[arg-type]
         loop.tick()
         task = loop.tasks.get(task_id)
         if task is None:
             raise LookupError(f"task {task_id} is not one of the superstep's tasks "
                               f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
                               "checkpoint changed under this run")
-        yield task
+        yield task, saver
+
+
+def _with_subgraphs(result: TaskResult, saver: InMemorySaver, settings: Settings
+                    ) -> TaskResult:
+    """``result`` with the checkpoints the task's subgraphs saved, if any."""
+    nested = subgraph_saver(saver, settings.thread_id)
+    if nested is None:
+        return result
+    return dataclasses.replace(result, subgraphs=dump_saver(nested))
 
 
 def _without_retries(task: PregelExecutableTask) -> PregelExecutableTask:
@@ -460,20 +492,20 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
     ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
     :class:`RetryableTaskError` is raised instead so hayata retries the task
     durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
-    with open_task(settings, snapshot, carry, task_id, emit) as task:
+    with _opened(settings, snapshot, carry, task_id, emit) as (task, saver):
         try:
             run_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
-            return _raised(task, exc, settings, attempt)
-        return _done(task)
+            return _with_subgraphs(_raised(task, exc, settings, attempt), saver, settings)
+        return _with_subgraphs(_done(task), saver, settings)
 
 
 async def arun_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
                     emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
     """:func:`run_task` for an ``async def`` node, on the caller's event loop."""
-    with open_task(settings, snapshot, carry, task_id, emit) as task:
+    with _opened(settings, snapshot, carry, task_id, emit) as (task, saver):
         try:
             await arun_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
-            return _raised(task, exc, settings, attempt)
-        return _done(task)
+            return _with_subgraphs(_raised(task, exc, settings, attempt), saver, settings)
+        return _with_subgraphs(_done(task), saver, settings)

@@ -99,3 +99,21 @@ def merge_saver(base: InMemorySaver, new: InMemorySaver) -> InMemorySaver:
         base.writes[key] = dict(value)
     base.blobs.update(new.blobs)
     return base
+
+
+def subgraph_saver(saver: InMemorySaver, thread: str) -> InMemorySaver | None:
+    """The checkpoints of the thread's subgraphs (every namespace but the
+    graph's own), or None if there are none."""
+    out = InMemorySaver()
+    for ns, by_id in saver.storage.get(thread, {}).items():
+        if ns != "" and by_id:
+            out.storage[thread][ns].update(by_id)
+    if not out.storage:
+        return None
+    for key, value in saver.writes.items():
+        if key[0] == thread and key[1] != "":
+            out.writes[key] = dict(value)
+    for blob_key, blob in saver.blobs.items():
+        if blob_key[0] == thread and blob_key[1] != "":
+            out.blobs[blob_key] = blob
+    return out

@@ -15,8 +15,9 @@ Data of a step (all of it what the store can hold):
   "lead": node, "c": pickled chunks}``; the *lead* task of a step (the first
   one) streams the chunks the previous superstep produced before it runs,
   and hands the snapshot and carry back in its result;
-- a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted}``
-  (+ ``"s"``, ``"k"`` for the lead task);
+- a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted,
+  "f": failed}`` (+ ``"g"``: its subgraphs' checkpoints; + ``"s"``, ``"k"`` for
+  the lead task);
 - the result of the invocation: ``{"status", "s", "prev", "out", "c", "ints"}``
   (``ints``: every interrupt the run streamed), ``s``
   the checkpoints the run made (from the thread's head when it started on).
@@ -51,7 +52,8 @@ def settings_of(data: dict[str, Any]) -> Settings:
                     interrupt_after=breakpoints(data["interrupt_after"]),
                     checkpoint_id=data.get("checkpoint_id"),
                     raise_nodes=tuple(data.get("raise_nodes") or ()),
-                    output=bool(data.get("output")))
+                    output=bool(data.get("output")),
+                    subgraphs=bool(data.get("subgraphs")))
 
 
 def decide(ctx: PolicyContext) -> Next | Map | Finish:
@@ -70,7 +72,8 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
             lead = next(r for r in results if "s" in r)
             carried = lead["s"]
             # a task answered {"rerun": True} (compile(uncertain="interrupt")) runs again
-            tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")))
+            tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")),
+                                        r.get("g"))
                      for r in results if not r.get("rerun")}
             outcome = advance(settings, carried, None, tasks, Carry.of(lead["k"]))
     except Exception as exc:  # noqa: BLE001 - LangGraph's loop refused: the caller gets it
@@ -136,6 +139,8 @@ def _result(step: dict[str, Any], task_id: str, lead: bool, result: TaskResult
             ) -> dict[str, Any]:
     out: dict[str, Any] = {"t": task_id, "w": dump_value(result.writes), "i": result.interrupted,
                            "f": result.failed}
+    if result.subgraphs is not None:
+        out["g"] = result.subgraphs
     if lead:
         out["s"] = step["s"]
         out["k"] = step["k"]

@@ -507,3 +507,29 @@ mixed_asks.add_node("other", lambda state: {"jokes": ["other"]})
 mixed_asks.add_edge(START, "plan")
 mixed_asks.add_conditional_edges("plan", fan_asks, ["ask_item"])
 mixed_asks.add_edge("plan", "other")
+
+
+# --- an interrupt() inside a subgraph ----------------------------------------------------
+
+def inner_ask(state: SeqState) -> dict[str, Any]:
+    said = interrupt("inner?")
+    return {"text": state["text"] + str(said), "steps": ["inner"]}
+
+
+def inner_first(state: SeqState) -> dict[str, Any]:
+    _count("inner_first")
+    return {"steps": ["first"]}
+
+
+asking_inner = StateGraph(SeqState)
+asking_inner.add_node("inner_first", inner_first)
+asking_inner.add_node("inner_ask", inner_ask)
+asking_inner.add_edge(START, "inner_first")
+asking_inner.add_edge("inner_first", "inner_ask")
+asking_inner_graph = asking_inner.compile()
+
+outer_ask = StateGraph(SeqState)
+outer_ask.add_node("a", seq_a)
+outer_ask.add_node("sub", asking_inner_graph)
+outer_ask.add_edge(START, "a")
+outer_ask.add_edge("a", "sub")

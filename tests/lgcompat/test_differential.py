@@ -302,8 +302,6 @@ def test_with_config_and_refused_call_options(system: hy.AgentSystem) -> None:
         reference.with_config(recursion_limit=3).invoke({"count": 0}, _config())
     assert app.with_config({"configurable": {"thread_id": "bound"}}).invoke(
         {"count": 995}) == reference.invoke({"count": 995}, _config())
-    with pytest.raises(hy.ConfigError, match="subgraphs"):
-        list(app.stream({"count": 0}, _config(), subgraphs=True))
     with pytest.raises(hy.ConfigError, match="stream_mode"):
         list(app.stream({"count": 0}, _config(), stream_mode="nonsense"))
 
@@ -433,3 +431,39 @@ def test_same_id_shares_the_agent_only_with_the_same_options(system: hy.AgentSys
     system.stop_agent("shared-branch")
     changed = hylg.compile(graphs.branch, system, id="shared-branch", idempotent_nodes={"big"})
     assert changed.invoke({"n": 50}, _config()) == {"n": 100, "route": "big"}
+
+
+def test_subgraph_chunks_streamed_with_subgraphs_true(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "outer")
+    input = {"text": "", "steps": []}
+
+    def plain(chunks: Any) -> list[Any]:
+        # namespaces name tasks by id: keep the node names
+        return [(tuple(part.split(":")[0] for part in ns), mode, chunk)
+                for ns, mode, chunk in chunks]
+
+    modes = ["updates", "values", "custom"]
+    ours = plain(app.stream(input, _config(), stream_mode=modes, subgraphs=True))
+    theirs = plain(reference.stream(input, _config(), stream_mode=modes, subgraphs=True))
+    assert ours == theirs
+    assert (("sub",), "updates", {"x": {"text": "ax", "steps": ["x"]}}) in ours
+
+
+def test_interrupt_inside_a_subgraph_resumes_it_where_it_stopped(
+        system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "outer_ask")
+    mine, theirs = _config(), _config()
+    input = {"text": "", "steps": []}
+    before = _runs("inner_first")
+    theirs_out = reference.invoke(input, theirs)
+    assert _runs("inner_first") == before + 1
+    ours = app.invoke(input, mine)
+    assert _runs("inner_first") == before + 2
+    assert [i.value for i in ours["__interrupt__"]] == \
+        [i.value for i in theirs_out["__interrupt__"]] == ["inner?"]
+    assert app.invoke(Command(resume="R"), mine) == \
+        reference.invoke(Command(resume="R"), theirs)
+    # the subgraph went on from its own checkpoint: its first node did not run again
+    assert _runs("inner_first") == before + 2
+    assert app.get_state(mine, subgraphs=True).values == \
+        reference.get_state(theirs, subgraphs=True).values
