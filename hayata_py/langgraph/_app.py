@@ -52,10 +52,20 @@ def thread_of(config: Any) -> str:
     """The thread id of a LangGraph config; a clear error before anything runs."""
     configurable = (config or {}).get("configurable") if isinstance(config, dict) else None
     thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
-    if not isinstance(thread, str) or not thread:
+    if not isinstance(thread, str) or not thread or len(thread) > 256:
         raise ConfigError("config", "config['configurable']['thread_id'] must be a non-empty "
-                          f"string (the hayata thread the graph runs on), got {thread!r}")
+                          "string of at most 256 characters (the hayata thread the graph "
+                          f"runs on), got {thread!r:.80}")
     return thread
+
+
+def _stored(value: Any, field: str) -> bytes:
+    """``value`` as the bytes a run carries; a clear error if it cannot be."""
+    try:
+        return dump_value(value)
+    except Exception as exc:  # noqa: BLE001 - pickle raises many kinds
+        raise ConfigError(field, f"cannot be pickled ({type(exc).__name__}: {exc}); the "
+                          "graph's processes receive it pickled") from exc
 
 
 class HayataGraph:
@@ -197,7 +207,7 @@ class HayataGraph:
                 start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
             else:
                 start, prev = self.threads.latest(thread)
-            payload = {"r": settings, "s": start, "prev": prev, "in": dump_value(input)}
+            payload = {"r": settings, "s": start, "prev": prev, "in": _stored(input, "input")}
             if quiet:
                 result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
                 return self._ended(result.invocation_id, result, quiet=True)
@@ -242,7 +252,8 @@ class HayataGraph:
         def points(value: Sequence[str] | str | None) -> Any:
             return "*" if value == "*" else list(value or ())
 
-        return {"graph": self.path, "thread": thread, "configurable": dump_value(extra),
+        return {"graph": self.path, "thread": thread,
+                "configurable": _stored(extra, "config['configurable']"),
                 "recursion_limit": limit, "modes": sorted(set(modes) | {"values", "updates"}),
                 "interrupt_before": points(interrupt_before or self.interrupt_before),
                 "interrupt_after": points(interrupt_after or self.interrupt_after),

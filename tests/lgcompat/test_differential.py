@@ -192,10 +192,19 @@ def test_refused_before_anything_starts(system: hy.AgentSystem) -> None:
     assert system.agents() == before
     app = hylg.compile(graphs.sequence, system)
     bad: list[Any] = [None, {}, {"configurable": {}}, {"configurable": {"thread_id": ""}},
-                      {"configurable": {"thread_id": 7}}]
+                      {"configurable": {"thread_id": 7}},
+                      {"configurable": {"thread_id": "x" * 257}}]
     for config in bad:
         with pytest.raises(hy.ConfigError, match="thread_id"):
             app.invoke({"text": "", "steps": []}, config)
+    with pytest.raises(hy.ConfigError, match="input"):
+        app.invoke({"text": "", "steps": [lambda: None]}, _config())
+    with pytest.raises(hy.ConfigError, match="configurable"):
+        app.invoke({"text": "", "steps": []},
+                   {"configurable": {"thread_id": "t", "hook": lambda: None}})
+    with pytest.raises(hy.HayataError) as nothing:
+        app.agent.thread("t")   # nothing ran on it
+    assert nothing.value.code == "not_found"
 
 
 def test_graph_by_path_and_drawing(system: hy.AgentSystem) -> None:
