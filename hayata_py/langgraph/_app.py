@@ -63,7 +63,7 @@ def _stored(value: Any, field: str) -> bytes:
     """``value`` as the bytes a run carries; a clear error if it cannot be."""
     try:
         return dump_value(value)
-    except Exception as exc:  # noqa: BLE001 - pickle raises many kinds
+    except Exception as exc:  # pickle raises many kinds
         raise ConfigError(field, f"cannot be pickled ({type(exc).__name__}: {exc}); the "
                           "graph's processes receive it pickled") from exc
 
