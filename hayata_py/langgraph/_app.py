@@ -133,20 +133,20 @@ class HayataGraph:
                interrupt_before: Sequence[str] | str | None = None,
                interrupt_after: Sequence[str] | str | None = None,
                subgraphs: bool = False, durability: str | None = None,
-               **kwargs: Any) -> Iterator[Any]:
+               context: Any = None, **kwargs: Any) -> Iterator[Any]:
         """Stream the run as LangGraph's ``stream`` does (``values``, ``updates``,
         ``custom``, ``messages``, ``debug``, ``tasks``, ``checkpoints``; a list of
-        modes gives ``(mode, chunk)``)."""
+        modes gives ``(mode, chunk)``). ``context``: LangGraph's runtime context."""
         return self._stream(input, config, stream_mode=stream_mode,
                             interrupt_before=interrupt_before,
                             interrupt_after=interrupt_after, subgraphs=subgraphs,
-                            durability=durability, output=False, **kwargs)
+                            durability=durability, context=context, output=False, **kwargs)
 
     def _stream(self, input: Any, config: Any, *, stream_mode: str | Sequence[str] | None,
                 interrupt_before: Sequence[str] | str | None = None,
                 interrupt_after: Sequence[str] | str | None = None,
                 subgraphs: bool = False, durability: str | None = None,
-                output: bool, **kwargs: Any) -> Iterator[Any]:
+                context: Any = None, output: bool, **kwargs: Any) -> Iterator[Any]:
         """:meth:`stream`; ``output``: values and updates of the graph's output
         channels only, as LangGraph's ``invoke`` streams them."""
         config = _merged(self.config, config or {})
@@ -161,6 +161,7 @@ class HayataGraph:
         settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after,
                                   output=output)
         settings["subgraphs"] = subgraphs
+        settings["context"] = None if context is None else _stored(context, "context")
         source = self._source(input, settings, thread, quiet=False)
         for namespace, mode, chunk in source:
             if namespace and not subgraphs:
@@ -175,7 +176,7 @@ class HayataGraph:
     def _quiet(self, input: Any, config: Any, *,
                interrupt_before: Sequence[str] | str | None = None,
                interrupt_after: Sequence[str] | str | None = None,
-               durability: str | None = None, **kwargs: Any
+               durability: str | None = None, context: Any = None, **kwargs: Any
                ) -> Iterator[tuple[str, Any]]:
         """What ``invoke`` needs of a run: its interrupts, then its final values,
         from a run that does not stream (one message to the agent and back)."""
@@ -185,6 +186,7 @@ class HayataGraph:
             raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
         settings = self._settings(config, thread, ["updates", "values"], interrupt_before,
                                   interrupt_after, output=True)
+        settings["context"] = None if context is None else _stored(context, "context")
         for _, mode, chunk in self._source(input, settings, thread, quiet=True):
             yield mode, chunk
 

@@ -54,6 +54,7 @@ from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.pregel._retry import _should_retry_on, arun_with_retry, run_with_retry
 from langgraph.pregel._task_status import CONTROL_WRITES
+from langgraph.pregel.main import _coerce_context
 from langgraph.pregel.protocol import StreamProtocol
 from langgraph.runtime import DEFAULT_RUNTIME, Runtime
 from langgraph.types import PregelExecutableTask, StreamMode
@@ -95,6 +96,17 @@ class Settings:
     else of every channel it streams (``stream``)."""
     subgraphs: bool = False
     """Stream the chunks of subgraphs too (``stream(..., subgraphs=True)``)."""
+    context: bytes | None = None
+    """The run's ``context=`` (LangGraph's runtime context), pickled."""
+
+    def runtime(self, graph: Any, **parts: Any) -> Runtime[Any]:
+        """The ``Runtime`` the run's tasks get: its context (coerced to the
+        graph's context schema, as LangGraph does) and ``parts``."""
+        context = load_value(self.context) if self.context is not None else None
+        if context is None and not parts:
+            return DEFAULT_RUNTIME
+        return DEFAULT_RUNTIME.merge(Runtime(
+            context=_coerce_context(graph.context_schema, context), **parts))
 
     def config(self, *, addressed: bool) -> dict[str, Any]:
         configurable = {**self.configurable, "thread_id": self.thread_id,
@@ -220,7 +232,7 @@ def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], 
     if graph.config:
         base = {**dict(graph.config), **base}
     config: Any = graph._own_checkpoint_config(base)  # as Pregel.stream does
-    config[CONF][CONFIG_KEY_RUNTIME] = runtime or DEFAULT_RUNTIME
+    config[CONF][CONFIG_KEY_RUNTIME] = runtime or settings.runtime(graph)
     return _Loop(
         input, stream=StreamProtocol(stream, modes), config=config,
         store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
@@ -401,14 +413,15 @@ def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             ) -> Iterator[tuple[PregelExecutableTask, InMemorySaver]]:
     saver = load_saver(snapshot)
     modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
-    runtime = DEFAULT_RUNTIME
+    graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
+    runtime = settings.runtime(graph)
     manager = None
     handler: StreamMessagesHandler | None = None
     if emit is not None and "custom" in modes:
         def writer(chunk: Any) -> None:
             namespace = get_config()[CONF][CONFIG_KEY_CHECKPOINT_NS].split(NS_SEP)[:-1]
             emit((tuple(namespace), "custom", chunk))
-        runtime = DEFAULT_RUNTIME.merge(Runtime(stream_writer=writer))
+        runtime = settings.runtime(graph, stream_writer=writer)
     if emit is not None and "messages" in modes:
         callbacks = get_callback_manager_for_config({})
         handler = StreamMessagesHandler(emit, settings.subgraphs)

@@ -53,7 +53,8 @@ def settings_of(data: dict[str, Any]) -> Settings:
                     checkpoint_id=data.get("checkpoint_id"),
                     raise_nodes=tuple(data.get("raise_nodes") or ()),
                     output=bool(data.get("output")),
-                    subgraphs=bool(data.get("subgraphs")))
+                    subgraphs=bool(data.get("subgraphs")),
+                    context=data.get("context"))
 
 
 def decide(ctx: PolicyContext) -> Next | Map | Finish:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -13,6 +14,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Command, RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
@@ -533,3 +535,19 @@ outer_ask.add_node("a", seq_a)
 outer_ask.add_node("sub", asking_inner_graph)
 outer_ask.add_edge(START, "a")
 outer_ask.add_edge("a", "sub")
+
+
+# --- a runtime context (context_schema, a node taking the runtime) --------------------------
+
+@dataclass
+class Who:
+    user: str
+
+
+def greet(state: SeqState, runtime: Runtime[Who]) -> dict[str, Any]:
+    return {"text": f"hello {runtime.context.user}", "steps": ["greet"]}
+
+
+with_context = StateGraph(SeqState, context_schema=Who)
+with_context.add_node("greet", greet)
+with_context.add_edge(START, "greet")

@@ -476,3 +476,13 @@ def test_interrupt_inside_a_subgraph_resumes_it_where_it_stopped(
     assert _runs("inner_first") == before + 2
     assert app.get_state(mine, subgraphs=True).values == \
         reference.get_state(theirs, subgraphs=True).values
+
+
+def test_runtime_context(system: hy.AgentSystem) -> None:
+    reference, app = _pair(system, "with_context")
+    input = {"text": "", "steps": []}
+    for context in ({"user": "ada"}, graphs.Who(user="bob")):
+        assert app.invoke(input, _config(), context=context) == \
+            reference.invoke(input, _config(), context=context)
+    assert list(app.stream(input, _config(), context={"user": "cy"}, stream_mode="updates")) \
+        == [{"greet": {"text": "hello cy", "steps": ["greet"]}}]
