@@ -21,6 +21,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from langgraph.graph.state import CompiledStateGraph
+
 from hayata_py._api import AgentSystem
 from hayata_py._async import AsyncAgentSystem
 from hayata_py._config import AgentConfig
@@ -28,7 +30,7 @@ from hayata_py._errors import AgentAlreadyStarted, ConfigError
 from hayata_py._policy import RetryPolicy
 from hayata_py.langgraph._app import HayataGraph, thread_of
 from hayata_py.langgraph._errors import RetryableTaskError, TaskUncertain
-from hayata_py.langgraph._graphref import builder_of, graph_path
+from hayata_py.langgraph._graphref import builder_of, graph_path, resolve
 
 __all__ = ["HayataGraph", "TaskUncertain", "acompile", "compile", "thread_of"]
 
@@ -96,6 +98,18 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     path = graph_path(graph)
     builder = builder_of(path)
     _refuse_unsupported(builder)
+    given = resolve(path)
+    if isinstance(given, CompiledStateGraph):
+        # a compiled graph: its breakpoints carry over; what hayata replaces is refused
+        for name, value in (("checkpointer", given.checkpointer), ("store", given.store),
+                            ("cache", given.cache)):
+            if value not in (None, False):
+                raise ConfigError(name, f"the compiled graph has a {name}: hayata's store "
+                                  "keeps the checkpoints and LangGraph's store and cache are "
+                                  "not carried over; compile it without one (or pass the "
+                                  "builder)")
+        interrupt_before = interrupt_before or given.interrupt_before_nodes or None
+        interrupt_after = interrupt_after or given.interrupt_after_nodes or None
     compiled_graph = builder.compile()
     agent_id = id if id is not None else path.replace(":", ".")
     options = {"max_steps": 1_000_000, "execution_timeout": timeout, **agent_options}

@@ -103,3 +103,9 @@ def _breakpoints(value: tuple[str, ...] | str) -> Any:
     if value == "*":
         return "*"
     return list(value) or None
+
+
+def resolve(path: str) -> Any:
+    """The object at ``path``: a builder or a compiled graph."""
+    module, _, attr = path.partition(":")
+    return _import(module, attr)

@@ -15,6 +15,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Command, RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
@@ -551,3 +552,9 @@ def greet(state: SeqState, runtime: Runtime[Who]) -> dict[str, Any]:
 with_context = StateGraph(SeqState, context_schema=Who)
 with_context.add_node("greet", greet)
 with_context.add_edge(START, "greet")
+
+
+# --- compiled graphs given to hylg.compile ------------------------------------------------
+
+compiled_with_breakpoint = sequence.compile(interrupt_before=["b"])
+compiled_with_store = sequence.compile(store=InMemoryStore())

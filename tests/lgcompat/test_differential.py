@@ -486,3 +486,14 @@ def test_runtime_context(system: hy.AgentSystem) -> None:
             reference.invoke(input, _config(), context=context)
     assert list(app.stream(input, _config(), context={"user": "cy"}, stream_mode="updates")) \
         == [{"greet": {"text": "hello cy", "steps": ["greet"]}}]
+
+
+def test_a_compiled_graph_keeps_its_breakpoints_and_refuses_a_store(
+        system: hy.AgentSystem) -> None:
+    app = hylg.compile(graphs.compiled_with_breakpoint, system, id="compiled-bp")
+    config = _config()
+    assert app.invoke({"text": "", "steps": []}, config) == {"text": "a", "steps": ["a"]}
+    assert app.get_state(config).next == ("b",)
+    with pytest.raises(hy.ConfigError, match="store"):
+        hylg.compile(graphs.compiled_with_store, system, id="compiled-store")
+    assert "compiled-store" not in system.agents()
