@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,15 @@ bench-memory-floor: $(STAMP)
 bench-map: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks.bench_map --items 100,1000,10000 --samples 2
+
+# LangGraph graphs through hayata_py.langgraph side by side with LangGraph's own
+# runtime (SqliteSaver, durability="sync"): seq3, fanout8, a ReAct loop, and
+# 1,000 threads through an async 200 ms model node; writes
+# benchmarks/results/langgraph_runner.json. E.g. BENCH_LG_RUNNER_ARGS=--quick.
+BENCH_LG_RUNNER_ARGS ?=
+bench-langgraph-runner: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m benchmarks.bench_langgraph_runner $(BENCH_LG_RUNNER_ARGS)
 
 # Agents as services: C conversations at once on one agent
 # (max_invocations=C) vs one compiled LangGraph graph (AsyncSqliteSaver),

@@ -1,0 +1,165 @@
+"""LangGraph graphs run by hayata_py (``hylg.compile``) against LangGraph's own
+runtime with ``SqliteSaver`` (``durability="sync"``), side by side in one run.
+
+    python -m benchmarks.bench_langgraph_runner [--quick]
+
+Rows: ``seq3`` (3 trivial sequential nodes) and ``fanout8`` (8 parallel + a
+join) latency, a ReAct loop with a fake chat model (model, tool, model, tool,
+model), each a new thread per sample, the sides interleaved sample by sample
+after discarded warm-ups; and C threads at once through a graph whose model
+node is an ``async def`` waiting 200 ms (LangGraph: ``ainvoke`` with
+``AsyncSqliteSaver``, ``asyncio.gather``; hayata: ``max_invocations=C``,
+``edge_concurrency={"llm": C}``, C caller threads), wall time and the memory
+(PSS) of all the processes of each side. Results:
+``benchmarks/results/langgraph_runner.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+import hayata_py as hy
+from benchmarks import lg_graphs
+from benchmarks._util import environment, fmt, ms, pss_mb, summary, write_json
+from hayata_py import langgraph as hylg
+
+
+def _config() -> dict[str, Any]:
+    return {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+
+def latency(name: str, builder: Any, input: Any, system: hy.AgentSystem, folder: Path,
+            samples: int, warmup: int) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(folder / f"{name}.db", check_same_thread=False)
+    reference = builder.compile(checkpointer=SqliteSaver(conn))
+    app = hylg.compile(builder, system, id=f"bench-{name}")
+    times: dict[str, list[float]] = {"hayata": [], "langgraph": []}
+
+    def hayata() -> None:
+        app.invoke(input, _config())
+
+    def langgraph() -> None:
+        reference.invoke(input, _config(), durability="sync")
+
+    for index in range(warmup + samples):
+        order = [("hayata", hayata), ("langgraph", langgraph)]
+        for side, call in order if index % 2 == 0 else reversed(order):
+            start = time.perf_counter()
+            call()
+            if index >= warmup:
+                times[side].append(time.perf_counter() - start)
+    system.stop_agent(f"bench-{name}")
+    conn.close()
+    ours, theirs = summary(ms(times["hayata"])), summary(ms(times["langgraph"]))
+    return {"row": name, "hayata_ms": ours, "langgraph_ms": theirs,
+            "ratio": ours["median"] / theirs["median"]}
+
+
+def _tree_pss(pid: int) -> float:
+    root = psutil.Process(pid)
+    return pss_mb([root, *root.children(recursive=True)])
+
+
+def many_threads(count: int, folder: Path, system: hy.AgentSystem) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def langgraph() -> tuple[float, float]:
+        async with AsyncSqliteSaver.from_conn_string(str(folder / "llm.db")) as saver:
+            graph: Any = lg_graphs.llm.compile(checkpointer=saver)
+            await graph.ainvoke({"steps": []}, _config(), durability="sync")
+            peak = [0.0]
+            done = asyncio.Event()
+
+            async def sample() -> None:
+                while not done.is_set():
+                    peak[0] = max(peak[0], _tree_pss(os.getpid()))
+                    await asyncio.sleep(0.5)
+
+            sampler = asyncio.create_task(sample())
+            start = time.perf_counter()
+            await asyncio.gather(*(graph.ainvoke({"steps": []}, _config(), durability="sync")
+                                   for _ in range(count)))
+            wall = time.perf_counter() - start
+            done.set()
+            await sampler
+            return wall, peak[0]
+
+    lg_wall, lg_pss = asyncio.run(langgraph())
+
+    app = hylg.compile(lg_graphs.llm, system, id="bench-llm", max_invocations=count,
+                       edge_concurrency={"llm": count})
+    app.invoke({"steps": []}, _config())
+    peak = [0.0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            total = pss_mb(system.processes()) + _tree_pss(os.getpid())
+            peak[0] = max(peak[0], total)
+            stop.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        results = list(pool.map(lambda _: app.invoke({"steps": []}, _config()), range(count)))
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    assert all(r == {"steps": ["llm"]} for r in results)
+    system.stop_agent("bench-llm")
+    return {"row": f"{count} threads, async 200 ms model node", "hayata_s": wall,
+            "langgraph_s": lg_wall, "ratio": wall / lg_wall, "hayata_pss_mb": peak[0],
+            "langgraph_pss_mb": lg_pss, "memory_ratio": peak[0] / lg_pss}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="few samples, 100 threads")
+    parser.add_argument("--samples", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    samples = args.samples or (10 if args.quick else 40)
+    threads = args.threads or (100 if args.quick else 1000)
+    load_before = os.getloadavg()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        with hy.AgentSystem(folder / "data") as system:
+            for name, builder, input in (
+                    ("seq3", lg_graphs.seq3, {"steps": []}),
+                    ("fanout8", lg_graphs.fanout8, {"steps": []}),
+                    ("react", lg_graphs.react, {"messages": [("user", "go")]})):
+                row = latency(name, builder, input, system, folder, samples, warmup=3)
+                rows.append(row)
+                print(f"{name:8} hayata {fmt(row['hayata_ms']['median'])} ms  langgraph "
+                      f"{fmt(row['langgraph_ms']['median'])} ms  ratio {fmt(row['ratio'])}x",
+                      flush=True)
+            row = many_threads(threads, folder, system)
+            rows.append(row)
+            print(f"{row['row']}: hayata {fmt(row['hayata_s'])} s  langgraph "
+                  f"{fmt(row['langgraph_s'])} s  ratio {fmt(row['ratio'])}x; PSS "
+                  f"{fmt(row['hayata_pss_mb'], 0)} vs {fmt(row['langgraph_pss_mb'], 0)} MB",
+                  flush=True)
+    path = write_json("langgraph_runner", {
+        "environment": environment(), "load_before": load_before,
+        "load_after": os.getloadavg(), "samples": samples, "rows": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+"""``HayataGraph``: the part of LangGraph's compiled-graph interface users call,
+carried out by a hayata agent (one durable task per LangGraph task)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from typing import Any
+
+from langgraph._internal._constants import INTERRUPT
+from langgraph.channels.delta import DeltaChannel
+from langgraph.errors import GraphRecursionError
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateSnapshot
+
+from hayata_py._api import AgentSystem
+from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
+from hayata_py._ref import AgentRef
+from hayata_py.langgraph._checkpoints import ThreadCheckpoints
+from hayata_py.langgraph._errors import TaskUncertain
+from hayata_py.langgraph._graphref import builder_of
+from hayata_py.langgraph._snapshot import (
+    dump_saver,
+    dump_value,
+    head_id,
+    load_saver,
+    load_value,
+    trim_saver,
+)
+from hayata_py.langgraph._uncertain import answer, interrupt_chunks, uncertain_records
+from hayata_py.messages import CALLER, AgentEvent, AgentResult
+
+_INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
+_MODES = frozenset(("values", "updates", "custom", "messages", "debug", "tasks", "checkpoints"))
+
+
+def _merged(base: dict[str, Any], config: Any) -> dict[str, Any]:
+    """``config`` over ``base``; their ``configurable`` dicts merged too."""
+    if not isinstance(config, dict):
+        return config  # type: ignore[no-any-return]
+    merged = {**base, **config}
+    if "configurable" in base or "configurable" in config:
+        merged["configurable"] = {**(base.get("configurable") or {}),
+                                  **(config.get("configurable") or {})}
+    return merged
+
+
+def thread_of(config: Any) -> str:
+    """The thread id of a LangGraph config; a clear error before anything runs."""
+    configurable = (config or {}).get("configurable") if isinstance(config, dict) else None
+    thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+    if not isinstance(thread, str) or not thread or len(thread) > 256:
+        raise ConfigError("config", "config['configurable']['thread_id'] must be a non-empty "
+                          "string of at most 256 characters (the hayata thread the graph "
+                          f"runs on), got {thread!r:.80}")
+    return thread
+
+
+def _stored(value: Any, field: str) -> bytes:
+    """``value`` as the bytes a run carries; a clear error if it cannot be."""
+    try:
+        return dump_value(value)
+    except Exception as exc:  # pickle raises many kinds
+        raise ConfigError(field, f"cannot be pickled ({type(exc).__name__}: {exc}); the "
+                          "graph's processes receive it pickled") from exc
+
+
+class HayataGraph:
+    """A LangGraph graph run by a hayata agent: ``invoke``, ``stream``,
+    ``get_state``, ``get_state_history``, ``update_state`` as LangGraph's
+    compiled graph has them, with the thread's checkpoints in hayata's store."""
+
+    def __init__(self, path: str, system: AgentSystem, agent: AgentRef, *,
+                 interrupt_before: Sequence[str] | str | None,
+                 interrupt_after: Sequence[str] | str | None, uncertain: str,
+                 timeout: float, raise_nodes: Collection[str] = ()) -> None:
+        self.path = path
+        self.system = system
+        self.agent = agent
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.uncertain = uncertain
+        self.timeout = timeout
+        self.raise_nodes = sorted(raise_nodes)
+        self.config: dict[str, Any] = {}
+        self.threads = ThreadCheckpoints(agent)
+        self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
+                                     builder_of(path).compile().channels.values())
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> HayataGraph:
+        """A copy of this graph whose calls merge ``config`` (and ``kwargs``)
+        under their own config, as LangGraph's ``with_config``."""
+        copy = HayataGraph(self.path, self.system, self.agent,
+                           interrupt_before=self.interrupt_before,
+                           interrupt_after=self.interrupt_after, uncertain=self.uncertain,
+                           timeout=self.timeout, raise_nodes=self.raise_nodes)
+        copy.config = _merged(self.config, {**(config or {}), **kwargs})
+        return copy
+
+    # -- running -------------------------------------------------------------------
+
+    def invoke(self, input: Any, config: Any = None, *, stream_mode: str = "values",
+               **kwargs: Any) -> Any:
+        """Run the graph to its end or its next interrupt, as LangGraph's ``invoke``."""
+        latest: Any = None
+        chunks: list[Any] = []
+        interrupts: list[Any] = []
+        modes = ["updates", "values"] if stream_mode == "values" else stream_mode
+        chunks_of = self._quiet(input, config, **kwargs) if stream_mode == "values" \
+            else self._stream(input, config, stream_mode=modes, output=True, **kwargs)
+        for chunk in chunks_of:
+            if stream_mode == "values":
+                mode, payload = chunk
+                if mode == "updates" and isinstance(payload, dict) \
+                        and (found := payload.get(INTERRUPT)) is not None:
+                    interrupts.extend(found)
+                elif mode == "values":
+                    latest = payload
+            else:
+                chunks.append(chunk)
+        if stream_mode == "values":
+            if interrupts:
+                return {**latest, INTERRUPT: interrupts} if isinstance(latest, dict) \
+                    else {INTERRUPT: interrupts}
+            return latest
+        return chunks
+
+    def stream(self, input: Any, config: Any = None, *,
+               stream_mode: str | Sequence[str] | None = None,
+               interrupt_before: Sequence[str] | str | None = None,
+               interrupt_after: Sequence[str] | str | None = None,
+               subgraphs: bool = False, durability: str | None = None,
+               context: Any = None, **kwargs: Any) -> Iterator[Any]:
+        """Stream the run as LangGraph's ``stream`` does (``values``, ``updates``,
+        ``custom``, ``messages``, ``debug``, ``tasks``, ``checkpoints``; a list of
+        modes gives ``(mode, chunk)``). ``context``: LangGraph's runtime context."""
+        return self._stream(input, config, stream_mode=stream_mode,
+                            interrupt_before=interrupt_before,
+                            interrupt_after=interrupt_after, subgraphs=subgraphs,
+                            durability=durability, context=context, output=False, **kwargs)
+
+    def _stream(self, input: Any, config: Any, *, stream_mode: str | Sequence[str] | None,
+                interrupt_before: Sequence[str] | str | None = None,
+                interrupt_after: Sequence[str] | str | None = None,
+                subgraphs: bool = False, durability: str | None = None,
+                context: Any = None, output: bool, **kwargs: Any) -> Iterator[Any]:
+        """:meth:`stream`; ``output``: values and updates of the graph's output
+        channels only, as LangGraph's ``invoke`` streams them."""
+        config = _merged(self.config, config or {})
+        thread = thread_of(config)
+        if kwargs:
+            raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        mode_list = [stream_mode or "values"] if isinstance(stream_mode, str | None) \
+            else list(stream_mode)
+        unknown = [m for m in mode_list if m not in _MODES]
+        if unknown:
+            raise ConfigError("stream_mode", f"{unknown} not supported; use {sorted(_MODES)}")
+        settings = self._settings(config, thread, mode_list, interrupt_before, interrupt_after,
+                                  output=output)
+        settings["subgraphs"] = subgraphs
+        settings["context"] = None if context is None else _stored(context, "context")
+        source = self._source(input, settings, thread, quiet=False)
+        for namespace, mode, chunk in source:
+            if namespace and not subgraphs:
+                continue
+            if mode not in mode_list:
+                continue
+            if isinstance(stream_mode, str | None):
+                yield (namespace, chunk) if subgraphs else chunk
+            else:
+                yield (namespace, mode, chunk) if subgraphs else (mode, chunk)
+
+    def _quiet(self, input: Any, config: Any, *,
+               interrupt_before: Sequence[str] | str | None = None,
+               interrupt_after: Sequence[str] | str | None = None,
+               durability: str | None = None, context: Any = None, **kwargs: Any
+               ) -> Iterator[tuple[str, Any]]:
+        """What ``invoke`` needs of a run: its interrupts, then its final values,
+        from a run that does not stream (one message to the agent and back)."""
+        config = _merged(self.config, config or {})
+        thread = thread_of(config)
+        if kwargs:
+            raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        settings = self._settings(config, thread, ["updates", "values"], interrupt_before,
+                                  interrupt_after, output=True)
+        settings["context"] = None if context is None else _stored(context, "context")
+        for _, mode, chunk in self._source(input, settings, thread, quiet=True):
+            yield mode, chunk
+
+    def _source(self, input: Any, settings: dict[str, Any], thread: str, *, quiet: bool
+                ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The run's chunks: a new run, or the thread's unfinished one recovered
+        (``invoke(None, config)``), or asked about (``uncertain="interrupt"``).
+        ``quiet``: a new run does not stream; its interrupts and final values only."""
+        invocations = self.threads.invocations(thread)
+        unfinished = self.threads.unfinished(thread, invocations)
+        if unfinished is None and input is None and invocations \
+                and invocations[0][1] == "running":
+            # a run goes on already (its agent recovered it by itself, auto_recover):
+            # wait for its end; a stream gets its last superstep's chunks only
+            running = invocations[0][0]
+            return self._ended(running, self.agent.wait(running, timeout=self.timeout),
+                               quiet=quiet)
+        if unfinished is None:
+            if settings.get("checkpoint_id") or self._history_channels:
+                start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
+            else:
+                start, prev = self.threads.latest(thread)
+            payload = {"r": settings, "s": start, "prev": prev, "in": _stored(input, "input")}
+            if quiet:
+                result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
+                return self._ended(result.invocation_id, result, quiet=True)
+            return self._follow(
+                self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread))
+        asking = self.uncertain == "interrupt"
+        if asking and isinstance(input, Command) and input.resume is not None:
+            if not answer(self.agent, unfinished, input.resume):
+                values = self.get_state({"configurable": {"thread_id": thread}}).values
+                return iter([((), "values", values)])
+        elif input is not None:
+            raise HayataError(
+                f"thread {thread!r} has an invocation ({unfinished}) that a crash left "
+                "unfinished: invoke(None, config) goes on with it", code="recovery_required",
+                invocation_id=unfinished, thread_id=thread)
+        try:
+            invocation = self.agent.recover(unfinished, subscriber=CALLER, stream=True)
+        except RecoveryRejected as exc:
+            if exc.code in ("invocation_busy", "nothing_to_recover"):
+                # the agent took it up itself meanwhile (auto_recover): wait for its end
+                return self._ended(unfinished, self.agent.wait(unfinished,
+                                                               timeout=self.timeout),
+                                   quiet=quiet)
+            if asking and exc.code == "task_execution_uncertain":
+                records = uncertain_records(self.agent, unfinished)
+                values = self.get_state({"configurable": {"thread_id": thread}}).values
+                return interrupt_chunks(unfinished, records, values)
+            raise self._uncertain(exc, thread) from exc
+        return self._follow(invocation)
+
+    def _settings(self, config: Any, thread: str, modes: list[str],
+                  interrupt_before: Sequence[str] | str | None,
+                  interrupt_after: Sequence[str] | str | None, *, output: bool
+                  ) -> dict[str, Any]:
+        configurable = dict(config.get("configurable") or {})
+        checkpoint_id = configurable.get("checkpoint_id")
+        extra = {k: v for k, v in configurable.items() if k not in _INTERNAL}
+        limit = config.get("recursion_limit", 25)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError("recursion_limit", f"must be an int >= 1, got {limit!r}")
+
+        def points(value: Sequence[str] | str | None) -> Any:
+            return "*" if value == "*" else list(value or ())
+
+        return {"graph": self.path, "thread": thread,
+                "configurable": _stored(extra, "config['configurable']"),
+                "recursion_limit": limit, "modes": sorted(set(modes) | {"values", "updates"}),
+                "interrupt_before": points(interrupt_before or self.interrupt_before),
+                "interrupt_after": points(interrupt_after or self.interrupt_after),
+                "checkpoint_id": checkpoint_id, "raise_nodes": self.raise_nodes,
+                "output": output}
+
+    def _follow(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The run's chunks in LangGraph's order: each step's lead task first
+        gives the chunks of the superstep before it; a step's other chunks wait
+        for those."""
+        opened: set[str] = set()
+        held: dict[str, list[Any]] = defaultdict(list)
+        result: AgentResult | None = None
+        for message in self._messages(invocation):
+            if isinstance(message, AgentResult):
+                result = message
+                break
+            if not isinstance(message, AgentEvent) or message.type != "node_partial_result":
+                continue
+            execution = message.data["execution_id"]
+            partial = message.data["result"]
+            if "p" in partial:
+                opened.add(execution)
+                yield from load_value(partial["p"])
+                yield from held.pop(execution, [])
+            elif execution in opened:
+                yield load_value(partial["x"])
+            else:
+                held[execution].append(load_value(partial["x"]))
+        if result is None:
+            raise HayataError(f"invocation {invocation} ended without a result", code="no_result")
+        yield from self._ended(invocation, result, quiet=False)
+
+    def _ended(self, invocation: str, result: AgentResult, *, quiet: bool
+               ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The chunks of the run's last decision, then its end as LangGraph's:
+        the node's exception, ``GraphRecursionError``. ``quiet``: its interrupts
+        and final values only."""
+        if not result.ok:
+            error = result.error
+            code = error.code if error is not None else "failed"
+            raise HayataError(f"the graph's run failed: {code}: "
+                              f"{error.message if error else ''}", code=code,
+                              invocation_id=invocation,
+                              **(dict(error.details) if error is not None else {}))
+        final: dict[str, Any] = result.result
+        chunks: list[tuple[tuple[str, ...], str, Any]] = load_value(final["c"])
+        if quiet:
+            interrupts = load_value(final["ints"]) if final.get("ints") else []
+            if interrupts:
+                yield ((), "updates", {INTERRUPT: tuple(interrupts)})
+            if final["status"] not in ("error", "out_of_steps"):
+                yield ((), "values", load_value(final["out"]))
+        else:
+            yield from chunks
+        if final["status"] == "error":
+            raise load_value(final["err"])
+        if final["status"] == "out_of_steps":
+            raise GraphRecursionError(
+                "Recursion limit reached without hitting a stop condition. You can increase "
+                "the limit by setting the `recursion_limit` config key.")
+
+    # -- asyncio ---------------------------------------------------------------------
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """:meth:`invoke` from an event loop (the blocking wait runs on a thread)."""
+        return await asyncio.to_thread(self.invoke, input, config, **kwargs)
+
+    async def astream(self, input: Any, config: Any = None, **kwargs: Any
+                      ) -> AsyncIterator[Any]:
+        """:meth:`stream` from an event loop: chunks as they come, the same errors."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            try:
+                for chunk in self.stream(input, config, **kwargs):
+                    if stop.is_set():
+                        return
+                    loop.call_soon_threadsafe(queue.put_nowait, ("chunk", chunk))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting side
+                loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+            else:
+                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
+
+        worker = threading.Thread(target=pump, name="hayata-langgraph-astream", daemon=True)
+        worker.start()
+        try:
+            while True:
+                kind, item = await queue.get()
+                if kind == "chunk":
+                    yield item
+                elif kind == "error":
+                    raise item
+                else:
+                    return
+        finally:
+            stop.set()
+
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        """:meth:`get_state` from an event loop."""
+        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+
+    async def aupdate_state(self, config: Any, values: Any, as_node: str | None = None
+                            ) -> Any:
+        """:meth:`update_state` from an event loop."""
+        return await asyncio.to_thread(self.update_state, config, values, as_node)
+
+    def _messages(self, invocation: str) -> Iterator[AgentEvent | AgentResult]:
+        """The run's events then its result; when nothing comes for a second,
+        ask whether anything still runs it (a dead agent: ``recovery_required``,
+        a dead system: ``no_system``); ``TimeoutError`` after ``timeout`` s of silence."""
+        heard = time.monotonic()
+        while True:
+            try:
+                for message in self.agent.messages(invocation, timeout=1.0):
+                    heard = time.monotonic()
+                    yield message
+                    if isinstance(message, AgentResult):
+                        return
+            except TimeoutError:
+                try:
+                    self.agent.wait(invocation, timeout=0.5)
+                except TimeoutError:
+                    if time.monotonic() - heard > self.timeout:
+                        raise
+
+    # -- the thread's checkpoints ----------------------------------------------------
+
+    def _checkpoints(self, thread: str, config: Any) -> bytes | None:
+        """What a read of ``config`` needs: the newest checkpoints, or the whole
+        history for a ``checkpoint_id`` or a graph with history channels."""
+        configurable = config.get("configurable") or {}
+        if configurable.get("checkpoint_id") or self._history_channels:
+            return self.threads.history(thread)
+        return self.threads.latest(thread)[0]
+
+    def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
+        def points(value: Sequence[str] | str | None) -> Any:
+            return "*" if value == "*" else (list(value) if value else None)
+
+        return builder_of(self.path).compile(
+            checkpointer=load_saver(snapshot), interrupt_before=points(self.interrupt_before),
+            interrupt_after=points(self.interrupt_after))
+
+    def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state as LangGraph's ``get_state`` gives it."""
+        config = _merged(self.config, config)
+        thread = thread_of(config)
+        return self._graph(self._checkpoints(thread, config)).get_state(
+            config, subgraphs=subgraphs)
+
+    def get_state_history(self, config: Any, *, filter: dict[str, Any] | None = None,
+                          before: Any = None, limit: int | None = None
+                          ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first, as LangGraph gives them."""
+        config = _merged(self.config, config)
+        thread = thread_of(config)
+        graph = self._graph(self.threads.history(thread))
+        yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
+
+    def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
+        """Write ``values`` as if ``as_node`` had, as LangGraph's ``update_state``;
+        the new checkpoint is recorded as the thread's latest."""
+        config = _merged(self.config, config)
+        thread = thread_of(config)
+        base = self._checkpoints(thread, config)
+        _, prev = self.threads.latest(thread)
+        graph = self._graph(base)
+        since = head_id(load_saver(base), thread)
+        new_config = graph.update_state(config, values, as_node=as_node)
+        saver: Any = graph.checkpointer
+        payload = {"op": "put", "s": dump_saver(trim_saver(saver, thread, since)), "prev": prev}
+        invocation = self.agent.run(payload, thread=thread)
+        result = self.agent.wait(invocation, timeout=self.timeout)
+        if not result.ok:
+            raise HayataError("update_state could not be recorded", code="update_failed",
+                              invocation_id=invocation)
+        return new_config
+
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Any:
+        """The graph's drawable structure (``draw_mermaid()``), from LangGraph."""
+        return builder_of(self.path).compile().get_graph(config, xray=xray)
+
+    def _uncertain(self, exc: RecoveryRejected, thread: str) -> HayataError:
+        if exc.code != "task_execution_uncertain":
+            return exc
+        return TaskUncertain.of(exc, thread, self.agent.id)
+
+    def __repr__(self) -> str:
+        return f"HayataGraph({self.path!r}, agent={self.agent.id!r})"
+

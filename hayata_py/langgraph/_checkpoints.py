@@ -1,0 +1,127 @@
+"""A thread's LangGraph checkpoints as hayata keeps them: each run's own with
+its result, linked to the run before it on the thread.
+
+A completed run's result holds the checkpoints it made (``"s"``: from the
+thread's head when it started on) and the run before it (``"prev"``). A run
+hayata failed, or one a crash left unfinished, made those of the step it was
+in (carried in that step's task inputs). Reading the chain newest first and
+merging oldest first gives LangGraph's ``InMemorySaver`` the thread's history.
+"""
+
+from __future__ import annotations
+
+from langgraph._internal._constants import ERROR
+
+from hayata_py._errors import ErrorInfo, HayataError
+from hayata_py._ref import AgentRef
+from hayata_py.langgraph._snapshot import dump_saver, load_saver, load_value, merge_saver
+from hayata_py.langgraph._steps import settings_of
+from hayata_py.messages import AgentResult
+
+
+class ThreadCheckpoints:
+    """Reads a thread's checkpoints from an agent's runs."""
+
+    def __init__(self, agent: AgentRef) -> None:
+        self.agent = agent
+
+    def invocations(self, thread: str) -> list[tuple[str, str]]:
+        """The thread's invocations, newest first, ``(id, status)``; none for a new thread."""
+        try:
+            return list(self.agent.thread(thread).invocations)
+        except HayataError as exc:
+            if exc.code == "not_found":
+                return []
+            raise
+
+    def unfinished(self, thread: str,
+                   invocations: list[tuple[str, str]] | None = None) -> str | None:
+        """The thread's newest invocation if a crash left it unfinished."""
+        for invocation, status in (invocations if invocations is not None
+                                   else self.invocations(thread)):
+            if status == "running" and self.agent.get_result(invocation) is None:
+                unfinished = {u.invocation_id for u in self.agent.unfinished()}
+                return invocation if invocation in unfinished else None
+            return None
+        return None
+
+    def latest(self, thread: str) -> tuple[bytes | None, str | None]:
+        """The thread's newest checkpoints (those its latest run made, the head
+        the thread is at among them) and the invocation holding them."""
+        invocations = self.invocations(thread)
+        unfinished = self.unfinished(thread, invocations)
+        for invocation, status in invocations:
+            if status == "running" and invocation != unfinished:
+                continue
+            made, _ = self._link(invocation)
+            if made is not None:
+                return made, invocation
+        return None, None
+
+    def history(self, thread: str) -> bytes | None:
+        """All the thread's checkpoints: the runs' own, along the chain of runs."""
+        made, invocation = self.latest(thread)
+        if made is None or invocation is None:
+            return None
+        links = [made]
+        _, prev = self._link(invocation)
+        followed = {invocation}
+        while prev is not None and prev not in followed:
+            followed.add(prev)
+            older, next_prev = self._link(prev)
+            if older is not None:
+                links.append(older)
+            prev = next_prev
+        saver = load_saver(links[-1])
+        for newer in reversed(links[:-1]):
+            merge_saver(saver, load_saver(newer))
+        return dump_saver(saver)
+
+    def _link(self, invocation: str) -> tuple[bytes | None, str | None]:
+        """(the checkpoints a run made, the run before it on the thread). A run
+        hayata failed (a node's edge died, a timeout, ``abandon``) made those of
+        the step it failed in, with the writes of that step's completed tasks and
+        an error for the others, as LangGraph keeps a superstep that raised; an
+        unfinished one, those of its step, the rest pending."""
+        result = self.agent.get_result(invocation)
+        if result is not None and result.ok and isinstance(result.result, dict):
+            return result.result.get("s"), result.result.get("prev")
+        started = next((e for e in self.agent.events(invocation)
+                        if e.type == "invocation_started"), None)
+        run = started.data.get("input") if started is not None else None
+        prev = run.get("prev") if isinstance(run, dict) else None
+        return self._progress(invocation, result), prev
+
+    def _progress(self, invocation: str, result: AgentResult | None) -> bytes | None:
+        records = [record for record, _ in self.agent.tasks(invocation)
+                   if isinstance(record.input, dict) and "s" in record.input]
+        if not records:
+            return None
+        ended = result is not None
+        failure = (result.error if result is not None else None) or ErrorInfo(
+            "failed", "the run failed", {})
+        last = max(record.step for record in records)
+        step = [record for record in records if record.step == last]
+        settings = settings_of(step[0].input["r"])
+        saver = load_saver(step[0].input["s"])
+        head = saver.get_tuple(settings.config(addressed=False))  # type: ignore[arg-type]
+        if head is None:
+            return None
+        for record in step:
+            task_id = record.input["tasks"][record.node_id]
+            if record.status == "completed" and isinstance(record.result, dict) \
+                    and "w" in record.result:
+                writes = load_value(record.result["w"])
+            elif not ended:
+                continue  # still to run, or uncertain: the task is pending
+            else:
+                code, message = failure.code, failure.message
+                if record.error:
+                    code = str(record.error.get("code", code))
+                    message = str(record.error.get("message", message))
+                writes = [(ERROR, HayataError(
+                    f"hayata ended task {record.task_id} of node {record.node_id!r} "
+                    f"({record.status}): {code}: {message}", code=code,
+                    task_id=record.task_id))]
+            saver.put_writes(head.config, writes, task_id)
+        return dump_saver(saver)

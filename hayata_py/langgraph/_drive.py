@@ -1,0 +1,524 @@
+"""LangGraph's own loop, driven one superstep at a time by hayata's decisions.
+
+The decision policy and the node processes each open LangGraph's
+``SyncPregelLoop`` on the thread's checkpoints (an :class:`InMemorySaver`
+loaded from the snapshot the invocation carries), exactly as ``Pregel.stream``
+opens it, so LangGraph decides what runs next, with which input and config:
+
+- :func:`advance` (the policy) hands the last step's task writes to the loop
+  as LangGraph's runner would (``put_writes``), lets it apply them at the end
+  of the superstep (``after_tick``), and stops at the next superstep whose
+  tasks have no writes yet: those are what hayata runs next. It also ends the
+  graph as LangGraph does (done, interrupted, out of steps).
+- :func:`run_task` (a node) opens the same loop at the same checkpoint, finds
+  its task by id and runs it with LangGraph's own config (so ``interrupt()``,
+  ``Command``, ``get_stream_writer()`` and ``Send`` work), and returns its writes.
+
+Each decision opens the loop again at the latest checkpoint; what a
+continuous run would not do on that re-entry is undone there: the outputs of
+re-entering are dropped, the step limit stays the run's, and the checkpoint's
+record of what the breakpoints have seen is kept.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import copy
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.runnables.config import get_callback_manager_for_config
+from langgraph._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_ID,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_RESUME_MAP,
+    CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
+    CONFIG_KEY_STREAM,
+    ERROR,
+    INTERRUPT,
+    NO_WRITES,
+    NS_SEP,
+    RESUME,
+)
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
+from langgraph.constants import START
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.pregel._loop import SyncPregelLoop
+from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.pregel._retry import _should_retry_on, arun_with_retry, run_with_retry
+from langgraph.pregel._task_status import CONTROL_WRITES
+from langgraph.pregel.main import _coerce_context
+from langgraph.pregel.protocol import StreamProtocol
+from langgraph.runtime import DEFAULT_RUNTIME, Runtime
+from langgraph.types import PregelExecutableTask, StreamMode
+
+from hayata_py.langgraph._errors import RetryableTaskError
+from hayata_py.langgraph._graphref import compiled
+from hayata_py.langgraph._snapshot import (
+    dump_saver,
+    dump_value,
+    head_id,
+    load_saver,
+    load_value,
+    merge_saver,
+    subgraph_saver,
+    trim_saver,
+)
+
+Chunk = tuple[tuple[str, ...], str, Any]
+"""A stream chunk as LangGraph's loop emits it: (namespace, mode, payload)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run's settings, fixed for the whole invocation."""
+
+    graph: str
+    thread_id: str
+    configurable: dict[str, Any]
+    recursion_limit: int = 25
+    modes: tuple[str, ...] = ()
+    interrupt_before: tuple[str, ...] | str = ()
+    interrupt_after: tuple[str, ...] | str = ()
+    checkpoint_id: str | None = None
+    raise_nodes: tuple[str, ...] = ()
+    """Nodes whose exceptions fail their hayata task (so hayata's durable
+    ``retry`` policy retries it) instead of ending the run as LangGraph does."""
+    output: bool = False
+    """Values and updates of the graph's output channels only (``invoke``);
+    else of every channel it streams (``stream``)."""
+    subgraphs: bool = False
+    """Stream the chunks of subgraphs too (``stream(..., subgraphs=True)``)."""
+    context: bytes | None = None
+    """The run's ``context=`` (LangGraph's runtime context), pickled."""
+
+    def runtime(self, graph: Any, **parts: Any) -> Runtime[Any]:
+        """The ``Runtime`` the run's tasks get: its context (coerced to the
+        graph's context schema, as LangGraph does) and ``parts``."""
+        context = load_value(self.context) if self.context is not None else None
+        if context is None and not parts:
+            return DEFAULT_RUNTIME
+        return DEFAULT_RUNTIME.merge(Runtime(
+            context=_coerce_context(graph.context_schema, context), **parts))
+
+    def config(self, *, addressed: bool) -> dict[str, Any]:
+        configurable = {**self.configurable, "thread_id": self.thread_id,
+                        CONFIG_KEY_CHECKPOINT_NS: ""}
+        if addressed and self.checkpoint_id:
+            configurable[CONFIG_KEY_CHECKPOINT_ID] = self.checkpoint_id
+        return {"configurable": configurable, "recursion_limit": self.recursion_limit,
+                "metadata": {}, "tags": [], "callbacks": None}
+
+
+@dataclass
+class Carry:
+    """What one decision tells the next about the run: the loop's step limit,
+    the run's first superstep, whether the run resumed the thread, and the
+    channel versions the breakpoints had seen when the loop stopped."""
+
+    stop: int
+    first_step: int
+    resuming: bool
+    seen: dict[str, Any] | None = None
+    since: str | None = None
+    """The thread's latest checkpoint when the run started (None: none)."""
+    resume_map: bytes | None = None
+    """A ``Command(resume={interrupt id: value})``'s map, pickled: LangGraph
+    keeps it in the run's config, where every task of the run reads it."""
+    interrupts: bytes | None = None
+    """The interrupts the run has streamed so far, pickled (``invoke`` returns
+    them all, also those of an earlier hayata step of the last superstep)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming,
+                "seen": self.seen, "since": self.since, "resume_map": self.resume_map,
+                "interrupts": self.interrupts}
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Carry:
+        seen = data.get("seen")
+        return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]),
+                   dict(seen) if seen is not None else None, data.get("since"),
+                   data.get("resume_map"), data.get("interrupts"))
+
+    def streamed(self, chunks: list[Chunk]) -> None:
+        """Add the interrupts of ``chunks`` to :attr:`interrupts`."""
+        found = [interrupt for namespace, mode, payload in chunks
+                 if not namespace and mode == "updates" and isinstance(payload, dict)
+                 for interrupt in payload.get(INTERRUPT, ())]
+        if found:
+            before = load_value(self.interrupts) if self.interrupts else []
+            self.interrupts = dump_value([*before, *found])
+
+    def all_interrupts(self) -> list[Any]:
+        """Every interrupt the run streamed."""
+        return load_value(self.interrupts) if self.interrupts else []
+
+
+@dataclass(frozen=True)
+class Todo:
+    """A task LangGraph's loop wants run: its id and its node's name."""
+
+    id: str
+    name: str
+
+
+@dataclass
+class Outcome:
+    """What :func:`advance` found: tasks to run, or the end of the run."""
+
+    snapshot: bytes
+    carry: Carry
+    chunks: list[Chunk] = field(default_factory=list)
+    todo: list[Todo] = field(default_factory=list)
+    status: str = "run"
+    """``run`` (``todo`` to run), ``done``, ``interrupted``, ``out_of_steps`` or
+    ``error`` (a node raised ``error``)."""
+    output: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's writes as the node process returns them."""
+
+    writes: list[tuple[str, Any]]
+    interrupted: bool = False
+    failed: bool = False
+    """The node raised: ``writes`` is ``[(ERROR, exception)]``."""
+    subgraphs: bytes | None = None
+    """The checkpoints of the subgraphs the task ran (namespaces other than the
+    graph's own), as a saver's bytes, so a subgraph resumes where it stopped."""
+
+
+class _Suspend(Exception):
+    """Leaves the loop where hayata must run tasks before it can go on."""
+
+
+def _inline(fn: Callable[..., Any], *args: Any, __name__: str | None = None,
+            __cancel_on_exit__: bool = False, __reraise_on_exit__: bool = True,
+            __next_tick__: bool = False, **kwargs: Any) -> concurrent.futures.Future[Any]:
+    """``BackgroundExecutor.submit`` done at once, in this thread."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    future.set_result(fn(*args, **kwargs))
+    return future
+
+
+class _Loop(SyncPregelLoop):
+    """LangGraph's loop with its checkpointer calls made in place: the saver
+    is in memory, and a thread per loop would cost more than the calls."""
+
+    @property
+    def submit(self) -> Any:
+        return _inline
+
+    @submit.setter
+    def submit(self, value: Any) -> None:
+        """The loop's own executor stays on its exit stack, unused."""
+
+
+def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], None],
+          modes: set[StreamMode], *, addressed: bool, breakpoints: bool,
+          runtime: Runtime[Any] | None = None, manager: Any = None) -> SyncPregelLoop:
+    graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
+    base: Any = settings.config(addressed=addressed)
+    if graph.config:
+        base = {**dict(graph.config), **base}
+    config: Any = graph._own_checkpoint_config(base)  # as Pregel.stream does
+    config[CONF][CONFIG_KEY_RUNTIME] = runtime or settings.runtime(graph)
+    return _Loop(
+        input, stream=StreamProtocol(stream, modes), config=config,
+        store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
+        output_keys=graph.output_channels if settings.output else graph.stream_channels_asis,
+        input_keys=graph.input_channels,
+        stream_keys=graph.stream_channels_asis,
+        interrupt_before=(graph.interrupt_before_nodes if breakpoints else ()),
+        interrupt_after=(graph.interrupt_after_nodes if breakpoints else ()),
+        manager=manager, durability="sync", trigger_to_nodes=graph.trigger_to_nodes,
+        migrate_checkpoint=graph._migrate_checkpoint,
+        retry_policy=graph.retry_policy, cache_policy=graph.cache_policy)
+
+
+def _reenter(loop: SyncPregelLoop, carry: Carry) -> None:
+    """Undo what opening the loop again did that a continuous run does not."""
+    if carry.seen is not None:
+        loop.checkpoint["versions_seen"][INTERRUPT] = dict(carry.seen)
+    else:
+        loop.checkpoint["versions_seen"].pop(INTERRUPT, None)
+    loop.stop = carry.stop
+    _resuming_flag(loop, carry)
+
+
+def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
+    if carry.resume_map is not None:
+        loop.config[CONF][CONFIG_KEY_RESUME_MAP] = load_value(carry.resume_map)
+    if loop.step == carry.first_step and carry.resuming:
+        loop.config[CONF][CONFIG_KEY_RESUMING] = True
+    else:
+        loop.config[CONF].pop(CONFIG_KEY_RESUMING, None)
+
+
+def advance(settings: Settings, snapshot: bytes | None, input: Any,
+            results: dict[str, TaskResult] | None, carry: Carry | None) -> Outcome:
+    """One decision: with ``results`` None, start the run with ``input``; else
+    hand the last step's task results to the loop and go on. Stops at the next
+    tasks to run or at the end of the run.
+
+    The outcome's snapshot holds the run's own checkpoints: from the thread's
+    latest when the run started on (:func:`trim_saver`); the thread's older
+    ones stay with the runs that made them."""
+    saver = load_saver(snapshot)
+    first = results is None
+    since = head_id(saver, settings.thread_id) if first else None
+    chunks: list[Chunk] = []
+    keep = [first]
+
+    def put(chunk: Chunk) -> None:
+        if keep[0]:
+            chunks.append(chunk)
+
+    modes: Any = set(settings.modes)
+    loop = _loop(settings, saver, input if first else None, put, modes,
+                 addressed=first, breakpoints=True)
+    pending = dict(results or {})
+    todo: list[Todo] = []
+    interrupted = False
+    try:
+        with loop:
+            if carry is None:
+                resume_map = loop.config[CONF].get(CONFIG_KEY_RESUME_MAP)
+                carry = Carry(loop.stop, loop.step,
+                              bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)),
+                              since=since, resume_map=None if resume_map is None
+                              else dump_value(resume_map))
+            else:
+                _reenter(loop, carry)
+            while loop.tick():
+                keep[0] = True
+                interrupts: list[Any] = []
+                errors: list[BaseException] = []
+                missing = []
+                # tasks of this superstep that this run already saw interrupted (in
+                # an earlier hayata step of the superstep): not run again before it ends
+                asked = {} if first else {
+                    tid: value for tid, channel, value in loop.checkpoint_pending_writes
+                    if channel == INTERRUPT}
+                for task in list(loop.tasks.values()):
+                    if task.writes:
+                        continue
+                    result = pending.pop(task.id, None)
+                    if result is not None and result.subgraphs:
+                        merge_saver(saver, load_saver(result.subgraphs))
+                    if result is None and task.name == START:
+                        result = _run_start(task)
+                    if result is None and task.id in asked:
+                        interrupts.extend(asked[task.id])
+                        continue
+                    if result is None:
+                        missing.append(Todo(task.id, task.name))
+                    elif result.failed:
+                        # as LangGraph's runner commits a task that raised
+                        errors.extend(v for c, v in result.writes if c == ERROR)
+                        task.writes.extend(result.writes)
+                        loop.put_writes(task.id, task.writes)
+                    elif result.interrupted:
+                        for channel, value in result.writes:
+                            if channel == INTERRUPT:
+                                interrupts.extend(value)
+                        loop.put_writes(task.id, result.writes)
+                    else:
+                        task.writes.extend(result.writes)
+                        loop.put_writes(task.id, task.writes)
+                if errors:
+                    # as LangGraph's runner: the first error ends the superstep, and
+                    # its tasks not run yet stay without writes (they run on resume)
+                    raise errors[0]
+                if missing:
+                    todo = missing
+                    raise _Suspend
+                if interrupts:
+                    interrupted = True
+                    raise GraphInterrupt(tuple(interrupts))
+                loop.after_tick()
+                _resuming_flag(loop, carry)
+    except _Suspend:
+        assert carry is not None
+        seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
+        carry.seen = copy.deepcopy(seen) if seen is not None else None
+        carry.streamed(chunks)
+        return Outcome(_carried(settings, saver, carry.since), carry, chunks, todo)
+    except Exception as exc:  # noqa: BLE001 - a node's error, or LangGraph's loop refused
+        # (EmptyInputError, InvalidUpdateError, ...): the run ends with it, as
+        # LangGraph's does, keeping what the loop saved before it raised
+        carry = carry or Carry(0, 0, False, since=since)
+        return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], "error",
+                       error=exc)
+    assert carry is not None
+    carry.streamed(chunks)
+    status: str = loop.status
+    if interrupted or status in ("interrupt_before", "interrupt_after"):
+        status = "interrupted"
+    return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], status,
+                   loop.output)
+
+
+def _run_start(task: PregelExecutableTask) -> TaskResult | None:
+    """Run the graph's ``__start__`` task here (it maps the input to channels,
+    and runs the path functions of conditional edges from START): no process
+    is worth a hop for it. None if it raised: then it runs as a task."""
+    try:
+        run_with_retry(task, None)
+    except Exception:  # noqa: BLE001 - any error: the task runs in a node instead
+        task.writes.clear()
+        return None
+    result = _done(task)
+    task.writes.clear()
+    return result
+
+
+def has_history_channels(settings: Settings) -> bool:
+    """Whether a channel of the graph reads its checkpoints' history (a
+    ``DeltaChannel``): its runs then carry the thread's whole history."""
+    graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
+    return any(isinstance(channel, DeltaChannel) for channel in graph.channels.values())
+
+
+def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
+    """The run's own checkpoints (from ``since``, the thread's head when it
+    started, on), or all of them for a graph with history channels."""
+    if has_history_channels(settings):
+        return dump_saver(saver)
+    return dump_saver(trim_saver(saver, settings.thread_id, since))
+
+
+@contextlib.contextmanager
+def open_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+              emit: Callable[[Chunk], None] | None) -> Iterator[PregelExecutableTask]:
+    """The executable task ``task_id`` of the superstep the loop is at, built
+    by LangGraph's loop opened on ``snapshot`` with LangGraph's own config."""
+    with _opened(settings, snapshot, carry, task_id, emit) as (task, _):
+        yield task
+
+
+@contextlib.contextmanager
+def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+            emit: Callable[[Chunk], None] | None
+            ) -> Iterator[tuple[PregelExecutableTask, InMemorySaver]]:
+    saver = load_saver(snapshot)
+    modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
+    graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
+    runtime = settings.runtime(graph)
+    manager = None
+    handler: StreamMessagesHandler | None = None
+    if emit is not None and "custom" in modes:
+        def writer(chunk: Any) -> None:
+            namespace = get_config()[CONF][CONFIG_KEY_CHECKPOINT_NS].split(NS_SEP)[:-1]
+            emit((tuple(namespace), "custom", chunk))
+        runtime = settings.runtime(graph, stream_writer=writer)
+    if emit is not None and "messages" in modes:
+        callbacks = get_callback_manager_for_config({})
+        handler = StreamMessagesHandler(emit, settings.subgraphs)
+        manager = callbacks.on_chain_start(None, {}, name=settings.graph)
+        manager.inheritable_handlers.append(handler)
+    loop = _loop(settings, saver, None, lambda chunk: None, set(), addressed=False,
+                 breakpoints=False, runtime=runtime, manager=manager)
+    with loop:
+        loop.stop = carry.stop
+        _resuming_flag(loop, carry)
+        if handler is not None:
+            handler.parent_ns = loop.checkpoint_ns
+        if emit is not None and settings.subgraphs:
+            # a subgraph run by the task streams into this (as Pregel.stream sets it)
+            loop.config[CONF][CONFIG_KEY_STREAM] = StreamProtocol(
+                emit, set(settings.modes))  # type: ignore[arg-type]
+        loop.tick()
+        task = loop.tasks.get(task_id)
+        if task is None:
+            raise LookupError(f"task {task_id} is not one of the superstep's tasks "
+                              f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
+                              "checkpoint changed under this run")
+        yield task, saver
+
+
+def _with_subgraphs(result: TaskResult, saver: InMemorySaver, settings: Settings
+                    ) -> TaskResult:
+    """``result`` with the checkpoints the task's subgraphs saved, if any."""
+    nested = subgraph_saver(saver, settings.thread_id)
+    if nested is None:
+        return result
+    return dataclasses.replace(result, subgraphs=dump_saver(nested))
+
+
+def _without_retries(task: PregelExecutableTask) -> PregelExecutableTask:
+    """The task with LangGraph's own retries off: hayata retries it durably."""
+    return dataclasses.replace(task, retry_policy=())
+
+
+def _done(task: PregelExecutableTask) -> TaskResult:
+    """The writes of a task that returned, as LangGraph's runner commits them."""
+    writes = list(task.writes)
+    if all(channel in CONTROL_WRITES for channel, _ in writes):
+        writes.append((NO_WRITES, None))
+    return TaskResult(writes)
+
+
+def finished_writes(task: PregelExecutableTask, update: Any) -> list[tuple[str, Any]]:
+    """The writes ``task`` makes when its node returns ``update``: the node's
+    own writers (channel writes, edges, conditional edges) run on it."""
+    task.writes.clear()
+    for writer in task.writers:
+        writer.invoke(update, task.config)
+    return _done(task).writes
+
+
+def _raised(task: PregelExecutableTask, exc: Exception, settings: Settings,
+            attempt: int) -> TaskResult:
+    """The result of a task that raised ``exc``, or ``exc`` (or a
+    :class:`RetryableTaskError`) raised again for hayata to handle."""
+    if isinstance(exc, GraphInterrupt):
+        writes: list[tuple[str, Any]] = [(INTERRUPT, exc.args[0])]
+        writes.extend(w for w in task.writes if w[0] == RESUME)
+        return TaskResult(writes, interrupted=True)
+    if isinstance(exc, GraphBubbleUp) or task.name in settings.raise_nodes:
+        raise exc
+    matching = next((p for p in task.retry_policy if _should_retry_on(p, exc)), None)
+    if matching is not None and attempt < matching.max_attempts:
+        raise RetryableTaskError(f"{task.name}: {type(exc).__name__}: {exc}") from exc
+    return TaskResult([(ERROR, exc)], failed=True)
+
+
+def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+             emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
+    """Run one task of the superstep the loop is at, in this process, as
+    LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
+    chunks (None: the run does not stream them).
+
+    A node's exception becomes the task's ``ERROR`` write, as LangGraph's
+    runner records it; but when the node's ``retry_policy`` retries it and
+    ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
+    :class:`RetryableTaskError` is raised instead so hayata retries the task
+    durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
+    with _opened(settings, snapshot, carry, task_id, emit) as (task, saver):
+        try:
+            run_with_retry(_without_retries(task), None)
+        except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
+            return _with_subgraphs(_raised(task, exc, settings, attempt), saver, settings)
+        return _with_subgraphs(_done(task), saver, settings)
+
+
+async def arun_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
+                    emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
+    """:func:`run_task` for an ``async def`` node, on the caller's event loop."""
+    with _opened(settings, snapshot, carry, task_id, emit) as (task, saver):
+        try:
+            await arun_with_retry(_without_retries(task), None)
+        except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
+            return _with_subgraphs(_raised(task, exc, settings, attempt), saver, settings)
+        return _with_subgraphs(_done(task), saver, settings)

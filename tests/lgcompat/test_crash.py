@@ -1,0 +1,197 @@
+"""kill -9 of the whole system in the middle of a graph: on the same thread,
+``invoke(None, config)`` reuses the completed node, refuses the node whose
+outcome is unknown with ``hylg.TaskUncertain``, and once that node is declared
+idempotent runs it again and goes on; nothing completed runs twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hayata_py as hy
+from hayata_py import langgraph as hylg
+from tests.helpers import eventually, find, in_thread
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def counts(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "counts"
+    folder.mkdir()
+    old = os.environ.get("LGCOMPAT_DIR")
+    os.environ["LGCOMPAT_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("LGCOMPAT_DIR", None)
+    else:
+        os.environ["LGCOMPAT_DIR"] = old
+
+
+def runs(folder: Path, name: str) -> int:
+    path = folder / f"{name}.runs"
+    return len(path.read_text()) if path.exists() else 0
+
+
+def test_whole_system_kill_mid_node(tmp_path: Path, counts: Path) -> None:
+    config = {"configurable": {"thread_id": "crash-1"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60,
+                   message="node b started")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 1, 0)
+
+    (counts / "release").write_text("go")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow")
+        with pytest.raises(hylg.TaskUncertain) as caught:
+            app.invoke(None, config)
+        error = caught.value
+        assert isinstance(error, hy.HayataError) and error.code == "task_uncertain"
+        assert error.details["nodes"] == ["b"] and error.details["task_ids"]
+        assert "uncertain='interrupt'" in str(error) and "abandon" in str(error)
+        assert runs(counts, "slow_b") == 1
+        system.stop_agent("slow")
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow",
+                           idempotent_nodes={"b"})
+        final = app.invoke(None, config)
+        assert final == {"steps": ["a", "b", "c"]}
+        assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
+
+
+def _edge(system: hy.AgentSystem, node: str) -> int:
+    row = find(system.tree(), "edge", f"{node}.edge-1")
+    assert row is not None, "no edge of node b"
+    return int(row["pid"])
+
+
+def test_edge_kill_mid_node_keeps_the_runs_progress(tmp_path: Path, counts: Path) -> None:
+    config = {"configurable": {"thread_id": "edge-1"}}
+    with hy.AgentSystem(tmp_path / "data") as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-edge")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        os.kill(_edge(system, "b"), signal.SIGKILL)
+        with pytest.raises(hy.HayataError) as caught:
+            running.result(timeout=60)
+        assert caught.value.code == "node_failed"
+        state = app.get_state(config)
+        assert state.values == {"steps": ["a"]} and state.next == ("b",)
+        assert "node_failed" in str(state.tasks[0].error)
+        assert [s.next for s in app.get_state_history(config)] == [("b",), ("a",),
+                                                                  ("__start__",)]
+        (counts / "release").write_text("go")
+        assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+        # the history runs through the failed run's progress into the one after it
+        assert [s.next for s in app.get_state_history(config)] == [
+            (), ("c",), ("b",), ("a",), ("__start__",)]
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
+
+
+def test_agent_kill_mid_node_then_invoke_none_goes_on(tmp_path: Path, counts: Path) -> None:
+    config = {"configurable": {"thread_id": "agent-1"}}
+    with hy.AgentSystem(tmp_path / "data") as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-agent")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        agent = find(system.tree(), "agent", "agent")
+        assert agent is not None
+        os.kill(int(agent["pid"]), signal.SIGKILL)
+        with pytest.raises(hy.HayataError) as caught:
+            running.result(timeout=60)
+        assert caught.value.code in ("recovery_required", "invocation_interrupted")
+        # the edge lives on and finishes node b; its result is recorded
+        (counts / "release").write_text("go")
+
+        def b_completed() -> bool:
+            return any(record.node_id == "b" and record.status == "completed"
+                       for record, _ in app.agent.tasks())
+        eventually(b_completed, timeout=60, message="node b's result recorded")
+        assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 1, 1)
+
+
+def test_uncertain_as_an_interrupt(tmp_path: Path, counts: Path) -> None:
+    """uncertain="interrupt": three runs cut off in node b by a whole-system
+    kill, each answered one way: completed (with the node's update), rerun, abandon."""
+    from langgraph.types import Command
+
+    threads = ["said-done", "said-rerun", "said-abandon"]
+    configs = {t: {"configurable": {"thread_id": t}} for t in threads}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-ask",
+                           max_invocations=3)
+        def start(thread: str) -> Any:
+            return in_thread(lambda: app.invoke({"steps": []}, configs[thread]))
+
+        running = [start(t) for t in threads]
+        eventually(lambda: runs(counts, "slow_b") == 3, timeout=60,
+                   message="node b started in the three runs")
+        system.kill()
+        for future in running:
+            with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+                future.result(timeout=60)
+    finally:
+        system.shutdown()
+    (counts / "release").write_text("go")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-ask",
+                           max_invocations=3, uncertain="interrupt")
+        for thread in threads:
+            paused = app.invoke(None, configs[thread])
+            assert paused["steps"] == ["a"]
+            (asked,) = paused["__interrupt__"]
+            assert asked.value["uncertain"]["node"] == "b"
+            assert asked.value["uncertain"]["input"] == {"steps": ["a"]}
+            assert app.get_state(configs[thread]).next == ("b",)
+        done = app.invoke(Command(resume={"completed": {"steps": ["b-said"]}}),
+                          configs["said-done"])
+        assert done == {"steps": ["a", "b-said", "c"]}
+        assert runs(counts, "slow_b") == 3
+        rerun = app.invoke(Command(resume={"rerun": True}), configs["said-rerun"])
+        assert rerun == {"steps": ["a", "b", "c"]}
+        assert runs(counts, "slow_b") == 4
+        abandoned = app.invoke(Command(resume={"abandon": True}), configs["said-abandon"])
+        assert abandoned == {"steps": ["a"]}
+        assert app.get_state(configs["said-abandon"]).next == ("b",)
+    assert runs(counts, "slow_a") == 3 and runs(counts, "slow_c") == 2
+
+
+def test_whole_system_kill_then_auto_recover(tmp_path: Path, counts: Path) -> None:
+    """With auto_recover and the cut-off node declared idempotent, the restarted
+    agent goes on by itself; invoke(None, config) waits for that run's end."""
+    config = {"configurable": {"thread_id": "auto-1"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-auto")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    (counts / "release").write_text("go")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-auto",
+                           auto_recover=True, idempotent_nodes={"b"})
+        assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+        assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
