@@ -1,13 +1,14 @@
 # Two entry points for a fresh machine:
 #   make demo   -> creates .venv, installs, runs the hello example (Python 3.11+ and make)
 #   make test   -> creates .venv, installs, gets the observer test's browser (make browser),
-#                  runs ruff, mypy and the test suite
+#                  runs ruff, mypy and the test suite (every folder of tests/)
+# and one for every change: make test-quick -> tests/unit alone, in under a minute.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,14 +32,34 @@ typecheck: $(STAMP)
 browser: $(STAMP)
 	@$(PY) -m tests.browser
 
-# Two workers (pytest-xdist): the suite's tests mostly wait on actor processes.
-# PYTEST_WORKERS=0 runs it in this one process.
+# The whole suite, every folder of tests/ (pyproject's testpaths): unit, runtime,
+# supervisors, cli, examples, store and chaos. Two workers (pytest-xdist): the
+# suite's tests mostly wait on actor processes. PYTEST_WORKERS=0 runs it in this
+# one process.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP) browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
+# The quick suite: tests/unit, the tests that start no process and reach no
+# database server (tests/unit/conftest.py fails one that does), in under a
+# minute on two cores. In this one process: two workers would each import
+# everything again, which costs more than they save here.
+test-quick: $(STAMP)
+	$(PY) -m pytest tests/unit -n 0
+
 # The browser first: a machine that cannot have one stops at once.
 test: browser lint typecheck pytest
+
+# The Agent Server API conformance suite (tests/serve_api) against LangGraph's
+# own local server: starts `langgraph dev` on a loopback port from a venv of
+# its own (LGDEV_VENV, made and installed if missing; never the project's),
+# runs the suite with the langgraph-sdk client, stops the server. Not part of
+# `make test`, which does not collect tests/serve_api. Against another server:
+# `pytest tests/serve_api --server-url URL`.
+LGDEV_VENV ?= .venv-langgraph-dev
+.PHONY: test-serve-reference
+test-serve-reference: $(STAMP)
+	$(PY) -m tests.serve_api.reference --venv $(LGDEV_VENV)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
@@ -60,7 +81,7 @@ bench-memory-floor: $(STAMP)
 	$(PY) -m benchmarks.bench_memory_floor
 
 # A map step of 100, 1,000 and 10,000 trivial items side by side with LangGraph
-# Send (issue 23: hayata_py linear in the item count); writes benchmarks/results/map.json.
+# Send (hayata_py stays linear in the item count); writes benchmarks/results/map.json.
 bench-map: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks.bench_map --items 100,1000,10000 --samples 2
@@ -74,7 +95,7 @@ bench-langgraph-runner: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks.bench_langgraph_runner $(BENCH_LG_RUNNER_ARGS)
 
-# Agents as services (issue 21): C conversations at once on one agent
+# Agents as services: C conversations at once on one agent
 # (max_invocations=C) vs one compiled LangGraph graph (AsyncSqliteSaver),
 # C = 100, 1,000, 10,000 with a 200 ms llm step and 1,000 with 0 ms; writes
 # benchmarks/results/service.json. E.g. BENCH_SERVICE_ARGS=--quick.

@@ -72,7 +72,7 @@ class FloorParent(Actor):  # type: ignore[misc]
         if isinstance(message, tuple) and message[:1] == ("leaves",):
             _, count, preload = message
             if preload:
-                from hayata_py._actors.tree import preload_runtime
+                from hayata_py._actors.supervision_tree import preload_runtime
 
                 preload_runtime()
             gc.freeze()  # as supervisors do before every fork

@@ -10,7 +10,7 @@ the state its first ended with (``turns`` counts them). ``llm`` is declared
 idempotent (asking the model again is harmless), so after a crash
 ``auto_recover`` goes on with every conversation by itself.
 
-From a shell (see VM_RECOVERY_TESTS.md, drill 8):
+From a shell:
 
     hayata system start
     hayata agent start examples.service:config
@@ -20,7 +20,6 @@ From a shell (see VM_RECOVERY_TESTS.md, drill 8):
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 import threading
@@ -28,33 +27,20 @@ import time
 from typing import Any
 
 import hayata_py as hy
-from examples.drills.effects import append_effect
 
 LLM_SECONDS = 0.2
 
 
-def _effect(ctx: hy.NodeContext, event: str) -> None:
-    """A drill's side-effect line (``input["effects"]``: a file), to count what ran."""
-    if ctx.input.get("effects"):
-        append_effect(ctx, event, ctx.node_id, ctx.invocation_id)
-
-
 def plan(ctx: hy.NodeContext) -> dict[str, Any]:
-    _effect(ctx, "run")
     return {"plan": f"answer {ctx.input.get('question')!r}"}
 
 
 async def llm(ctx: hy.NodeContext) -> dict[str, Any]:
-    _effect(ctx, "run")
-    await asyncio.sleep(float(ctx.input.get("delay", LLM_SECONDS)))  # the model call
-    gate = ctx.input.get("gate")  # a drill holds the call open until this file exists
-    while gate and not os.path.exists(gate):
-        await asyncio.sleep(0.05)
+    await asyncio.sleep(LLM_SECONDS)  # the model call
     return {"draft": f"draft for {ctx.input.get('question')!r}"}
 
 
 def answer(ctx: hy.NodeContext) -> dict[str, Any]:
-    _effect(ctx, "run")
     return {"answer": ctx.state.get("draft"), "turns": int(ctx.state.get("turns", 0)) + 1}
 
 
@@ -74,7 +60,7 @@ def config(max_invocations: int = 1000) -> hy.AgentConfig:
         max_invocations=max_invocations,
         edge_concurrency={"llm": 200},
         node_concurrency={"llm": 8, "plan": 2, "answer": 2},
-        idempotent_nodes={"llm"},
+        idempotent_nodes=frozenset({"llm"}),
         auto_recover=True,
     )
 

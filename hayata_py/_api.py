@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from thespian.actors import ActorAddress
 
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors._protocol import Describe, Description, GetSystemInfo, SystemInfo
-from hayata_py._actors.tree import (
+from hayata_py._actor_messages import Describe, Description, GetSystemInfo, SystemInfo
+from hayata_py._actors.supervision_tree import (
     AGENT_PREFIX,
     NODE_PREFIX,
     TOP_FLAGS,

@@ -1,6 +1,6 @@
 """Circuit breakers: the user's setting (:class:`CircuitBreaker`) and what an
 agent reports of one (:class:`CircuitStatus`). The breaker itself is pure
-code in :mod:`hayata_py._actors.circuits`."""
+code in :mod:`hayata_py._rules.circuits`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hypothesis strategies and checks shared by the tests/test_bad_input_*.py files.
+"""Hypothesis strategies and checks shared by the test_bad_input_*.py files (tests/unit,
+tests/runtime, tests/store).
 
 Every boundary is fed arbitrary values: each must be accepted, or refused with
 an error of the project's hierarchy (:class:`hayata_py.HayataError`) that has

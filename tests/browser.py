@@ -28,7 +28,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stab
 DRIVER = "chromedriver"
 APT_PACKAGES = ("chromium", "chromium-driver")
 APT_TIMEOUT = 900.0  # seconds for `apt-get update` and for `apt-get install`
-MISSING = ("the observer's browser test (tests/test_observer_browser.py) needs Chromium and "
+MISSING = ("the observer's browser test (tests/cli/test_observer_browser.py) needs Chromium and "
            "chromedriver, and none was found, installed or downloaded: install them "
            "(Debian/Ubuntu, as root: apt-get update && apt-get install -y chromium "
            "chromium-driver), or let Selenium Manager download Chrome for Testing (it needs "

@@ -16,6 +16,18 @@ from supervisors._system import STARTED_SESSIONS, session_processes
 if TYPE_CHECKING:
     from tests.pg import PgServer
 
+#: The Agent Server API conformance suite drives a running server; it is
+#: collected only when one is given (tests/serve_api/conftest.py).
+SERVE_API = Path(__file__).parent / "serve_api"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave tests/serve_api out of a run that names no server to drive."""
+    if collection_path == SERVE_API:
+        given = config.getoption("server_url", default=None) or os.environ.get("SERVE_API_URL")
+        return True if not given else None
+    return None
+
 
 @pytest.fixture(autouse=True)
 def no_leaked_processes() -> Iterator[None]:

@@ -7,6 +7,10 @@ stays usable). The call blocks the edge exactly like a plain function,
 ``ctx.streamer`` is called from the loop's thread, and cancelling or timing
 out the task still kills the edge process. With ``edge_concurrency`` > 1 the
 edge runs its tasks on a loop thread instead (``edge_loop.py``).
+
+What a call ended with is read the same on either path: a returned dict that
+can be stored is its result (:func:`checked`); anything raised is
+``node_failed`` (:func:`failure`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from hayata_py._actor_messages import RunTask
 from hayata_py._callables import resolve_callable
+from hayata_py._codec import check_encodable
+from hayata_py._errors import EncodingError, ErrorInfo
 
 _runner: asyncio.Runner | None = None
 
@@ -51,3 +58,27 @@ def _loop_runner() -> asyncio.Runner:
     if _runner is None:
         _runner = asyncio.Runner()
     return _runner
+
+
+def failure(exc: BaseException, execute: RunTask) -> ErrorInfo:
+    """A node function that raised: ``node_failed``, retryable if its policy says so."""
+    name = type(exc).__name__
+    return ErrorInfo("node_failed", f"{name}: {exc}", {
+        "node_id": execute.node_id, "type": name, "attempt": execute.attempt,
+        "attempts": [*execute.history, name], "retryable": matches(exc, execute.retry_on)})
+
+
+def checked(node_id: str, result: Any) -> tuple[Any, ErrorInfo | None]:
+    """A node's return value, or why it is no result (not a dict, not storable)."""
+    if not isinstance(result, dict):
+        return None, ErrorInfo(
+            "invalid_node_result",
+            f"node {node_id!r} returned {type(result).__name__}; a node must return a dict",
+            {"node_id": node_id, "returned": type(result).__name__})
+    try:
+        check_encodable(result, "result")
+    except EncodingError as exc:
+        return None, ErrorInfo("invalid_node_result",
+                               f"node {node_id!r} returned a value that cannot be "
+                               f"stored: {exc}", {"node_id": node_id, **exc.details})
+    return result, None

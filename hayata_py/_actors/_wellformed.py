@@ -34,7 +34,7 @@ _ADDRESS_FIELDS = frozenset({"agent", "address", "watcher", "subscriber", "reply
 _MAY_BE_NONE = frozenset({("EdgeInit", "watcher"), ("NodeEvent", "address"),
                           ("WatchNodes", "subscriber")})
 """The address fields that may hold None (no watcher yet, a node that is down)."""
-_PROTOCOL = "hayata_py._actors._protocol"
+_PROTOCOL = "hayata_py._actor_messages"
 _DEPTH = 4
 
 

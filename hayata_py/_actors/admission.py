@@ -1,8 +1,8 @@
 """How an agent lets invocations in: new runs (on threads, enqueued, created in
-groups), recoveries and resumes, and ``auto_recover``; a mixin of
+groups), recoveries and resumes, and ``auto_recover``; a part of
 :class:`~hayata_py._actors.agent.AgentActor`, which carries out the rest.
 
-Every run that is let in ends in :meth:`Admission._begin`: its machine joins the
+Every run that is let in ends in :meth:`Admission.begin`: its machine joins the
 agent's table and gets its first event. Its sender hears ``RunAccepted`` then,
 or, for a ``Run(wait=True)`` (``AgentRef.invoke``), only the ``ResultReply`` at
 its end, as a ``WaitResult`` would. With ``max_invocations > 1`` and a
@@ -16,60 +16,71 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import random
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors import pauses, recoveries
-from hayata_py._actors.boundary import validate_run
+from hayata_py._actors import recovery_requests
 from hayata_py._actors.eventlog import EventLog
+from hayata_py._actors.in_flight import AgentHost, Commit, Creating, InFlight, Queued
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.running import Commit, Creating, Queued, Running
+from hayata_py._actors.node_watch import NodeWatch
+from hayata_py._actors.run_checks import validate_run
 from hayata_py._actors.spans import InvocationSpans
-from hayata_py._actors.timers import Deadlines
 from hayata_py._config import AgentSpec
 from hayata_py._errors import RecoveryRejected, RunRejected, StoreError
+from hayata_py._rules import admission, pauses
+from hayata_py._rules.deadlines import Deadlines
 from hayata_py.messages import Caller, Recover, ResumePaused, Run, RunAccepted
 from hayata_py.store import InvocationRecord
 
 
 class Admission:
-    """Runs, recoveries and resumes into the agent's table of invocations."""
+    """Runs, recoveries and resumes into the agent's table of invocations
+    (``running``, which the agent owns), and the group commit of their creates
+    and finishes."""
 
-    spec: AgentSpec
-    log: Any
-    ledger: Ledger
-    rules: m.Rules
-    spans: InvocationSpans
-    deadlines: Deadlines
-    events: EventLog
-    running: dict[str, Running]
-    queued: dict[str, Queued]
-    creating: list[Creating]
-    finishing: list[tuple[Running, m.RecordResult]]
-    commit_pending: bool
-    batching: bool
-    unplaced: dict[str, str]
-    run_ids: itertools.count[int]
-    myAddress: Any
-    send: Callable[[Any, Any], None]
-    _feed: Callable[[Running, m.Event], None]
-    _reply: Callable[[Any, Any, Any], None]
+    def __init__(self, host: AgentHost, running: dict[str, InFlight], spec: AgentSpec,
+                 log: Any, ledger: Ledger, rules: m.Rules, spans: InvocationSpans,
+                 deadlines: Deadlines, events: EventLog, nodes: NodeWatch) -> None:
+        self.host = host
+        self.running = running
+        self.spec = spec
+        self.log = log
+        self.ledger = ledger
+        self.rules = rules
+        self.spans = spans
+        self.deadlines = deadlines
+        self.events = events
+        self.nodes = nodes  # which nodes cannot be placed now (recovery reads it)
+        # Run identities: unique across this agent's restarts too (a random start).
+        self.run_ids = itertools.count(random.randrange(1, 2**62))
+        self.queued: dict[str, Queued] = {}
+        self.auto_pending = spec.auto_recover and bool(ledger.unfinished)
+        """``auto_recover`` has yet to look at the unfinished invocations (it does
+        once the node table is known)."""
+        # Group commit, for an agent serving many invocations: creates and finishes
+        # that arrive together share one transaction (one fsync). One invocation
+        # at a time keeps its single writes: nothing to share, no extra hop.
+        self.batching = not ledger.single and ledger.store is not None
+        self.creating: list[Creating] = []
+        self.finishing: list[tuple[InFlight, m.RecordResult]] = []
+        self.commit_pending = False
 
     # -- starting a run ---------------------------------------------------------------
 
-    def _on_run(self, run: Run, sender: Any) -> None:
+    def on_run(self, run: Run, sender: Any) -> None:
         first = next(iter(self.running), None) or next(
             (c.invocation_id for c in self.creating), None)
         rejected = self.ledger.refuse(run, len(self.running) + len(self.creating), first)
         if rejected is not None:
-            self._reply(sender, run, rejected)
+            self.host.reply(sender, run, rejected)
             return
         invocation_id = run.invocation_id or uuid.uuid4().hex
         if run.invocation_id is not None and self._taken(invocation_id):
-            self._reply(sender, run, RunRejected(
+            self.host.reply(sender, run, RunRejected(
                 f"invocation {invocation_id} already exists; choose a new invocation_id",
                 code="invocation_exists", invocation_id=invocation_id))
             return
@@ -92,7 +103,7 @@ class Admission:
             self._created(creating, token)
             return
         self.creating.append(creating)  # created with the others that came meanwhile
-        self._commit_soon()
+        self.commit_soon()
 
     def _taken(self, invocation_id: str) -> bool:
         """A sender's chosen id that this agent runs, queues or is creating (the
@@ -100,14 +111,21 @@ class Admission:
         return invocation_id in self.running or invocation_id in self.queued or any(
             c.invocation_id == invocation_id for c in self.creating)
 
-    def _commit_soon(self) -> None:
+    def commit_soon(self) -> None:
         """Group commit: a message to itself, handled after those already waiting,
         carries out every create and finish gathered by then in one transaction."""
         if not self.commit_pending:
             self.commit_pending = True
-            self.send(self.myAddress, Commit())
+            self.host.send(self.host.myAddress, Commit())
 
-    def _commit(self) -> None:
+    def finish_later(self, run: InFlight, cmd: m.RecordResult) -> None:
+        """Record ``run``'s end with the others that end meanwhile (group commit)."""
+        self.finishing.append((run, cmd))
+        self.commit_soon()
+
+    def commit(self) -> None:
+        """Carry out every create and finish gathered so far, in one transaction
+        each (the agent's :class:`Commit` to itself came back)."""
         self.commit_pending = False
         creating, self.creating = self.creating, []
         if creating:
@@ -122,7 +140,7 @@ class Admission:
             with self.events.batched():  # the ends' events: one write
                 for (run, _cmd), (refused, started) in zip(finishing, ends, strict=True):
                     run.next_started = started
-                    self._feed(run, refused or m.ResultRecorded())
+                    self.host.feed(run, refused or m.ResultRecorded())
 
     def _created(self, pending: Creating, token: int | StoreError) -> None:
         """A create came back: begin the invocation, or answer why not."""
@@ -130,21 +148,13 @@ class Admission:
         if isinstance(token, int):
             seed = m.Seed(invocation_id, run.input, pending.state, run.stream,
                           thread=run.thread)
-            self._begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
+            self.begin(seed, token, run.subscriber, sender, m.Begin(), request=run)
             return
-        exc = token
-        if exc.code == "thread_busy" and run.multitask == "enqueue":
+        refused = admission.create_refused(self.spec.id, run, token)
+        if refused is admission.Created.ENQUEUE:
             self._enqueue(invocation_id, run, sender)
             return
-        if exc.code in ("thread_busy", "thread_changed"):
-            self._reply(sender, run, RunRejected(
-                f"thread {run.thread!r} of agent {self.spec.id!r} is running invocation "
-                f"{exc.details.get('invocation_id')}; wait for it, or run with "
-                "multitask='enqueue'", code="thread_busy", thread=run.thread,
-                invocation_id=exc.details.get("invocation_id")))
-            return
-        self._reply(sender, run, RunRejected(f"could not record the invocation: {exc}",
-                                             code=exc.code))
+        self.host.reply(sender, run, refused)
 
     def _enqueue(self, invocation_id: str, run: Run, sender: Any) -> None:
         assert run.thread is not None
@@ -152,9 +162,9 @@ class Admission:
             place = self.ledger.enqueue(invocation_id, run.thread, run.input, run.stream)
         except StoreError as exc:
             if exc.code == "thread_free":  # it ended meanwhile (another system): start it
-                self._on_run(dataclasses.replace(run, multitask="reject"), sender)
+                self.on_run(dataclasses.replace(run, multitask="reject"), sender)
                 return
-            self._reply(sender, run, RunRejected(f"could not enqueue the run: {exc}",
+            self.host.reply(sender, run, RunRejected(f"could not enqueue the run: {exc}",
                                                  code=exc.code))
             return
         subscriber = sender if isinstance(run.subscriber, Caller) else run.subscriber
@@ -162,19 +172,19 @@ class Admission:
         self.log.info("invocation_enqueued", invocation_id=invocation_id, thread=run.thread,
                       place=place)
         if run.wait:
-            self.ledger.wait_for(invocation_id, sender, run.ref)
+            self.ledger.results.wait_for(invocation_id, sender, run.ref)
         else:
-            self._reply(sender, run, RunAccepted(invocation_id, queued=place))
+            self.host.reply(sender, run, RunAccepted(invocation_id, queued=place))
 
-    def _start_queued(self, record: InvocationRecord) -> None:
+    def start_queued(self, record: InvocationRecord) -> None:
         """The store started the next queued run of a thread (with the end of the
         one before it): run it."""
         who = self.queued.pop(record.invocation_id, Queued(None, False))
         seed = m.Seed(record.invocation_id, record.input, dict(record.state),
                       who.stream and who.subscriber is not None, thread=record.thread_id)
-        self._begin(seed, 1, who.subscriber, None, m.Begin())
+        self.begin(seed, 1, who.subscriber, None, m.Begin())
 
-    def _on_recover(self, message: Recover | ResumePaused, sender: Any) -> None:
+    def on_recover(self, message: Recover | ResumePaused, sender: Any) -> None:
         """``recover()`` an interrupted invocation, or ``resume()`` a paused one."""
         rejected = validate_run(Run(None, message.subscriber, message.stream))
         busy = self._busy()
@@ -183,31 +193,26 @@ class Admission:
             answer = rejected
         elif busy is not None:
             answer = busy if self.ledger.unfinished or isinstance(message, ResumePaused) \
-                else recoveries.nothing(self.ledger)
+                else recovery_requests.nothing(self.ledger)
         elif isinstance(message, Recover):
-            answer = recoveries.recover(self.ledger, message.invocation_id, self.unplaced)
+            answer = recovery_requests.recover(self.ledger, message.invocation_id,
+                                               self.nodes.unplaced)
         else:
-            answer = recoveries.resume(self.ledger, message)
+            answer = recovery_requests.resume(self.ledger, message)
         if not isinstance(answer, tuple):
-            self._reply(sender, message, answer)
+            self.host.reply(sender, message, answer)
             return
         value = message.value if isinstance(message, ResumePaused) else None
-        self._resume(answer, message.subscriber, message.stream, sender,
+        self.resume(answer, message.subscriber, message.stream, sender,
                      isinstance(message, Recover), value, request=message)
 
     def _busy(self) -> RunRejected | None:
-        running = len(self.running)
-        if running < self.spec.max_invocations:
-            return None
-        first = next(iter(self.running))
-        if self.ledger.single:
-            return RunRejected(f"agent {self.spec.id!r} is running invocation {first}",
-                               code="agent_busy", invocation_id=first)
-        return RunRejected(f"agent {self.spec.id!r} runs {running} invocations, its "
-                           "max_invocations", code="agent_busy", running=running,
-                           max_invocations=self.spec.max_invocations)
+        return admission.agent_full(self.spec.id, single=self.ledger.single,
+                                    running=len(self.running),
+                                    max_invocations=self.spec.max_invocations,
+                                    first=next(iter(self.running), None))
 
-    def _resume(self, recovered: recoveries.Recovered, subscriber: Any, stream: bool,
+    def resume(self, recovered: recovery_requests.Recovered, subscriber: Any, stream: bool,
                 sender: Any, recover: bool, value: Any = None, automatic: bool = False,
                 request: Any = None) -> None:
         record, token, resume = recovered
@@ -218,32 +223,33 @@ class Admission:
                       compensation=self.ledger.compensations(record.invocation_id))
         self.log.info("invocation_recovered" if recover else "invocation_resumed",
                       invocation_id=seed.invocation_id, step=seed.step, automatic=automatic)
-        self._begin(seed, token, subscriber, sender, resume, automatic, request)
+        self.begin(seed, token, subscriber, sender, resume, automatic, request)
 
-    def _auto_recover(self) -> None:
+    def auto_recover(self) -> None:
         """``auto_recover``: go on with every unfinished invocation that recovery can
         carry on alone; the others (uncertain, paused, busy) wait, listed."""
+        self.auto_pending = False
         recovered, left = [], []
         for invocation_id in list(self.ledger.unfinished):
             if len(self.running) >= self.spec.max_invocations:
                 left.append(invocation_id)
                 continue
-            answer = recoveries.recover(self.ledger, invocation_id, self.unplaced)
+            answer = recovery_requests.recover(self.ledger, invocation_id, self.nodes.unplaced)
             if isinstance(answer, RecoveryRejected):
                 left.append(invocation_id)
                 continue
             recovered.append(invocation_id)
-            self._resume(answer, None, False, None, True, automatic=True)
-        self.ledger.release(left)
+            self.resume(answer, None, False, None, True, automatic=True)
+        self.ledger.results.release(left)
         self.log.info("auto_recovered", recovered=recovered, waiting=left)
         telemetry.execute(telemetry.AUTO_RECOVERY, {"recovered": len(recovered),
                                                    "waiting": len(left)},
                           {"agent_id": self.spec.id, "recovered": recovered, "waiting": left})
 
-    def _begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
+    def begin(self, seed: m.Seed, token: int, subscriber: Any, sender: Any,
                first: m.Begin | m.Resume, automatic: bool = False, request: Any = None
                ) -> None:
-        run = Running(m.Invocation(seed, self.rules), token,
+        run = InFlight(m.Invocation(seed, self.rules), token,
                       sender if isinstance(subscriber, Caller) else subscriber,
                       run_id=next(self.run_ids))
         if self.ledger.store is not None and len(self.running) == 0:
@@ -251,10 +257,10 @@ class Admission:
         self.running[seed.invocation_id] = run
         self.spans.start(seed.invocation_id, isinstance(first, m.Resume), automatic)
         if isinstance(request, Run) and request.wait:  # invoke: the answer is the result
-            self.ledger.wait_for(seed.invocation_id, sender, request.ref)
+            self.ledger.results.wait_for(seed.invocation_id, sender, request.ref)
         elif sender is not None:
-            self._reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id,
+            self.host.reply(sender, request, RunAccepted(seed.invocation_id, run=run.run_id,
                                                      first=seed.sequence + 1))
         self.log.info("invocation_started", invocation_id=seed.invocation_id)
-        self._feed(run, first)
+        self.host.feed(run, first)
 

@@ -3,55 +3,56 @@
 It turns messages into the machines' events and carries out their commands:
 calling the decision policy, durable writes (the
 :class:`~hayata_py._actors.ledger.Ledger`), sending tasks straight to edges
-(the :class:`~hayata_py._actors.edges.EdgePool`), cancelling them, arming
+(the :class:`~hayata_py._rules.edge_pool.EdgePool`), cancelling them, arming
 each task's deadline and retry backoff, and sending results. Each machine
 alone decides when its steps and its invocation are over.
 
 An agent runs up to ``max_invocations`` invocations at once. Every message
 about a running one names it (a task's execution id is
 ``<invocation>:<step>``), so it reaches its machine in O(1); deadlines of all
-of them share one heap (``timers.py``); tasks of all of them wait for edges in
-one first-in first-out queue per node (``edges.py``).
+of them share one heap (``_rules/deadlines.py``); tasks of all of them wait for edges in
+one first-in first-out queue per node (``_rules/edge_pool.py``).
 
-How runs are let in is the :class:`~hayata_py._actors.admission.Admission`
-mixin's; the timers, the leases' renewal among them, are the
-:class:`~hayata_py._actors.upkeep.Upkeep` mixin's; its nodes and edges coming
-and going, the :class:`~hayata_py._actors.membership.Membership` mixin's.
+Its parts each own their state behind a small interface: how runs are let in
+(and the group commit), :class:`~hayata_py._actors.admission.Admission`; the
+timers, the leases' renewal among them,
+:class:`~hayata_py._actors.agent_timers.AgentTimers`; its nodes and edges
+coming and going, :class:`~hayata_py._actors.node_watch.NodeWatch`. Every
+message goes to its handler through one table, :data:`ROUTES`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from thespian.actors import WakeupMessage
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
-from hayata_py._actors import _protocol as p
-from hayata_py._actors import procs, recoveries
+from hayata_py._actors import recovery_requests
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._actors.admission import Admission
-from hayata_py._actors.boundary import validate_run as validate_run
+from hayata_py._actors.agent_timers import AgentTimers
 from hayata_py._actors.caching import NodeCache
 from hayata_py._actors.circuit_gate import CircuitGate
-from hayata_py._actors.edges import EdgePool, chain_windows, run_task
 from hayata_py._actors.eventlog import EventLog
+from hayata_py._actors.in_flight import Commit, InFlight
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.maps import COMMANDS, MESSAGES, MapLink
-from hayata_py._actors.membership import Membership
-from hayata_py._actors.outbox import Outbox
-from hayata_py._actors.running import Commit, Creating, Queued, Running
+from hayata_py._actors.node_watch import NodeWatch
+from hayata_py._actors.run_checks import validate_run as validate_run
 from hayata_py._actors.spans import InvocationSpans
-from hayata_py._actors.timers import Deadlines, invocation_of
 from hayata_py._actors.transmits import busy_targets
-from hayata_py._actors.upkeep import Upkeep
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import HayataError
 from hayata_py._invocation.compensation import is_compensation
+from hayata_py._rules.deadlines import Deadlines, invocation_of
+from hayata_py._rules.edge_pool import EdgePool, chain_windows, run_task
+from hayata_py._rules.map_link import COMMANDS, MESSAGES, MapLink
+from hayata_py._rules.outbox import Outbox
 from hayata_py.messages import (
     Abandon,
     Ack,
@@ -66,7 +67,6 @@ from hayata_py.messages import (
     UnfinishedList,
     WaitResult,
 )
-from hayata_py.store import task_id_for
 from supervisors import SupervisedActor
 
 OUTBOX_RECHECK = 0.002
@@ -74,8 +74,16 @@ OUTBOX_RECHECK = 0.002
 still receiving an earlier message) may go, when no message comes meanwhile."""
 
 
-class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
-    """Coordinates the invocations of one agent (child of its agent supervisor)."""
+class AgentActor(SupervisedActor):
+    """Coordinates the invocations of one agent (child of its agent supervisor).
+
+    Its parts each own their state: :attr:`admission` (runs, recoveries, the
+    group commit), :attr:`timers` (deadlines, renewals, retirements),
+    :attr:`nodes` (nodes and edges coming and going), :attr:`pool` (the edges),
+    :attr:`ledger` (the store, results), :attr:`events` (the event log). The
+    agent owns the table of running invocations (:attr:`running`), routes each
+    message to its handler (:data:`ROUTES`) and carries out the machines'
+    commands (:meth:`feed`)."""
 
     def on_start(self, spec: AgentSpec, nodes_supervisor: Any) -> None:
         self.spec = spec
@@ -92,42 +100,34 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
                              node_timeouts=spec.node_timeouts, retry=spec.retry,
                              pause_before=spec.pause_before, pause_after=spec.pause_after,
                              compensate=spec.compensate)
-        self.running: dict[str, Running] = {}
-        # Run identities: unique across this agent's restarts too (a random start).
-        self.run_ids = itertools.count(random.randrange(1, 2**62))
-        self.queued: dict[str, Queued] = {}
-        # Deadlines of tasks that wait for a free edge: armed when they are sent.
-        self.deferred: dict[str, dict[str, m.ArmDeadline]] = {}
+        self.running: dict[str, InFlight] = {}
         self.spans = InvocationSpans(spec.id)
-        self.unplaced: dict[str, str] = {}  # node id -> why no system can run it now
-        self.nodes_sup: procs.Identity | None = None  # the node supervisor process
         self.deadlines = Deadlines(self.wakeupAfter)
         self.events = EventLog(self.ledger.store, self.log, self.send, self.deadlines.arm)
-        self.auto_pending = spec.auto_recover and bool(self.ledger.unfinished)
-        # Group commit, for an agent serving many invocations: creates and finishes
-        # that arrive together share one transaction (one fsync). One invocation
-        # at a time keeps its single writes: nothing to share, no extra hop.
-        self.batching = not self.ledger.single and self.ledger.store is not None
-        self.creating: list[Creating] = []
-        self.finishing: list[tuple[Running, m.RecordResult]] = []
-        self.commit_pending = False
+        self.timers = AgentTimers(self, self.running, spec, self.ledger, self.deadlines,
+                                  self.events, self.pool)
+        self.nodes = NodeWatch(self, self.running, spec, self.log, self.ledger, self.pool,
+                               self.gate, self.spans)
+        self.admission = Admission(self, self.running, spec, self.log, self.ledger,
+                                   self.rules, self.spans, self.deadlines, self.events,
+                                   self.nodes)
         self.outbox = Outbox()  # while batching: sends to nodes, edges, reducers
         self.send(nodes_supervisor, p.WatchNodes(self.myAddress))
 
     def on_stop(self) -> None:
         """Running invocations end as ``agent_stopped``, unless the node supervisor
         died (the agent restarts with it, nothing failed): then they are kept."""
-        self._commit()  # the creates and finishes already under way first
+        self.admission.commit()  # the creates and finishes already under way first
         self._flush_outbox(force=True)
         # From here on every write is made at once: no message to itself would
         # come back to a stopping actor (an end recorded late is never recorded).
-        self.batching = False
+        self.admission.batching = False
         self.events.stopping = True
         if not self.running:
             return
-        lost = self.nodes_sup is not None and not procs.running(self.nodes_sup)
+        lost = self.nodes.nodes_lost()
         if lost:
-            self.pool = EdgePool(self.spec)  # its nodes and edges are dead: send them nothing
+            self.pool.forget_all()  # its nodes and edges are dead: send them nothing
         stop = m.Stop(m.StopKind.NODES_LOST if lost else m.StopKind.REQUESTED)
         # An end can start its thread's next queued run (the store does, with the
         # end): that one is stopped too, or it would be left running with nobody
@@ -136,13 +136,16 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
             if not self.running:
                 break
             for run in list(self.running.values()):
-                self._feed(run, stop)
+                self.feed(run, stop)
         self.events.close()
 
-    # -- messages -> events ----------------------------------------------------------
+    # -- messages -> handlers ---------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
-        self._on_message(message, sender)
+        if not drop_malformed(self.log, message):
+            handler = route(type(message))
+            if handler is not None:
+                handler(self, message, sender)
         if self.outbox:
             self._flush_outbox()
 
@@ -154,89 +157,78 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
         if self.outbox:
             self.deadlines.arm(time.monotonic() + OUTBOX_RECHECK)
 
-    def _on_message(self, message: Any, sender: Any) -> None:
-        if drop_malformed(self.log, message):
-            return
-        if isinstance(message, Commit):
-            self._commit()
-        elif isinstance(message, p.Outcome):
-            self._on_outcome(message)
-        elif isinstance(message, p.Outcomes):
-            for outcome in message.outcomes:
-                self._on_outcome(outcome)
-        elif isinstance(message, p.Partial):
-            run = self._running(message.execution_id)
-            if run is not None:
-                self._feed(run, m.PartialResult(
-                    message.execution_id, m.TaskKey(message.node_id, message.item),
-                    message.index, message.edge_id, message.result))
-        elif isinstance(message, MESSAGES):
-            run = self._running(message.execution_id)
-            if run is not None and run.map is not None:
-                sends, event = run.map.on_message(message)
-                self._sends(sends)
-                if event is not None:
-                    self._feed(run, event)
-        elif isinstance(message, p.EdgeTable):
-            self._sends(self.pool.on_table(sender, message))
-            self._arm_retire()
-        elif isinstance(message, p.EdgeLost):
-            self._on_edge_lost(message)
-        elif isinstance(message, Run):
-            self._on_run(message, sender)
-        elif isinstance(message, WakeupMessage):
-            self._on_timer(message.payload)
-        elif isinstance(message, p.NodeTable):
-            self._on_node_table(message)
-        elif isinstance(message, p.NodeUp):
-            self.unplaced.pop(message.node_id, None)
-            self._node_up(message.node_id, message.address)
-        elif isinstance(message, p.NodeDown):
-            self.pool.node_down(message.node_id)
-            if message.cause is m.DownCause.WAITING_FOR_PLACEMENT:
-                self.unplaced[message.node_id] = message.reason
-            down = m.NodeDown(message.node_id, message.cause, message.pid, message.reason)
-            for run in list(self.running.values()):
-                self._feed(run, down)
-        elif isinstance(message, GetStatus):
-            status = self.ledger.status(self.running)
-            self.send(sender, dataclasses.replace(status, ref=message.ref,
-                                                  circuits=self.gate.status()))
-        elif isinstance(message, GetUnfinished):
-            self.send(sender, UnfinishedList(
-                tuple(recoveries.describe(self.ledger, self.unplaced)), ref=message.ref))
-        elif isinstance(message, (Recover, ResumePaused)):
-            self._on_recover(message, sender)
-        elif isinstance(message, ResolveTask):
-            self._reply(sender, message, recoveries.resolve(self.ledger, message))
-        elif isinstance(message, Abandon):
-            abandoned = recoveries.abandon(self.ledger, message)
-            if isinstance(abandoned, recoveries.Undoing):  # undone first, then it fails
-                self._reply(sender, message, Ack(message.invocation_id))
-                self._resume(abandoned.recovered, None, False, None, True)
-                return
-            answer, started = abandoned
-            self._reply(sender, message, answer)
-            if started is not None:
-                self._start_queued(started)
-        elif isinstance(message, (GetResult, WaitResult)):
-            self.ledger.answer(message, sender, message.invocation_id in self.running,
-                               self.auto_pending)
-            if self.ledger.elsewhere:
-                self._arm_elsewhere()
+    def _on_commit(self, _message: Commit, _sender: Any) -> None:
+        self.admission.commit()
 
-    def _running(self, execution_id: str) -> Running | None:
+    def _on_outcomes(self, message: p.Outcomes, _sender: Any) -> None:
+        for outcome in message.outcomes:
+            self.outcome(outcome)
+
+    def _on_partial(self, message: p.Partial, _sender: Any) -> None:
+        run = self._running(message.execution_id)
+        if run is not None:
+            self.feed(run, m.PartialResult(
+                message.execution_id, m.TaskKey(message.node_id, message.item),
+                message.index, message.edge_id, message.result))
+
+    def _on_map_message(self, message: Any, _sender: Any) -> None:
+        run = self._running(message.execution_id)
+        if run is not None and run.map is not None:
+            sends, event = run.map.on_message(message)
+            self.sends(sends)
+            if event is not None:
+                self.feed(run, event)
+
+    def _on_edge_table(self, message: p.EdgeTable, sender: Any) -> None:
+        self.sends(self.pool.on_table(sender, message))
+        self.timers.arm_retire()
+
+    def _on_node_table(self, message: p.NodeTable, _sender: Any) -> None:
+        self.nodes.on_node_table(message)
+        if self.admission.auto_pending:  # the nodes (and which cannot be placed) are known
+            self.admission.auto_recover()
+
+    def _on_status(self, message: GetStatus, sender: Any) -> None:
+        status = self.ledger.status(self.running)
+        self.send(sender, dataclasses.replace(status, ref=message.ref,
+                                              circuits=self.gate.status()))
+
+    def _on_unfinished(self, message: GetUnfinished, sender: Any) -> None:
+        self.send(sender, UnfinishedList(
+            tuple(recovery_requests.describe(self.ledger, self.nodes.unplaced)), ref=message.ref))
+
+    def _on_resolve(self, message: ResolveTask, sender: Any) -> None:
+        self.reply(sender, message, recovery_requests.resolve(self.ledger, message))
+
+    def _on_abandon(self, message: Abandon, sender: Any) -> None:
+        abandoned = recovery_requests.abandon(self.ledger, message)
+        if isinstance(abandoned, recovery_requests.Undoing):  # undone first, then it fails
+            self.reply(sender, message, Ack(message.invocation_id))
+            self.admission.resume(abandoned.recovered, None, False, None, True)
+            return
+        answer, started = abandoned
+        self.reply(sender, message, answer)
+        if started is not None:
+            self.admission.start_queued(started)
+
+    def _on_result_request(self, message: GetResult | WaitResult, sender: Any) -> None:
+        self.ledger.answer(message, sender, message.invocation_id in self.running,
+                           self.admission.auto_pending)
+        if self.ledger.results.elsewhere:
+            self.timers.arm_elsewhere()
+
+    def _running(self, execution_id: str) -> InFlight | None:
         return self.running.get(invocation_of(execution_id))
 
-    def _circuit(self, changes: list[m.CircuitChanged]) -> None:
-        """A breaker opened or closed: every running invocation hears of it."""
-        for change in changes:
-            for run in list(self.running.values()):
-                self._feed(run, change)
+    def feed_all(self, event: m.Event) -> None:
+        """Feed ``event`` (a node down, a breaker opened or closed) to every
+        running invocation."""
+        for run in list(self.running.values()):
+            self.feed(run, event)
 
     # -- commands ---------------------------------------------------------------------
 
-    def _feed(self, run: Running, event: m.Event) -> None:
+    def feed(self, run: InFlight, event: m.Event) -> None:
         """Step ``run``'s machine with ``event`` and carry out its commands; answers
         to commands (policy, writes) are fed back in order."""
         queue = [event]
@@ -247,7 +239,7 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
                 if answer is not None:
                     queue.append(answer)
 
-    def _do(self, run: Running, cmd: Any) -> m.Event | None:
+    def _do(self, run: InFlight, cmd: Any) -> m.Event | None:
         inv = run.inv
         if isinstance(cmd, m.Emit):  # stored first, then sent (eventlog.py)
             self.events.emit(inv.id, run.token, cmd, run.subscriber if inv.stream else None,
@@ -265,7 +257,7 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
                 if done is not None:
                     self.spans.task_ended(inv.id, cmd.task_id, done.error)
                     return done
-            self._sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
+            self.sends(self.pool.dispatch(run_task(self.spec, inv, cmd, self.myAddress,
                                                     run.token, folded)))
         elif isinstance(cmd, m.CallPolicy):
             try:
@@ -274,12 +266,11 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
                 return m.PolicyRaised(type(exc).__name__, str(exc))
         elif isinstance(cmd, m.SaveCheckpoint):
             run.folded, saved = self.ledger.save_step(inv.id, run.token, inv.input,
-                                                      cmd.checkpoint, self.unplaced)
+                                                      cmd.checkpoint, self.nodes.unplaced)
             return saved
         elif isinstance(cmd, m.RecordResult):
-            if self.batching:  # recorded with the others that end meanwhile
-                self.finishing.append((run, cmd))
-                self._commit_soon()
+            if self.admission.batching:  # recorded with the others that end meanwhile
+                self.admission.finish_later(run, cmd)
                 return None
             # The run's unwritten events and its terminal one ride on this commit.
             taken = self.events.take(inv.id)
@@ -288,18 +279,18 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
             self.events.written(inv.id, taken, cmd.event, refused is None)
             return refused or m.ResultRecorded()
         elif isinstance(cmd, m.ArmDeadline):
-            self._arm_deadline(run, cmd)
+            self.timers.arm_deadline(run, cmd)
         elif isinstance(cmd, m.CancelTask):
             self.spans.task_ended(inv.id, cmd.task_id, None, "timed_out" if cmd.timed_out
                                   else "cancelled")
             reason = p.KillReason.TIMED_OUT if cmd.timed_out else p.KillReason.CANCELLED
             self.gate.release(cmd.key.node_id, cmd.task_id)
-            self._sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
+            self.sends(self.pool.cancel(cmd.key.node_id, cmd.task_id, reason))
         elif isinstance(cmd, COMMANDS):
             if isinstance(cmd, m.OpenMap):
                 run.map = MapLink(self.myAddress, self.spec)
             if run.map is not None:
-                self._sends(run.map.on_command(cmd, self.pool, inv.id))
+                self.sends(run.map.on_command(cmd, self.pool, inv.id))
         elif isinstance(cmd, m.End):
             self._end(run, cmd)
         elif isinstance(cmd, m.RecordPause):
@@ -310,22 +301,7 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
             self.spans.retrying(cmd)
         return None
 
-    def _arm_deadline(self, run: Running, cmd: m.ArmDeadline) -> None:
-        """A task's deadline runs from the moment an edge gets it: one that waits for
-        a free edge (behind other invocations' tasks) is armed when it is sent."""
-        key = cmd.key
-        if key is not None and not self.ledger.single:
-            step = int(cmd.execution_id.rpartition(":")[2])
-            task_id = task_id_for(run.inv.id, step, key.node_id, key.item)
-            if self.pool.waiting(key.node_id, task_id):
-                self.deferred.setdefault(run.inv.id, {})[task_id] = cmd
-                # A safety net until then: a task never waits for an edge for ever.
-                self.deadlines.arm_execution(cmd.execution_id,
-                                             cmd.seconds + max(60.0, 10 * cmd.seconds), key)
-                return
-        self.deadlines.arm_execution(cmd.execution_id, cmd.seconds, key)
-
-    def _reply(self, to: Any, request: Any, answer: Any) -> None:
+    def reply(self, to: Any, request: Any, answer: Any) -> None:
         """Send ``answer`` to ``to``, carrying the ``ref`` of the ``request`` it
         answers (a caller drops an answer with another ref: a late one)."""
         ref = getattr(request, "ref", 0)
@@ -335,46 +311,44 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
             answer = dataclasses.replace(answer, ref=ref)  # type: ignore[type-var]
         self.send(to, answer)
 
-    def _on_outcome(self, message: p.Outcome) -> None:
+    def outcome(self, message: p.Outcome, _sender: Any = None) -> None:
+        """A task's outcome: its circuit and cache first, then its machine."""
         if not is_compensation(message.execution_id):  # a compensator: neither
             self.cache.completed(message)
-            self._circuit(self.gate.outcome(message.node_id, message.task_id,
-                                            message.ok, message.error))
+            for change in self.gate.outcome(message.node_id, message.task_id,
+                                            message.ok, message.error):
+                self.feed_all(change)
         run = self._running(message.execution_id)
         if run is not None:
             self.spans.task_ended(run.inv.id, message.task_id, message.error)
-            self._feed(run, m.TaskOutcome(
+            self.feed(run, m.TaskOutcome(
                 message.execution_id, m.TaskKey(message.node_id, message.item),
                 message.ok, message.result, message.error, message.partials))
         # The slot frees after the machine took the outcome: a failure cancels
         # the items waiting for it before one of them could take it.
-        self._sends(self.pool.done(message.task_id))
-        self._arm_retire()
+        self.sends(self.pool.done(message.task_id))
+        self.timers.arm_retire()
 
-    def _sends(self, sends: list[tuple[Any, Any]]) -> None:
+    def sends(self, sends: list[tuple[Any, Any]]) -> None:
         """Send to nodes, edges and reducers; while batching, through the outbox
         (once the message being handled is done, together per target). Either
         way the tasks of ``sends`` for one edge (a chain) go as one RunTasks."""
-        if not self.batching and len(sends) == 1 and not self.deferred:
+        batching = self.admission.batching
+        if not batching and len(sends) == 1 and not self.timers.deferred:
             self.send(*sends[0])  # the common case: nothing to merge
             return
         now = Outbox()
         for address, message in sends:
-            if self.deferred and isinstance(message, p.RunTask):
-                waited = self.deferred.get(message.invocation_id, {}).pop(message.task_id, None)
-                if waited is not None:
-                    self.deadlines.arm_execution(waited.execution_id, waited.seconds,
-                                                 waited.key)
-            (self.outbox if self.batching else now).put(address, message)
+            self.timers.sent(message)
+            (self.outbox if batching else now).put(address, message)
         for address, message in now.take() if now else ():
             self.send(address, message)
 
-    def _end(self, run: Running, end: m.End) -> None:
+    def _end(self, run: InFlight, end: m.End) -> None:
         inv = run.inv
         self.events.ending(inv.id)  # its last events stored and sent, then the bookkeeping
         del self.running[inv.id]
-        self.deadlines.forget(inv.id)
-        self.deferred.pop(inv.id, None)
+        self.timers.forget(inv.id)
         self.cache.forget(inv.id)
         took = self.spans.ended(inv.id, end.ok, end.error, end.paused)
         self.log.info("invocation_ended", invocation_id=inv.id, ok=end.ok,
@@ -384,8 +358,44 @@ class AgentActor(Admission, Upkeep, Membership, SupervisedActor):
                              if end.paused else "interrupted" if end.kept else "",
                              run=run.run_id)
         self.events.result(run.subscriber, result)
-        self.ledger.publish(result)
+        self.ledger.results.publish(result)
         if end.kept:
             self.ledger.keep(inv.id, self.ledger.record_of(inv.id, inv.input, inv.checkpoint()))
         if run.next_started is not None:
-            self._start_queued(run.next_started)
+            self.admission.start_queued(run.next_started)
+
+
+Handler = Callable[[AgentActor, Any, Any], None]
+ROUTES: dict[type, Handler] = {
+    Run: lambda agent, message, sender: agent.admission.on_run(message, sender),
+    Recover: lambda agent, message, sender: agent.admission.on_recover(message, sender),
+    ResumePaused: lambda agent, message, sender: agent.admission.on_recover(message, sender),
+    Commit: AgentActor._on_commit,
+    p.Outcome: AgentActor.outcome,
+    p.Outcomes: AgentActor._on_outcomes,
+    p.Partial: AgentActor._on_partial,
+    **dict.fromkeys(MESSAGES, AgentActor._on_map_message),
+    p.EdgeTable: AgentActor._on_edge_table,
+    p.EdgeLost: lambda agent, message, _sender: agent.nodes.on_edge_lost(message),
+    WakeupMessage: lambda agent, message, _sender: agent.timers.on_timer(message.payload),
+    p.NodeTable: AgentActor._on_node_table,
+    p.NodeUp: lambda agent, message, _sender: agent.nodes.on_node_up(message),
+    p.NodeExited: lambda agent, message, _sender: agent.nodes.on_node_down(message),
+    GetStatus: AgentActor._on_status,
+    GetUnfinished: AgentActor._on_unfinished,
+    ResolveTask: AgentActor._on_resolve,
+    Abandon: AgentActor._on_abandon,
+    GetResult: AgentActor._on_result_request,
+    WaitResult: AgentActor._on_result_request,
+}
+"""The agent's one routing table: message type -> handler (the agent, the
+message, its sender). A message of no type here is ignored."""
+
+
+def route(kind: type) -> Handler | None:
+    """The handler of a message of type ``kind`` (or of its nearest base in
+    :data:`ROUTES`), None if it has none."""
+    handler = ROUTES.get(kind)
+    if handler is None:
+        handler = next((ROUTES[base] for base in kind.__mro__ if base in ROUTES), None)
+    return handler

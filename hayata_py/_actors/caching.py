@@ -23,15 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from hayata_py import _actor_messages as p
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors import _protocol as p
-from hayata_py._actors.durable import as_store_error
 from hayata_py._actors.ledger import Ledger
-from hayata_py._actors.timers import invocation_of
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._cache import cache_key
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules.deadlines import invocation_of
 from hayata_py.store import InvocationRecord, TaskRecord
 
 __all__ = ["NodeCache"]

@@ -1,4 +1,4 @@
-"""The agent's side of its circuit breakers (:mod:`~hayata_py._actors.circuits`):
+"""The agent's side of its circuit breakers (:mod:`~hayata_py._rules.circuits`):
 a task refused by an open circuit is recorded as failed before the machine
 hears of it, and each change is logged and sent to telemetry.
 
@@ -18,17 +18,17 @@ from typing import Any, Protocol
 
 from hayata_py import _invocation as m
 from hayata_py import _telemetry as telemetry
-from hayata_py._actors.circuits import Circuits, Refusal
-from hayata_py._actors.durable import as_store_error
 from hayata_py._actors.ledger import Ledger
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._circuit import CircuitStatus
 from hayata_py._config import AgentSpec
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules.circuits import Circuits, Refusal
 from hayata_py.store import TaskRecord
 
 
-class Running(Protocol):
-    """What the gate reads and sets of a running invocation (the agent's ``Running``)."""
+class GatedRun(Protocol):
+    """What the gate reads and sets of a running invocation (the agent's ``InFlight``)."""
 
     inv: m.Invocation
     token: int
@@ -45,7 +45,7 @@ class CircuitGate:
         self.log = log
         self.circuits = Circuits(spec.circuit, spec.timeout_for, clock)
 
-    def refuse(self, run: Running, cmd: m.Dispatch) -> m.TaskOutcome | None:
+    def refuse(self, run: GatedRun, cmd: m.Dispatch) -> m.TaskOutcome | None:
         """None: send the task; else its failure, recorded (``circuit_open``, or the
         store's refusal of that record)."""
         if not self.circuits.breakers:
@@ -82,7 +82,7 @@ class CircuitGate:
     def status(self) -> tuple[CircuitStatus, ...]:
         return self.circuits.status()
 
-    def _record(self, run: Running, cmd: m.Dispatch, error: ErrorInfo) -> ErrorInfo | None:
+    def _record(self, run: GatedRun, cmd: m.Dispatch, error: ErrorInfo) -> ErrorInfo | None:
         """Record the refusal as the task's failure; the store's refusal, or None."""
         store = self.ledger.store
         if store is None:
@@ -112,4 +112,4 @@ class CircuitGate:
         return None
 
 
-__all__ = ["CircuitGate", "Refusal", "Running"]
+__all__ = ["CircuitGate", "GatedRun", "Refusal"]

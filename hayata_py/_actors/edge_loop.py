@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hayata_py._actors._protocol import Partial
+from hayata_py._actor_messages import Partial
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hayata_py._actors.durable import as_store_error
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._invocation import Emit
 from hayata_py.messages import AgentEvent, AgentResult
 from hayata_py.store import StoredEvent, TaskStore

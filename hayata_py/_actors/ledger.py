@@ -10,11 +10,11 @@ renewals. A
 refused write comes back as a ``WriteRefused`` event for the machine, marked
 ``fenced`` when another system owns the invocation now.
 
-It also answers what the store knows: the agent's status, and (in its
-:class:`~hayata_py._actors.results.Results` mixin) the results of earlier
-invocations and the waits on them. The unfinished invocations it holds (found
+It also answers what the store knows: the agent's status, and (through its
+:class:`~hayata_py._actors.results.Results` part, :attr:`Ledger.results`) the
+results of earlier invocations and the waits on them. The unfinished invocations it holds (found
 at start, or kept when a run was interrupted) are acted on by the recovery
-requests in :mod:`~hayata_py._actors.recoveries` (``recover``,
+requests in :mod:`~hayata_py._actors.recovery_requests` (``recover``,
 ``resolve_task``, ``abandon``, ``resume``).
 
 With ``max_invocations=1`` an unfinished invocation blocks new runs
@@ -25,14 +25,12 @@ own recovery case and new runs go on beside it.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hayata_py._actors import pauses
-from hayata_py._actors.boundary import validate_run
-from hayata_py._actors.durable import as_store_error, store_for
-from hayata_py._actors.results import Results
+from hayata_py._actors.results import Results, stored_result
+from hayata_py._actors.run_checks import validate_run
+from hayata_py._actors.store_access import as_store_error, store_for
 from hayata_py._config import AgentSpec
 from hayata_py._errors import (
     ErrorInfo,
@@ -49,7 +47,8 @@ from hayata_py._invocation import (
     WriteRefused,
 )
 from hayata_py._invocation.compensation import History, history
-from hayata_py.messages import AgentResult, AgentStatus, Run
+from hayata_py._rules import admission, pauses
+from hayata_py.messages import AgentStatus, GetResult, Run, WaitResult
 from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
@@ -64,8 +63,8 @@ def _refused(raw: Exception) -> WriteRefused:
                         fenced=isinstance(exc, StaleWriter))
 
 
-class Ledger(Results):
-    """The agent's store access, its unfinished invocations and (:class:`Results`)
+class Ledger:
+    """The agent's store access, its unfinished invocations and (:attr:`results`)
     its recent results."""
 
     def __init__(self, spec: AgentSpec, log: Any, send: Callable[[Any, Any], None]) -> None:
@@ -75,12 +74,6 @@ class Ledger(Results):
         self.owner = spec.owner or spec.instance
         self.single = spec.max_invocations == 1
         self.store: TaskStore | None = store_for(spec.store_url) if spec.store_url else None
-        self.results: OrderedDict[str, AgentResult] = OrderedDict()
-        self.waiters: dict[str, list[tuple[Any, int]]] = {}
-        # Waited-for invocations that this agent does not run (queued behind one
-        # of its runs, or running on another system that took one over): the
-        # store is asked now and then whether they have ended (check_elsewhere).
-        self.elsewhere: set[str] = set()
         # Unfinished invocations in the store that nothing here runs: this agent
         # (or system) died while running them, or their run was interrupted. Each
         # waits for recover(), resolve_task(), abandon() (or resume(), if paused).
@@ -89,6 +82,7 @@ class Ledger(Results):
             for record in self.store.unfinished_invocations(spec.id):
                 self.unfinished[record.invocation_id] = record
                 self.log.warning("recovery_required", invocation_id=record.invocation_id)
+        self.results = Results(spec.id, self.store, log, send, self.unfinished)
 
     # -- writes of a running invocation ------------------------------------------------
 
@@ -271,7 +265,7 @@ class Ledger(Results):
     def keep(self, invocation_id: str, fallback: InvocationRecord) -> None:
         """A run ended without a durable result: the invocation is unfinished in the
         store and waits for recovery (unless it ended elsewhere)."""
-        self.results.pop(invocation_id, None)  # not its result: recover() makes that
+        self.results.forget(invocation_id)  # not its result: recover() makes that
         assert self.store is not None
         try:
             record = self.store.get_invocation(invocation_id)
@@ -284,6 +278,39 @@ class Ledger(Results):
 
     # -- unfinished invocations, runs refused, status --------------------------------
 
+    def refresh(self, invocation_id: str | None = None) -> None:
+        """Forget unfinished invocations (``invocation_id``, default every one) that
+        have ended meanwhile (another system recovered or abandoned them): keep
+        their stored results, answer their waiters."""
+        if self.store is None:
+            return
+        ids = list(self.unfinished) if invocation_id is None else (
+            [invocation_id] if invocation_id in self.unfinished else [])
+        for iid in ids:
+            try:
+                now = self.store.get_invocation(iid)
+            except Exception as raw:  # noqa: BLE001 - keep what we know; report later
+                self.log.warning("store_unavailable", code=as_store_error(raw).code)
+                return
+            if now is not None and now.status == "running":
+                # The store's record, not what this process guessed when it could
+                # not read it (keep()'s fallback has no active execution once the
+                # machine cancelled the step): recover() classifies what the store names.
+                self.unfinished[iid] = now
+                continue
+            del self.unfinished[iid]
+            self.log.info("unfinished_invocation_ended_elsewhere", invocation_id=iid)
+            if now is not None:
+                self.results.publish(stored_result(now))
+
+    def answer(self, message: GetResult | WaitResult, sender: Any, running: bool,
+               recovering: bool = False) -> None:
+        """Answer a result request (:meth:`Results.answer`), a ``WaitResult`` once
+        what this ledger holds of its invocation is fresh."""
+        if isinstance(message, WaitResult):
+            self.refresh(message.invocation_id)
+        self.results.answer(message, sender, running, recovering)
+
     def paused(self) -> list[InvocationRecord]:
         """The unfinished invocations that wait for ``resume()``."""
         return [r for r in self.unfinished.values() if pauses.is_paused(r)]
@@ -293,33 +320,19 @@ class Ledger(Results):
         unfinished invocation waits for recovery; ``max_invocations`` are
         ``running`` already, ``first`` the oldest), or None."""
         rejected = validate_run(run)
-        if rejected is None and run.thread is not None and self.store is None:
-            rejected = RunRejected("threads are kept in the store: this agent has none "
-                                   "(start the system with a data_dir or store_url)",
-                                   code="invalid_option", field="thread")
-        if rejected is None and self.single:
+        if rejected is not None:
+            return rejected
+        paused: InvocationRecord | None = None
+        unfinished: str | None = None
+        if self.single and (run.thread is None or self.store is not None):
             self.refresh()
             held = self.paused()
-            if held:
-                rejected = pauses.refuse_run(self.spec.id, held[0])
-            elif self.unfinished:
-                iid = next(iter(self.unfinished))
-                rejected = RunRejected(
-                    f"agent {self.spec.id!r} has an unfinished invocation {iid}; call "
-                    "recover(), resolve_task() or abandon() first", code="recovery_required",
-                    invocation_id=iid)
-        if rejected is None and running >= self.spec.max_invocations:
-            if self.single:
-                rejected = RunRejected(f"agent {self.spec.id!r} is running invocation "
-                                       f"{first}", code="agent_busy",
-                                       invocation_id=first, running=running,
-                                       max_invocations=self.spec.max_invocations)
-            else:
-                rejected = RunRejected(
-                    f"agent {self.spec.id!r} runs {running} invocations, its "
-                    f"max_invocations", code="agent_busy", running=running,
-                    max_invocations=self.spec.max_invocations)
-        return rejected
+            paused = held[0] if held else None
+            unfinished = next(iter(self.unfinished), None)
+        return admission.run_refused(
+            self.spec.id, run, has_store=self.store is not None, single=self.single,
+            paused=paused, unfinished=unfinished, running=running,
+            max_invocations=self.spec.max_invocations, first=first)
 
     def status(self, running: Mapping[str, Any]) -> AgentStatus:
         """The agent's status; ``running``: the invocations it runs (by id, oldest

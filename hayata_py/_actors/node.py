@@ -33,8 +33,7 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
-from hayata_py._actors import procs
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     Describe,
     Description,
     EdgeExit,
@@ -57,6 +56,7 @@ from hayata_py._actors._protocol import (
     UseAgent,
     UseWatcher,
 )
+from hayata_py._actors import process_identity
 from hayata_py._actors._wellformed import drop_malformed
 from hayata_py._config import MAX_MAP_CONCURRENCY
 from supervisors import SupervisedActor, host_id, kill_child_process
@@ -105,7 +105,7 @@ def _alive(edge: _Edge | _Reducer) -> bool:
     """True while the edge's own process (same pid *and* start time) runs."""
     if edge.pid is None:
         return True  # not ready yet: its exit, if any, is reported to us
-    return procs.running((edge.pid, edge.created), child=True)
+    return process_identity.running((edge.pid, edge.created), child=True)
 
 
 class NodeActor(SupervisedActor):
@@ -258,7 +258,7 @@ class NodeActor(SupervisedActor):
             return
         if isinstance(message, ReducerUp):
             slot.pid = message.pid
-            who = procs.identity(message.pid)
+            who = process_identity.identity(message.pid)
             slot.created = who[1] if who else -1.0
             self.send(slot.start.agent, ReducerReady(message.execution_id, slot.address))
         else:
@@ -304,7 +304,7 @@ class NodeActor(SupervisedActor):
         if edge is None:
             return
         edge.pid = ready.pid
-        who = procs.identity(ready.pid)
+        who = process_identity.identity(ready.pid)
         edge.created = who[1] if who else -1.0  # -1: already gone, the next check reaps it
         if edge.killed:  # killed before we knew its pid
             kill_child_process(edge.pid)

@@ -1,5 +1,5 @@
-"""An agent's results and the waits on them: a mixin of
-:class:`~hayata_py._actors.ledger.Ledger`, which holds them beside the
+"""An agent's results and the waits on them: a part of
+:class:`~hayata_py._actors.ledger.Ledger`, which holds it beside the
 invocations it writes.
 
 A published result is kept in memory (the last :data:`RESULTS_KEPT` without
@@ -7,8 +7,9 @@ a store; with one, the last :data:`RESULTS_KEPT_DURABLE`: older ones are read
 back from the store) and answers its waiters. ``GetResult`` and
 ``WaitResult`` are answered from memory or the store (:meth:`Results.answer`).
 Invocations that ended on another system are found by asking the store:
-unfinished ones another system recovered or abandoned (:meth:`Results.refresh`)
-and waited-for ones this agent does not run (:meth:`Results.check_elsewhere`).
+unfinished ones another system recovered or abandoned (the ledger's
+:meth:`~hayata_py._actors.ledger.Ledger.refresh`) and waited-for ones this
+agent does not run (:meth:`Results.check_elsewhere`).
 A wait on an unfinished invocation that nothing runs is answered with
 ``recovery_required``.
 """
@@ -20,10 +21,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hayata_py._actors import pauses
-from hayata_py._actors.durable import as_store_error
-from hayata_py._config import AgentSpec
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._errors import ErrorInfo
+from hayata_py._rules import pauses
 from hayata_py.messages import AgentResult, GetResult, ResultReply, WaitResult
 from hayata_py.store import InvocationRecord, TaskStore
 
@@ -43,64 +43,49 @@ def stored_result(record: InvocationRecord) -> AgentResult:
 class Results:
     """The agent's recent results, who waits for which, and what ended elsewhere."""
 
-    spec: AgentSpec
-    log: Any
-    send: Callable[[Any, Any], None]
-    store: TaskStore | None
-    results: OrderedDict[str, AgentResult]
-    waiters: dict[str, list[tuple[Any, int]]]
-    elsewhere: set[str]
-    unfinished: dict[str, InvocationRecord]
+    def __init__(self, agent_id: str, store: TaskStore | None, log: Any,
+                 send: Callable[[Any, Any], None],
+                 unfinished: Mapping[str, InvocationRecord]) -> None:
+        self.agent_id = agent_id
+        self.store = store
+        self.log = log
+        self.send = send
+        self.unfinished = unfinished  # the ledger's: read here, never changed
+        self.recent: OrderedDict[str, AgentResult] = OrderedDict()
+        self.waiters: dict[str, list[tuple[Any, int]]] = {}
+        # Waited-for invocations that this agent does not run (queued behind one
+        # of its runs, or running on another system that took one over): the
+        # store is asked now and then whether they have ended (check_elsewhere).
+        self.elsewhere: set[str] = set()
 
     def publish(self, result: AgentResult) -> None:
         """Keep ``result`` (the last few) and answer its waiters."""
-        self.results[result.invocation_id] = result
+        self.recent[result.invocation_id] = result
         kept = RESULTS_KEPT if self.store is None else RESULTS_KEPT_DURABLE
-        while len(self.results) > kept:
-            self.results.popitem(last=False)
+        while len(self.recent) > kept:
+            self.recent.popitem(last=False)
         for waiter, ref in self.waiters.pop(result.invocation_id, []):
             self.send(waiter, ResultReply(result.invocation_id, result, ref=ref))
 
-    def refresh(self, invocation_id: str | None = None) -> None:
-        """Forget unfinished invocations (``invocation_id``, default every one) that
-        have ended meanwhile (another system recovered or abandoned them): keep
-        their stored results, answer their waiters."""
-        if self.store is None:
-            return
-        ids = list(self.unfinished) if invocation_id is None else (
-            [invocation_id] if invocation_id in self.unfinished else [])
-        for iid in ids:
-            try:
-                now = self.store.get_invocation(iid)
-            except Exception as raw:  # noqa: BLE001 - keep what we know; report later
-                self.log.warning("store_unavailable", code=as_store_error(raw).code)
-                return
-            if now is not None and now.status == "running":
-                # The store's record, not what this process guessed when it could
-                # not read it (keep()'s fallback has no active execution once the
-                # machine cancelled the step): recover() classifies what the store names.
-                self.unfinished[iid] = now
-                continue
-            del self.unfinished[iid]
-            self.log.info("unfinished_invocation_ended_elsewhere", invocation_id=iid)
-            if now is not None:
-                self.publish(stored_result(now))
+    def forget(self, invocation_id: str) -> None:
+        """The invocation's run ended without a result (it is unfinished again)."""
+        self.recent.pop(invocation_id, None)
 
     def result_reply(self, invocation_id: str, running: bool) -> ResultReply:
-        result = self.results.get(invocation_id)
+        result = self.recent.get(invocation_id)
         held = self.unfinished.get(invocation_id)
         running = running or held is not None
         if held is not None and pauses.is_paused(held):
             return ResultReply(invocation_id, pauses.paused_result(held), known=True)
         if result is None and not running and self.store is not None:
             record = self.store.get_invocation(invocation_id)
-            if record is not None and record.agent_id == self.spec.id:
+            if record is not None and record.agent_id == self.agent_id:
                 if record.status == "running":
                     return ResultReply(invocation_id, None, known=True)
                 result = stored_result(record)
             elif record is None:
                 queued = self.store.queued_run(invocation_id)
-                if queued is not None and queued.agent_id == self.spec.id:
+                if queued is not None and queued.agent_id == self.agent_id:
                     return ResultReply(invocation_id, None, known=True)
         return ResultReply(invocation_id, result, known=result is not None or running)
 
@@ -109,9 +94,7 @@ class Results:
         """Answer a result request now, or (a ``WaitResult`` on a running or queued
         invocation) once the invocation has ended. ``recovering``: ``auto_recover``
         has yet to look at the unfinished ones; a wait on one of them is held until
-        it has (:meth:`release`)."""
-        if isinstance(message, WaitResult):
-            self.refresh(message.invocation_id)
+        it has (:meth:`release`). The ledger has refreshed what it holds first."""
         reply = self.result_reply(message.invocation_id, running)
         if isinstance(message, WaitResult) and reply.result is None:
             if message.invocation_id in self.unfinished and not recovering:

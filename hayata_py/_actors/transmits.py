@@ -6,7 +6,7 @@ Thespian carries one message at a time to each actor and keeps the rest in a
 list it walks on every turn of its loop, so a long list costs a busy actor
 CPU on every message it handles. A batching agent holds its sends to an
 actor that has one in flight and sends them together once it has none
-(:class:`~hayata_py._actors.outbox.Outbox`).
+(:class:`~hayata_py._rules.outbox.Outbox`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ died. The node supervisor forwards every node start and exit here. On an
 exit the watcher kills whatever edge process of that node is still alive
 (they normally die with the node through PDEATHSIG; the watcher checks by
 pid and start time, so a reused pid is never hit), then tells the agent
-(``NodeDown``), which fails the running execution with ``node_crashed`` at
+(``NodeExited``), which fails the running execution with ``node_crashed`` at
 once instead of waiting for its timeout. Node restarts are announced as
 ``NodeUp`` with the new address.
 """
@@ -18,11 +18,11 @@ from typing import Any
 
 import psutil
 
-from hayata_py._actors._protocol import (
+from hayata_py._actor_messages import (
     EdgeStarted,
     EdgeStopped,
-    NodeDown,
     NodeEvent,
+    NodeExited,
     NodeTable,
     NodeUp,
     WatchNodes,
@@ -83,7 +83,7 @@ class EdgeWatcher(SupervisedActor):
         self.log.info("node_down", node_id=event.node_id, node_pid=event.pid,
                       cause=cause.value, reason=event.reason, edges_killed=killed)
         if self.subscriber is not None:
-            self.send(self.subscriber, NodeDown(event.node_id, event.pid, cause,
+            self.send(self.subscriber, NodeExited(event.node_id, event.pid, cause,
                                                 event.reason or ""))
 
     def _kill_edges(self, node_id: str) -> list[int]:

@@ -42,7 +42,7 @@ from hayata_py._invocation.events import (
     TaskOutcome,
     WriteRefused,
 )
-from hayata_py._invocation.glue import Machine
+from hayata_py._invocation.machine_view import Machine
 from hayata_py._invocation.state import Phase, Task
 
 

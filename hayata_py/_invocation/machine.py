@@ -37,7 +37,7 @@ from typing import Any
 
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, ErrorInfo
-from hayata_py._invocation import compensating, holding, mapping, pause, reasons, stepping
+from hayata_py._invocation import compensating, mapping, pause, reasons, stepping, waits
 from hayata_py._invocation.commands import (
     ArmDeadline,
     CallPolicy,
@@ -135,7 +135,7 @@ class Invocation:
         if isinstance(event, ResultRecorded) and phase is Phase.FINISHING:
             return self._ended()
         if isinstance(event, PauseRecorded) and phase is Phase.PAUSING:
-            return holding.paused(self)
+            return waits.paused(self)
         if isinstance(event, WriteRefused) and phase in (Phase.SAVING, Phase.FINISHING,
                                                          Phase.PAUSING):
             return self._on_refused(event)
@@ -148,9 +148,9 @@ class Invocation:
         if isinstance(event, DeadlinePassed) and phase is Phase.RUNNING:
             return stepping.on_deadline(self, event)
         if isinstance(event, RetryDue) and phase is Phase.RUNNING:
-            return holding.on_retry_due(self, event)
+            return waits.on_retry_due(self, event)
         if isinstance(event, CircuitChanged) and phase is Phase.RUNNING:
-            return holding.on_circuit(self, event)
+            return waits.on_circuit(self, event)
         if isinstance(event, (Reduced, ReducerLost)) and phase is Phase.RUNNING:
             done = mapping.on_reduced(self, event)
             return [] if done is None else done or self._step_done(self.execution)
@@ -199,7 +199,7 @@ class Invocation:
             ex.map = mapping.new_map(self.id, self.step_no, ex.nodes[0], event.input,
                                      event.reduce, dict(event.items_to_run),
                                      dict(event.items_reused))
-        out += holding.hold_recovered(self, ex, event.retry, event.items_retry)
+        out += waits.hold_recovered(self, ex, event.retry, event.items_retry)
         if ex.map is not None:
             return out + mapping.start(self, ex)
         if not event.to_run and not event.retry:
@@ -220,7 +220,7 @@ class Invocation:
         if isinstance(decision, ErrorInfo):
             return self._fail(decision)
         if decision.pause:
-            return holding.start_pause(self, pause.Hold(pause.PauseKind.POLICY, decision.result))
+            return waits.start_pause(self, pause.Hold(pause.PauseKind.POLICY, decision.result))
         if decision.finish:
             try:
                 check_encodable(decision.result, "result")
@@ -280,7 +280,7 @@ class Invocation:
             self.last_result = result
         self.step_no += 1
         hold = pause.breakpoint_at(self.rules.pause_after, ex.nodes, pause.PauseKind.AFTER)
-        return out + (self._decide() if hold is None else holding.start_pause(self, hold))
+        return out + (self._decide() if hold is None else waits.start_pause(self, hold))
 
     def _on_stop(self, kind: StopKind) -> list[Command]:
         if kind is StopKind.NODES_LOST and self.rules.durable:

@@ -29,7 +29,7 @@ from hayata_py._invocation.commands import (
     OpenMap,
 )
 from hayata_py._invocation.events import Reduced, ReducerLost, TaskKey, TaskOutcome
-from hayata_py._invocation.glue import Machine
+from hayata_py._invocation.machine_view import Machine
 from hayata_py._invocation.state import Execution, MapRun, Task
 from hayata_py.store._records import task_id_for
 

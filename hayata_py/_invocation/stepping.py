@@ -1,13 +1,13 @@
 """A step while it runs: its tasks sent, and what it hears from them (an
 outcome, a partial result, the death of a task's node, the step's deadline).
 
-Machine glue in the style of :mod:`~hayata_py._invocation.holding`: functions
-that take the machine (:class:`~hayata_py._invocation.glue.Machine`) and
+Machine glue in the style of :mod:`~hayata_py._invocation.waits`: functions
+that take the machine (:class:`~hayata_py._invocation.machine_view.Machine`) and
 return its commands; :meth:`Invocation.step
 <hayata_py._invocation.machine.Invocation.step>` calls them once the step's
 checkpoint is saved and while the step is RUNNING. A task's outcome is taken
 once all its partial results have been; a failure is retried
-(:mod:`~hayata_py._invocation.holding`) or fails the invocation; the last
+(:mod:`~hayata_py._invocation.waits`) or fails the invocation; the last
 outcome ends the step (a map step's items go to
 :mod:`~hayata_py._invocation.mapping`). A node that died or cannot be reached,
 or a deadline that passed, ends the step with its reason
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hayata_py._invocation import holding, mapping, pause, reasons
+from hayata_py._invocation import mapping, pause, reasons, waits
 from hayata_py._invocation.commands import Command
 from hayata_py._invocation.compensation import Undo
 from hayata_py._invocation.events import (
@@ -28,7 +28,7 @@ from hayata_py._invocation.events import (
     PartialResult,
     TaskOutcome,
 )
-from hayata_py._invocation.glue import Machine
+from hayata_py._invocation.machine_view import Machine
 from hayata_py._invocation.state import Execution, Phase
 
 
@@ -39,7 +39,7 @@ def dispatch_step(inv: Machine, unplaced: Any) -> list[Command]:
     assert ex is not None
     hold = pause.breakpoint_at(inv.rules.pause_before, ex.nodes, pause.PauseKind.BEFORE)
     if hold is not None:
-        return holding.start_pause(inv, hold)
+        return waits.start_pause(inv, hold)
     inv.phase = Phase.RUNNING
     waiting = [n for n in ex.nodes if n in unplaced]
     if waiting and inv.rules.durable:
@@ -88,7 +88,7 @@ def task_done(inv: Machine, ex: Execution, outcome: TaskOutcome) -> list[Command
     task = ex.pending.pop(outcome.key)
     if not outcome.ok:
         assert outcome.error is not None
-        retried = holding.after_failure(inv, ex, task, outcome.error)
+        retried = waits.after_failure(inv, ex, task, outcome.error)
         return inv._fail(outcome.error) if retried is None else retried
     if outcome.key.node_id in inv.rules.compensate and not outcome.cached:
         item = outcome.key.item

@@ -146,6 +146,6 @@ def _payload(store_url: str | None, invocation_id: str | None) -> Any:
         return None
     with open_store_of(store_url) as store:
         found = store.get_invocation(invocation_id)
-    from hayata_py._actors.pauses import is_paused
+    from hayata_py._rules.pauses import is_paused
 
     return found.paused if found is not None and is_paused(found) else None

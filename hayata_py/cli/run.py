@@ -86,7 +86,7 @@ def stored_result(store_url: str | None, agent_id: str, invocation_id: str
 
 def _paused(store_url: str | None, invocation_id: str) -> bool:
     """The stored invocation waits for ``resume()`` (not for ``recover()``)."""
-    from hayata_py._actors.pauses import is_paused
+    from hayata_py._rules.pauses import is_paused
 
     with open_store_of(store_url) as store:
         return is_paused(store.get_invocation(invocation_id))

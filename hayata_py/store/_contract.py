@@ -1,4 +1,9 @@
-"""The durable task store contract every backend implements.
+"""The durable task store contract every backend implements: :class:`TaskStore`.
+
+The contract is this one class, in sections: invocations (and their group
+commit and retention), ownership (claims and leases), threads, task records,
+the node result cache, the event log, and the store's lifecycle. The SQL
+implementation (:mod:`hayata_py.store._sql`) has one class per section.
 
 Model
 -----
@@ -6,7 +11,9 @@ An *invocation* is one run of an agent's graph; its checkpoint is an
 :class:`InvocationRecord`. A *task* is one node run within one step
 (:class:`TaskRecord`), recorded ``scheduled`` -> ``started`` ->
 ``completed``/``failed`` so a restarted runtime can tell "never ran" from
-"maybe ran" (see :mod:`hayata_py.store._classify`).
+"maybe ran" (see :mod:`hayata_py.store._classify`). A node result cache entry
+belongs to an agent's node (not to an invocation); an invocation's events are
+numbered 1, 2, ...
 
 Ownership and fencing
 ---------------------
@@ -67,18 +74,22 @@ from types import TracebackType
 from typing import Any, Literal
 
 from hayata_py._errors import StoreError
-from hayata_py.store._cache_contract import CacheContract
-from hayata_py.store._events_contract import EventContract
-from hayata_py.store._records import InvocationRecord, QueuedRun, StoredEvent, ThreadRecord
-from hayata_py.store._tasks_contract import TaskContract
+from hayata_py.store._records import (
+    CachedResult,
+    InvocationRecord,
+    PruneReport,
+    QueuedRun,
+    StoredEvent,
+    TaskRecord,
+    ThreadRecord,
+)
 
 __all__ = ["TaskStore"]
 
 
-class TaskStore(TaskContract, CacheContract, EventContract):
-    """Durable invocation checkpoints (see the module docs), task records
-    (:class:`TaskContract`), the node result cache (:class:`CacheContract`) and
-    the event log (:class:`EventContract`)."""
+class TaskStore(abc.ABC):
+    """Durable invocation checkpoints, their owners and threads, task records,
+    the node result cache and the event log (see the module docs)."""
 
     # -- invocations -------------------------------------------------------
 
@@ -123,99 +134,10 @@ class TaskStore(TaskContract, CacheContract, EventContract):
         ``durable=False``: the create is committed (every reader sees it, a
         crash of the writing process keeps it) but may reach the disk only with
         the database's next synced commit (SQLite in WAL mode, see
-        :mod:`~hayata_py.store._walsync`; other stores may sync it anyway). For
+        :mod:`~hayata_py.store._fast.walsync`; other stores may sync it anyway). For
         a caller that lets nothing outside learn of the invocation before such
         a commit (``AgentRef.invoke``: the first task's ``started`` record or
         the invocation's end is synced before anything is seen).
-        """
-
-    @abc.abstractmethod
-    def claim_invocation(
-        self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
-    ) -> int:
-        """Take ownership: return the next fencing token (strictly increasing).
-
-        Records ``owner`` and a lease expiring ``lease_seconds`` from now
-        (``None``: no lease). The same owner may re-claim at any time (getting a
-        new token, which fences its own older writers).
-        Raises :class:`InvocationBusy` if a different owner's lease has not
-        expired, ``StoreError`` ``invocation_finished`` if the invocation is
-        terminal, ``invocation_not_found`` if unknown.
-        """
-
-    @abc.abstractmethod
-    def check_claimable(self, invocation_id: str, *, owner: str) -> None:
-        """Raise :class:`InvocationBusy` if :meth:`claim_invocation` by ``owner``
-        would (a different owner's lease has not expired); write nothing. For a
-        caller that must not claim before it knows it can act (``recover()``
-        refusing an uncertain step writes nothing)."""
-
-    @abc.abstractmethod
-    def renew_lease(
-        self, invocation_id: str, *, owner: str, token: int, lease_seconds: float | None
-    ) -> None:
-        """Extend ``owner``'s lease to ``lease_seconds`` from now (``None``: drop it).
-
-        Fenced: :class:`StaleWriter` unless ``token`` is current and ``owner`` is
-        the recorded owner. Does not change the token.
-        """
-
-    def create_invocations(
-        self, items: Sequence[tuple[InvocationRecord, int | None]], *, owner: str,
-        lease_seconds: float | None = None, max_running: int | None = 1,
-        durable: bool = True,
-    ) -> list[int | StoreError]:
-        """Create several invocations, each ``(record, thread_version)`` as
-        :meth:`create_invocation` would, in one transaction where they all land
-        (group commit: one fsync for the burst); otherwise each on its own. Per
-        item: its token, or the :class:`StoreError` its own create raised.
-        ``durable`` as for :meth:`create_invocation`, for all of them."""
-        out: list[int | StoreError] = []
-        for record, version in items:
-            try:
-                out.append(self.create_invocation(record, owner=owner,
-                                                  lease_seconds=lease_seconds,
-                                                  max_running=max_running,
-                                                  thread_version=version,
-                                                  durable=durable))
-            except StoreError as exc:
-                out.append(exc)
-        return out
-
-    def finish_invocations(
-        self, items: Sequence[tuple[str, int, str, Any, dict[str, Any] | None,
-                                    dict[str, Any] | None]],
-        *, lease_seconds: float | None = None,
-    ) -> list[InvocationRecord | StoreError | None]:
-        """Finish several invocations, each ``(invocation_id, token, status, result,
-        error, state)`` as :meth:`finish_invocation` would, in one transaction
-        where they all land; otherwise each on its own (a finish that starts a
-        thread's queued run always does). Per item: the run it started, None, or
-        the :class:`StoreError` its own finish raised."""
-        out: list[InvocationRecord | StoreError | None] = []
-        for invocation_id, token, status, result, error, state in items:
-            try:
-                out.append(self.finish_invocation(
-                    invocation_id, token=token, status=status,  # type: ignore[arg-type]
-                    result=result, error=error, state=state, lease_seconds=lease_seconds))
-            except StoreError as exc:
-                out.append(exc)
-        return out
-
-    @abc.abstractmethod
-    def renew_leases(
-        self, tokens: dict[str, int], *, owner: str, lease_seconds: float | None
-    ) -> set[str]:
-        """Extend ``owner``'s leases of many invocations (id -> its token) in one
-        transaction, as :meth:`renew_lease` does each; returns the ids whose
-        renewal was refused (token not current, another owner, not running).
-        An agent serving many invocations renews them all with one commit."""
-
-    @abc.abstractmethod
-    def release(self, invocation_id: str, *, owner: str, token: int) -> None:
-        """Drop ``owner``'s lease so another owner can claim at once.
-
-        Fenced like :meth:`renew_lease`. The token is unchanged.
         """
 
     @abc.abstractmethod
@@ -278,8 +200,10 @@ class TaskStore(TaskContract, CacheContract, EventContract):
 
     @abc.abstractmethod
     def unfinished_invocation(self, agent_id: str) -> InvocationRecord | None:
-        """Return the agent's oldest running invocation (the only one when every
-        create used ``max_running=1``), or ``None``."""
+        """Return the agent's oldest running invocation, or ``None``.
+
+        It is the only one when every create used ``max_running=1``.
+        """
 
     @abc.abstractmethod
     def unfinished_invocations(self, agent_id: str) -> list[InvocationRecord]:
@@ -289,16 +213,133 @@ class TaskStore(TaskContract, CacheContract, EventContract):
     def list_invocations(self, agent_id: str, limit: int = 50) -> list[InvocationRecord]:
         """Return up to ``limit`` of the agent's invocations, newest first."""
 
-    # -- threads -----------------------------------------------------------
+    # -- invocations: group commit -------------------------------------------
+
+    def create_invocations(
+        self, items: Sequence[tuple[InvocationRecord, int | None]], *, owner: str,
+        lease_seconds: float | None = None, max_running: int | None = 1,
+        durable: bool = True,
+    ) -> list[int | StoreError]:
+        """Create several invocations at once; per item its token or its refusal.
+
+        Each ``(record, thread_version)`` as :meth:`create_invocation` would, in
+        one transaction where they all land (group commit: one fsync for the
+        burst); otherwise each on its own. Per item: its token, or the
+        :class:`StoreError` its own create raised. ``durable`` as for
+        :meth:`create_invocation`, for all of them.
+        """
+        out: list[int | StoreError] = []
+        for record, version in items:
+            try:
+                out.append(self.create_invocation(record, owner=owner,
+                                                  lease_seconds=lease_seconds,
+                                                  max_running=max_running,
+                                                  thread_version=version,
+                                                  durable=durable))
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
+    def finish_invocations(
+        self, items: Sequence[tuple[str, int, str, Any, dict[str, Any] | None,
+                                    dict[str, Any] | None]],
+        *, lease_seconds: float | None = None,
+    ) -> list[InvocationRecord | StoreError | None]:
+        """Finish several invocations at once; per item the run it started, None, or its refusal.
+
+        Each ``(invocation_id, token, status, result, error, state)`` as
+        :meth:`finish_invocation` would, in one transaction where they all land;
+        otherwise each on its own (a finish that starts a thread's queued run
+        always does). Per item: the run it started, None, or the
+        :class:`StoreError` its own finish raised.
+        """
+        out: list[InvocationRecord | StoreError | None] = []
+        for invocation_id, token, status, result, error, state in items:
+            try:
+                out.append(self.finish_invocation(
+                    invocation_id, token=token, status=status,  # type: ignore[arg-type]
+                    result=result, error=error, state=state, lease_seconds=lease_seconds))
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
+    # -- invocations: retention ------------------------------------------------
+
+    @abc.abstractmethod
+    def prune(self, older_than: float, *, agent_id: str | None = None) -> PruneReport:
+        """Delete finished invocations last updated over ``older_than`` seconds ago.
+
+        The finished (completed or failed) invocations (of ``agent_id`` only, if
+        given) last updated more than ``older_than`` seconds ago (a finite number
+        >= 0, else ``invalid_argument``) go, with their task records and events,
+        in one transaction. A running or paused invocation is never deleted.
+        """
+
+    # -- ownership: claims and leases ------------------------------------------
+
+    @abc.abstractmethod
+    def claim_invocation(
+        self, invocation_id: str, *, owner: str, lease_seconds: float | None = None
+    ) -> int:
+        """Take ownership: return the next fencing token (strictly increasing).
+
+        Records ``owner`` and a lease expiring ``lease_seconds`` from now
+        (``None``: no lease). The same owner may re-claim at any time (getting a
+        new token, which fences its own older writers).
+        Raises :class:`InvocationBusy` if a different owner's lease has not
+        expired, ``StoreError`` ``invocation_finished`` if the invocation is
+        terminal, ``invocation_not_found`` if unknown.
+        """
+
+    @abc.abstractmethod
+    def check_claimable(self, invocation_id: str, *, owner: str) -> None:
+        """Raise :class:`InvocationBusy` if a claim by ``owner`` would; write nothing.
+
+        :meth:`claim_invocation` would when a different owner's lease has not
+        expired. For a caller
+        that must not claim before it knows it can act (``recover()`` refusing
+        an uncertain step writes nothing).
+        """
+
+    @abc.abstractmethod
+    def renew_lease(
+        self, invocation_id: str, *, owner: str, token: int, lease_seconds: float | None
+    ) -> None:
+        """Extend ``owner``'s lease to ``lease_seconds`` from now (``None``: drop it).
+
+        Fenced: :class:`StaleWriter` unless ``token`` is current and ``owner`` is
+        the recorded owner. Does not change the token.
+        """
+
+    @abc.abstractmethod
+    def renew_leases(
+        self, tokens: dict[str, int], *, owner: str, lease_seconds: float | None
+    ) -> set[str]:
+        """Extend ``owner``'s leases of many invocations in one transaction; return the refused ids.
+
+        ``tokens`` maps each invocation id to its token; each is renewed as
+        :meth:`renew_lease` does; a renewal is refused when the token is not
+        current, another owner holds it, or it is not running. An agent
+        serving many invocations renews them all with one commit.
+        """
+
+    @abc.abstractmethod
+    def release(self, invocation_id: str, *, owner: str, token: int) -> None:
+        """Drop ``owner``'s lease so another owner can claim at once.
+
+        Fenced like :meth:`renew_lease`. The token is unchanged.
+        """
+
+    # -- threads ---------------------------------------------------------------
 
     @abc.abstractmethod
     def enqueue_run(
         self, agent_id: str, thread_id: str, invocation_id: str, input: Any, *,
         stream: bool = False,
     ) -> int:
-        """Queue a run of ``input`` behind the thread's running invocation; return
-        its position in the thread's queue (1: it starts next).
+        """Queue a run of ``input`` behind the thread's running invocation; return its position.
 
+        The position is in the thread's queue (1: it starts next).
         ``invocation_id`` is the id its invocation will have when
         :meth:`finish_invocation` of the thread's running invocation (or of a
         later one) starts it; ``stream`` is kept for the caller
@@ -311,37 +352,212 @@ class TaskStore(TaskContract, CacheContract, EventContract):
 
     @abc.abstractmethod
     def queued_run(self, invocation_id: str) -> QueuedRun | None:
-        """Return the queued run with this id (and its current position), or
+        """Return the queued run with this id (and its current position), or ``None``.
+
         ``None`` once it has started (then :meth:`get_invocation` has it) or if
-        it was never queued."""
+        it was never queued.
+        """
 
     @abc.abstractmethod
     def get_thread(self, agent_id: str, thread_id: str) -> ThreadRecord | None:
-        """Return the thread (state, version, running invocation, queued ids in
-        order), or ``None`` if unknown."""
+        """Return the thread, or ``None`` if unknown.
+
+        Its state, version, running invocation and queued ids in order.
+        """
 
     @abc.abstractmethod
     def list_threads(
         self, agent_id: str, *, limit: int = 50, after: str | None = None
     ) -> list[ThreadRecord]:
-        """Return up to ``limit`` of the agent's threads ordered by ``thread_id``
-        (in the database's collation), those after ``after`` (the last thread id
-        of the previous page)."""
+        """Return up to ``limit`` of the agent's threads ordered by ``thread_id``.
+
+        In the database's collation; those after ``after`` (the last thread id
+        of the previous page).
+        """
 
     @abc.abstractmethod
     def thread_invocations(
         self, agent_id: str, thread_id: str, *, limit: int = 50
     ) -> list[InvocationRecord]:
-        """Return up to ``limit`` of the thread's invocations, newest first
-        (queued runs not yet started are not invocations yet)."""
+        """Return up to ``limit`` of the thread's invocations, newest first.
 
-    # -- lifecycle ---------------------------------------------------------
+        Queued runs not yet started are not invocations yet.
+        """
+
+    # -- task records ------------------------------------------------------------
+
+    @abc.abstractmethod
+    def schedule_tasks(self, tasks: Sequence[TaskRecord], *, token: int) -> None:
+        """Record ``tasks`` as scheduled; ids already stored are left untouched.
+
+        Replaying the same schedule is therefore a no-op. All tasks must belong
+        to one invocation (else ``invalid_argument``), which must be running
+        (``invocation_finished``). Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def mark_started(
+        self,
+        task_id: str,
+        *,
+        token: int,
+        system_instance: str | None,
+        attempt: int,
+        task: TaskRecord | None = None,
+        checkpoint: InvocationRecord | None = None,
+        retry: bool = False,
+    ) -> TaskRecord:
+        """Record that attempt ``attempt`` of the task starts now; return the stored record.
+
+        ``retry``: this attempt follows the task's recorded failure (a retry
+        policy); from ``failed`` it is accepted if ``attempt`` is higher than the
+        failed one, and clears the recorded error.
+
+        A missing row is created from ``task`` (``task_not_found`` if ``task`` is
+        not given). From ``scheduled`` any ``attempt >= 1`` is accepted. From
+        ``started`` the ``attempt`` must increase (re-running an uncertain
+        idempotent task), except that repeating the identical call (same attempt
+        and ``system_instance``) is a no-op; otherwise ``attempt_not_increasing``.
+        A completed task, or a failed one without ``retry``, raises
+        ``task_finished``. The invocation must be running
+        (``invocation_finished``). Fenced (:class:`StaleWriter`).
+
+        With ``checkpoint`` (which needs ``task``; it must be of the task's
+        running invocation and name the task's execution and node, else
+        ``invalid_argument`` and nothing is written), the invocation's
+        checkpoint is saved as :meth:`save_checkpoint` would save it, in the
+        same transaction: the checkpoint and the ``started`` record are
+        committed together or not at all (the runtime's sequential steps, see
+        ``docs/design.md``).
+        """
+
+    @abc.abstractmethod
+    def mark_completed(self, task_id: str, *, token: int, result: Any) -> None:
+        """Record the task's ``result``; it must be ``started`` (``task_not_started``).
+
+        A finished task is never overwritten (``task_finished``); repeating the
+        identical completion is a no-op. Fenced (:class:`StaleWriter`), and
+        refused (``invocation_finished``) once the invocation has ended: no task
+        record changes after its invocation's end (a late edge's write never lands).
+        """
+
+    @abc.abstractmethod
+    def mark_failed(self, task_id: str, *, token: int, error: dict[str, Any]) -> None:
+        """Record the task's final failure (``ErrorInfo.to_dict()``).
+
+        Allowed from ``scheduled`` or ``started``; a finished task is never
+        overwritten (``task_finished``); repeating the identical failure is a
+        no-op. Fenced (:class:`StaleWriter`); ``invocation_finished`` once the
+        invocation has ended, as for :meth:`mark_completed`.
+        """
+
+    @abc.abstractmethod
+    def resolve_task(self, task_id: str, *, result: Any, token: int) -> None:
+        """Complete an uncertain task with a user-established ``result``.
+
+        Only ``started`` -> ``completed``; the record gets ``resolved=True``.
+        Any other status raises ``task_not_uncertain``. Fenced (:class:`StaleWriter`).
+        """
+
+    @abc.abstractmethod
+    def get_tasks(
+        self, invocation_id: str, *, execution_id: str | None = None, step: int | None = None
+    ) -> list[TaskRecord]:
+        """Return the invocation's tasks, filtered, ordered by step then branch_index."""
+
+    @abc.abstractmethod
+    def get_task(self, task_id: str) -> TaskRecord | None:
+        """Return one task record, or ``None`` if unknown."""
+
+    # -- node result cache (``AgentConfig.cache``) -------------------------------
+
+    @abc.abstractmethod
+    def cache_get(self, agent_id: str, node_id: str, key: str) -> CachedResult | None:
+        """Return the live cache entry of ``key`` for the agent's node, or ``None``.
+
+        ``None`` when none is stored or it expired (``expires_at`` <= the
+        store's clock now).
+        """
+
+    @abc.abstractmethod
+    def cache_put(self, agent_id: str, node_id: str, key: str, result: Any, *,
+                  ttl: float) -> None:
+        """Store ``result`` under ``key`` for the agent's node, expiring ``ttl`` seconds from now.
+
+        ``ttl`` is a finite number > 0, else ``invalid_argument``. Replaces any
+        entry of that key, live or expired; the node's expired entries are
+        deleted in the same transaction. Not fenced: an entry belongs to the
+        agent, not to an invocation.
+        """
+
+    @abc.abstractmethod
+    def clear_cache(self, agent_id: str, *, node_id: str | None = None,
+                    expired_only: bool = False) -> int:
+        """Delete the agent's cache entries; return how many.
+
+        Only those of ``node_id``, if given; only the expired ones with
+        ``expired_only``.
+        """
+
+    @abc.abstractmethod
+    def complete_cached(
+        self,
+        task: TaskRecord,
+        *,
+        token: int,
+        result: Any,
+        attempt: int,
+        system_instance: str | None,
+        checkpoint: InvocationRecord | None = None,
+        retry: bool = False,
+    ) -> TaskRecord:
+        """Record ``task`` completed with ``result`` from the cache (its node did not run).
+
+        ``status`` completed, ``cached`` true, started and finished now,
+        ``attempt``. The same rules as :meth:`mark_started` for an existing row
+        (``task_finished``, ``attempt_not_increasing``; ``retry`` accepts a
+        failed row of a lower attempt), the same fencing and the same
+        ``checkpoint`` option: the checkpoint and the completed record are
+        committed together or not at all.
+        """
+
+    # -- event log -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def append_events(self, events: Sequence[tuple[StoredEvent, int]]
+                      ) -> set[tuple[str, int]]:
+        """Store ``events`` in one transaction; return those of a stale writer.
+
+        Each event comes with its writer's fencing token; ``created_at`` is the
+        store's clock. An event whose invocation's token
+        is no longer that token (another owner took it over), or whose
+        invocation does not exist, is not written: the ``(invocation id,
+        token)`` pairs of those events are returned (a batch may hold a
+        replaced run's events and those of the run that took over, under the
+        new token). An event already stored under its invocation and sequence
+        is left as it is (a batch written again changes nothing).
+        """
+
+    @abc.abstractmethod
+    def get_events(self, invocation_id: str, *, after: int = 0,
+                   limit: int | None = None) -> list[StoredEvent]:
+        """Return the invocation's stored events with a sequence above ``after``, in order.
+
+        At most ``limit`` of them, when given.
+        """
+
+    @abc.abstractmethod
+    def last_event(self, invocation_id: str) -> int:
+        """Return the highest stored sequence of the invocation (0: none)."""
+
+    # -- lifecycle -------------------------------------------------------------------
 
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections held by this process. Idempotent."""
 
     def __enter__(self) -> TaskStore:
+        """Return the store itself (closed when the block ends)."""
         return self
 
     def __exit__(
@@ -350,4 +566,5 @@ class TaskStore(TaskContract, CacheContract, EventContract):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         self.close()

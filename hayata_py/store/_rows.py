@@ -1,4 +1,9 @@
-"""Conversion between records and table rows (encoding/decoding values).
+"""Conversion between records and table rows (encoding/decoding values), for
+both write paths.
+
+Writing a record encodes its values first (:class:`EncodingError` names the
+key, nothing is written); the checkpoint a task's start carries is checked
+against the task before it is encoded (:func:`start_checkpoint_values`).
 
 Reading a row checks it whole before a record is returned: the value columns
 decode (:func:`hayata_py._codec.decode`) to the kinds the record holds, the
@@ -14,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hayata_py._codec import FORMAT_VERSION, decode, encode
-from hayata_py._errors import CorruptRecord, SchemaTooNew
+from hayata_py._errors import CorruptRecord, SchemaTooNew, StoreError
 from hayata_py.store._records import (
     INVOCATION_STATUSES,
     TASK_STATUSES,
@@ -27,8 +32,11 @@ from hayata_py.store._records import (
 __all__ = [
     "check_control",
     "checkpoint_values",
+    "finish_values",
     "invocation_from_row",
     "invocation_values",
+    "start_checkpoint_values",
+    "task_error",
     "task_from_row",
     "task_values",
     "thread_from_row",
@@ -79,6 +87,46 @@ def invocation_values(record: InvocationRecord) -> dict[str, Any]:
         "result": encode(record.result, key="result"),
         "error": encode(record.error, key="error"),
     }
+
+
+def finish_values(result: Any, error: dict[str, Any] | None, state: dict[str, Any] | None
+                  ) -> dict[str, Any]:
+    """Encode what an invocation's end writes: result, error, and the state when
+    given (raises EncodingError)."""
+    values: dict[str, Any] = {"result": encode(result, key="result"),
+                              "error": encode(error, key="error")}
+    if state is not None:
+        values["state"] = encode(state, key="state")
+    return values
+
+
+def task_error(task_id: str, code: str, message: str, **details: Any) -> StoreError:
+    """A refusal of a write to the task ``task_id``."""
+    return StoreError(f"task {task_id}: {message}", code=code, task_id=task_id, **details)
+
+
+def start_checkpoint_values(task_id: str, task: TaskRecord | None, record: InvocationRecord
+                            ) -> dict[str, Any]:
+    """The encoded checkpoint columns of ``record`` for a task's start that carries
+    it (``mark_started(checkpoint=...)``, ``complete_cached``), checked before
+    anything is written: it needs the task's record, and must be of the task's
+    running invocation and name the task's execution and node
+    (``invalid_argument``)."""
+    if task is None:
+        raise task_error(task_id, "invalid_argument",
+                         "a checkpoint can only be saved with the task record it names")
+    if record.invocation_id != task.invocation_id or record.status != "running":
+        raise task_error(
+            task_id, "invalid_argument",
+            f"the checkpoint must be of the task's running invocation {task.invocation_id}, "
+            f"got {record.invocation_id} ({record.status})")
+    active = record.active_execution
+    if active is None or active.execution_id != task.execution_id \
+            or task.node_id not in active.node_ids:
+        raise task_error(task_id, "invalid_argument",
+                         f"the checkpoint must name the task's execution {task.execution_id} "
+                         f"and node {task.node_id!r}")
+    return checkpoint_values(record)
 
 
 def _corrupt(where: str, column: str, why: str) -> CorruptRecord:

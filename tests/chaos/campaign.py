@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import hayata_py as hy
-from hayata_py.store import _sqlitetx, classify_task
+from hayata_py.store import _connect, classify_task
 from tests.chaos.invariants import (
     Effects,
     Observation,
@@ -158,7 +158,7 @@ class Campaign:
                  graphs: tuple[str, ...] = tuple(GRAPHS), busy_timeout: float = 0.2) -> None:
         # Inherited by every actor process (each is forked from this one's admin):
         # a lock held longer than this is a fault the store must survive.
-        _sqlitetx.SQLITE_BUSY_TIMEOUT_S = busy_timeout
+        _connect.SQLITE_BUSY_TIMEOUT_S = busy_timeout
         self.workdir = workdir
         self.data = workdir / "data"
         self.store_url = store_url

@@ -184,7 +184,7 @@ class ConcurrentCampaign(Campaign):
         if target == "agent":
             # The agent alone died: its nodes and edges live on, finish the tasks
             # they ran and record them (the classes recovery sees are final only
-            # then; ``tests/test_recovery_refusals.py``).
+            # then; ``tests/runtime/test_recovery_refusals.py``).
             poll(self._orphans_done, WAIT_S, "the dead agent's edges ended their tasks")
         try:
             violations = self._settle(run)

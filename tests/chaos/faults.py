@@ -154,8 +154,8 @@ def wrong_fields(cls: type, rng: random.Random) -> Any:
 
 def protocol_types() -> list[type]:
     """The runtime's message dataclasses (everything an actor of hayata_py reads)."""
+    from hayata_py import _actor_messages as _protocol
     from hayata_py import messages
-    from hayata_py._actors import _protocol
 
     return [obj for module in (_protocol, messages) for obj in vars(module).values()
             if isinstance(obj, type) and dataclasses.is_dataclass(obj)

@@ -3,7 +3,7 @@
 No processes, no store, no clock: :func:`check` reads what the campaign saw
 after one fault (the side-effect file, the task records before and after
 recovery, what recovery answered, the results received, the processes and
-their parents) and names every broken guarantee. ``tests/chaos/test_invariants.py``
+their parents) and names every broken guarantee. ``tests/unit/test_chaos_invariants.py``
 feeds it crafted violating observations, so each rule is known to be able to fail.
 """
 

@@ -87,7 +87,7 @@ def test_postgres_restart_mid_invocation_stays_recoverable(tmp_path: Path) -> No
 def test_node_drops_ensure_edges_with_a_huge_count(tmp_path: Path) -> None:
     """Found by the garbage faults: ``EnsureEdges(count=10**30)`` made a node fork
     edges without end."""
-    from hayata_py._actors._protocol import EnsureEdges
+    from hayata_py._actor_messages import EnsureEdges
 
     campaign = Campaign(tmp_path, f"sqlite:///{tmp_path / 'data' / 'h.db'}", "sqlite", 1,
                         graphs=("sequential",))

@@ -9,15 +9,15 @@ had the PostgreSQL cases fail - they are never skipped.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
 from hayata_py.store import SqlTaskStore
-from hayata_py.store._engine import EngineHolder
+from hayata_py.store._fast.statements import Statements
+from hayata_py.store._sql.engine import EngineHolder
 from tests.pg import PgServer, fresh_database
 
 
@@ -72,11 +72,11 @@ def store(store_url: str, clock: FakeClock) -> Iterator[SqlTaskStore]:
 @pytest.fixture
 def fast_commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Whether each fast-path attempt (each :meth:`EngineHolder.write_all`, which
-    ``write_one`` runs) committed, in order."""
+    every fast write runs) committed, in order."""
     seen: list[bool] = []
     original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]],
+    def spy(self: EngineHolder, statements: Statements,
             durable: bool = True) -> bool:
         done = original(self, statements, durable)
         seen.append(done)

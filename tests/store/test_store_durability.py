@@ -10,7 +10,7 @@ import pytest
 
 from hayata_py._errors import CorruptRecord, SchemaTooNew, StaleWriter
 from hayata_py.store import SqlTaskStore, open_store
-from hayata_py.store._schema import HEAD_REVISION
+from hayata_py.store._sql.schema import HEAD_REVISION
 from tests.store.util import invocation, raw_execute, run_child, start_child, task
 
 GARBAGE = b"\x01\xc1\xff\x00garbage"

@@ -1,7 +1,7 @@
 """The single-statement happy paths: taken when they apply, exact when they don't.
 
 The hot writes first try one fenced driver-level statement
-(:mod:`hayata_py.store._fast`); on zero changed rows they fall back to the
+(:mod:`hayata_py.store._fast.statements`); on zero changed rows they fall back to the
 general path. These tests pin that the happy path really is taken (a silent
 fallback would keep the suite green and double the cost), that what it
 returns equals what a read returns, and that refusals stay precise and
@@ -14,15 +14,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hayata_py._errors import StaleWriter, StoreError
-from hayata_py.store import SqlTaskStore, _engine, _sqlitetx
-from hayata_py.store._engine import EngineHolder
+from hayata_py.store import SqlTaskStore, _connect
+from hayata_py.store._fast.statements import Statements
+from hayata_py.store._sql import engine as _engine
+from hayata_py.store._sql.engine import EngineHolder
 from tests.helpers import eventually
 from tests.store.conftest import FakeClock
 from tests.store.util import invocation, raw_execute, task
@@ -31,14 +32,14 @@ from tests.store.util import invocation, raw_execute, task
 @pytest.fixture
 def fast_results(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
     """Record (statement head, committed?) for every fast-path attempt (every
-    transaction of :meth:`EngineHolder.write_all`, which ``write_one`` runs)."""
+    transaction of :meth:`EngineHolder.write_all`)."""
     seen: list[tuple[str, bool]] = []
     original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]],
+    def spy(self: EngineHolder, statements: Statements,
             durable: bool = True) -> bool:
         done = original(self, statements, durable)
-        seen.append((" | ".join(" ".join(sql.split()[:3]) for sql, _ in statements), done))
+        seen.append((" | ".join(" ".join(stmt.sqlite.split()[:3]) for stmt, _ in statements), done))
         return done
 
     monkeypatch.setattr(EngineHolder, "write_all", spy)
@@ -255,7 +256,7 @@ def quick_lock_store(
     tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[SqlTaskStore]:
     """A SQLite store whose busy timeout is 50 ms and which retries for 2 s."""
-    monkeypatch.setattr(_sqlitetx, "SQLITE_BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(_connect, "SQLITE_BUSY_TIMEOUT_S", 0.05)
     opened = SqlTaskStore(f"sqlite:///{tmp_path / 'hayata.db'}", clock=clock, retry_seconds=2.0)
     try:
         yield opened

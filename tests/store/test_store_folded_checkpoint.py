@@ -9,14 +9,15 @@ start leaves the previous checkpoint untouched.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from hayata_py._errors import StaleWriter, StoreError
 from hayata_py.store import ActiveExecution, SqlTaskStore
-from hayata_py.store._engine import EngineHolder
+from hayata_py.store._fast.statements import Statements
+from hayata_py.store._sql.engine import EngineHolder
 from tests.store.util import invocation, task
 
 
@@ -33,7 +34,7 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bool]]]
     seen: list[tuple[int, bool]] = []
     original = EngineHolder.write_all
 
-    def spy(self: EngineHolder, statements: Sequence[tuple[str, Sequence[Any]]],
+    def spy(self: EngineHolder, statements: Statements,
             durable: bool = True) -> bool:
         done = original(self, statements, durable)
         seen.append((len(statements), done))

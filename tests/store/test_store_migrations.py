@@ -11,9 +11,10 @@ from alembic import command
 from hayata_py._codec import FORMAT_VERSION, encode
 from hayata_py._errors import StoreError
 from hayata_py.store import open_store
-from hayata_py.store._engine import EngineHolder, normalize_url
-from hayata_py.store._migrate import _config
-from hayata_py.store._schema import HEAD_REVISION
+from hayata_py.store._connect import normalize_url
+from hayata_py.store._sql.engine import EngineHolder
+from hayata_py.store._sql.migrate import _config
+from hayata_py.store._sql.schema import HEAD_REVISION
 from tests.store.test_store_threads import on_thread
 from tests.store.util import raw_execute
 

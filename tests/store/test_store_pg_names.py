@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from hayata_py.store import SqlTaskStore
-from hayata_py.store._writer import TaskWriter
+from hayata_py.store._fast.writer import TaskWriter
 from tests.store.util import invocation
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(60)]

@@ -134,7 +134,7 @@ def test_another_store_finishes_correctly_without_the_hint(
     try:
         fast_commits.clear()
         other.finish_invocation("inv-1", token=1, status="completed", state={"n": 1})
-        other._threaded["plain"] = True  # a wrong hint
+        other._threaded.note("plain")  # a wrong hint
         other.finish_invocation("plain", token=1, status="completed", result=5)
         assert fast_commits == [False, False]
     finally:

@@ -1,6 +1,6 @@
 """The edge's light task writer behaves exactly like the store's task writes.
 
-:class:`TaskWriter` (``hayata_py/store/_writer.py``) runs the store's fast
+:class:`TaskWriter` (``hayata_py/store/_fast/writer.py``) runs the store's fast
 statements on a plain driver connection and hands every other case to the
 full store. The store's own task-record conformance cases run here once more
 with ``mark_started`` / ``mark_completed`` / ``mark_failed`` going through a
@@ -18,7 +18,7 @@ import pytest
 
 from hayata_py._errors import StaleWriter
 from hayata_py.store import SqlTaskStore
-from hayata_py.store._writer import TaskWriter
+from hayata_py.store._fast.writer import TaskWriter
 from tests.store import test_store_tasks as cases
 from tests.store.conftest import FakeClock
 from tests.store.util import invocation, task

@@ -1,4 +1,4 @@
-"""When SQLite's fast writes reach the disk (``store/_walsync.py``).
+"""When SQLite's fast writes reach the disk (``store/_fast/walsync.py``).
 
 A start (and every ``EngineHolder.write_all``) is synced by its writer after
 its commit and before the call returns, outside the write lock; a task's end
@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from hayata_py.store import SqlTaskStore
-from hayata_py.store._engine import EngineHolder, normalize_url
-from hayata_py.store._walsync import defer_sync, sync_wal
-from hayata_py.store._writequeue import queue_for
-from hayata_py.store._writer import TaskWriter
+from hayata_py.store._connect import normalize_url
+from hayata_py.store._fast.statements import Stmt
+from hayata_py.store._fast.walsync import defer_sync, sync_wal
+from hayata_py.store._fast.writequeue import queue_for
+from hayata_py.store._fast.writer import TaskWriter
+from hayata_py.store._sql.engine import EngineHolder
 from tests.store.util import invocation, start_child, task
 
 pytestmark = pytest.mark.timeout(60)
@@ -155,7 +157,7 @@ def test_an_ended_task_survives_its_writers_sigkill(db: Path, store: SqlTaskStor
     a = task("a")
     child = start_child("""
         import os, sys, time
-        from hayata_py.store._writer import TaskWriter
+        from hayata_py.store._fast.writer import TaskWriter
         from tests.store.util import task
         a = task("a")
         w = TaskWriter(sys.argv[1])
@@ -184,8 +186,8 @@ def test_engine_write_all_is_synced_before_it_returns(db: Path, store: SqlTaskSt
         with sqlite3.connect(db) as setup:
             setup.execute("CREATE TABLE t (x INTEGER)")
         syncs.calls.clear()
-        assert holder.write_all((("INSERT INTO t (x) VALUES (?)", (1,)),)) is True
-        assert holder.write_all((("UPDATE t SET x = 2 WHERE x = 5", ()),)) is False
+        assert holder.write_all([(Stmt("INSERT INTO t (x) VALUES (?)"), (1,))]) is True
+        assert holder.write_all([(Stmt("UPDATE t SET x = 2 WHERE x = 5"), ())]) is False
         assert syncs.of_wal() == [False]  # the commit synced after; the rollback not
         assert _synchronous(holder._pinned.conn) == 1
     finally:

@@ -1,4 +1,4 @@
-"""The SQLite writers' queue (``store/_writequeue.py``): a hold excludes every
+"""The SQLite writers' queue (``store/_fast/writequeue.py``): a hold excludes every
 other thread and process, a forked child never shares its parent's hold, the
 kernel frees the hold of a process that is killed, and a queue file that
 cannot be opened only means no queue."""
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from hayata_py.store._writequeue import WriteQueue, queue_for
+from hayata_py.store._fast.writequeue import WriteQueue, queue_for
 from tests.helpers import freeze
 
 pytestmark = pytest.mark.timeout(60)
 
 HOLDER = """
 import sys
-from hayata_py.store._writequeue import WriteQueue
+from hayata_py.store._fast.writequeue import WriteQueue
 with WriteQueue(sys.argv[1]).hold():
     print("held", flush=True)
     sys.stdin.readline()

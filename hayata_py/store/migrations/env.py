@@ -2,7 +2,7 @@
 
 The store opens a transaction (and takes a lock) before calling Alembic, so
 migrations run inside it and commit or roll back together with the version
-check. There is no alembic.ini; see ``hayata_py.store._migrate``.
+check. There is no alembic.ini; see ``hayata_py.store._sql.migrate``.
 """
 
 from __future__ import annotations

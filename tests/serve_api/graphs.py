@@ -1,0 +1,106 @@
+"""The graphs the serve_api conformance suite runs, served by ``langgraph.json`` beside this file.
+
+Plain LangGraph (``langgraph`` and ``langchain_core`` only), so LangGraph's own
+server and ``hayata serve`` load the same file:
+
+- ``steps``: three nodes in a row, each appending ``"<label>:<node>"`` to
+  ``steps``; the middle one is ``async`` and waits ``delay`` seconds (0 unless
+  the input says), which keeps a run busy for the cancel and multitask tests.
+- ``ask``: asks with ``interrupt()`` and stores the answer it is resumed with.
+- ``chat``: answers from langchain_core's fake chat model (its tokens stream
+  in ``messages-tuple`` mode) and writes two ``custom`` events around the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from typing import Annotated, Any, NotRequired, TypedDict
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+#: What the ``chat`` graph's model answers, every time.
+CHAT_REPLY = "hello from the fake model"
+
+
+class StepsState(TypedDict):
+    label: NotRequired[str]
+    delay: NotRequired[float]
+    steps: Annotated[list[str], operator.add]
+
+
+def _mark(state: StepsState, node: str) -> dict[str, list[str]]:
+    return {"steps": [f"{state.get('label', '')}:{node}"]}
+
+
+def first(state: StepsState) -> dict[str, list[str]]:
+    return _mark(state, "first")
+
+
+async def middle(state: StepsState) -> dict[str, list[str]]:
+    await asyncio.sleep(state.get("delay", 0.0))
+    return _mark(state, "middle")
+
+
+def last(state: StepsState) -> dict[str, list[str]]:
+    return _mark(state, "last")
+
+
+steps = (
+    StateGraph(StepsState)
+    .add_node("first", first)
+    .add_node("middle", middle)
+    .add_node("last", last)
+    .add_edge(START, "first")
+    .add_edge("first", "middle")
+    .add_edge("middle", "last")
+    .add_edge("last", END)
+    .compile()
+)
+
+
+class AskState(TypedDict):
+    question: str
+    answer: NotRequired[str]
+    done: NotRequired[bool]
+
+
+def ask_node(state: AskState) -> dict[str, Any]:
+    return {"answer": interrupt({"question": state["question"]})}
+
+
+def finish(state: AskState) -> dict[str, Any]:
+    return {"done": True}
+
+
+ask = (
+    StateGraph(AskState)
+    .add_node("ask", ask_node)
+    .add_node("finish", finish)
+    .add_edge(START, "ask")
+    .add_edge("ask", "finish")
+    .add_edge("finish", END)
+    .compile()
+)
+
+
+def respond(state: MessagesState) -> dict[str, Any]:
+    write = get_stream_writer()
+    write({"progress": "thinking"})
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=CHAT_REPLY)]))
+    reply = model.invoke(state["messages"])
+    write({"progress": "done"})
+    return {"messages": [reply]}
+
+
+chat = (
+    StateGraph(MessagesState)
+    .add_node("respond", respond)
+    .add_edge(START, "respond")
+    .add_edge("respond", END)
+    .compile()
+)
