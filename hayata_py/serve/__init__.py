@@ -38,6 +38,9 @@ __all__ = ["Served", "assistant_id", "open_server", "serve"]
 
 log = logging.getLogger("hayata.serve")
 
+MAX_RUNS = 1000
+"""Runs of one graph carried out at once (each on its own thread)."""
+
 
 @dataclass
 class Served:
@@ -64,7 +67,8 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
     try:
         graphs: dict[str, HayataGraph] = {
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
-                                         uncertain="interrupt", auto_recover=True)
+                                         uncertain="interrupt", auto_recover=True,
+                                         max_invocations=MAX_RUNS)
             for spec in specs}
         db = ServeDB(system.store_url)
     except BaseException:

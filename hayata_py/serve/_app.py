@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -255,7 +256,8 @@ class Server:
             finally:
                 runner.wakers.unwatch(run.run_id, waker)
                 if not finished and on_drop is not None:
-                    await on_drop()
+                    with anyio.CancelScope(shield=True):
+                        await on_drop()
 
         return events()
 
@@ -494,9 +496,15 @@ def build_app(server: Server,
             except ValueError:
                 raise BadRequest(422, "Last-Event-ID must be an event id (an integer) "
                                  "or -1") from None
-        modes = request.query_params.getlist("stream_mode") or None
+        modes = [m for m in request.query_params.getlist("stream_mode") if m] or None
+        cancel = request.query_params.get("cancel_on_disconnect", "").lower() in ("1", "true")
+
+        async def dropped() -> None:
+            current = await off(db.get_run, run.run_id)
+            if cancel and current is not None and current.status not in TERMINAL:
+                await off(runner.cancel, current)
         where, again = _locations(run, thread_id is None, "stream")
-        return _sse_response(server.sse(run, after, modes), where, again)
+        return _sse_response(server.sse(run, after, modes, dropped), where, again)
 
     async def run_cancel(request: Request) -> Response:
         thread_id = request.path_params["t"]

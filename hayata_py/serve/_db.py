@@ -153,9 +153,12 @@ class ServeDB:
             return _thread(new)
         return self.holder.run(write, write=True)
 
-    def delete_thread(self, thread_id: str) -> bool:
+    def delete_thread(self, thread_id: str, *, keep_runs: bool = False) -> bool:
+        """Delete the thread, and its runs and their events unless ``keep_runs``."""
         def write(conn: Connection) -> bool:
             gone = conn.execute(threads.delete().where(threads.c.thread_id == thread_id))
+            if keep_runs:
+                return bool(gone.rowcount)
             run_ids = sa.select(runs.c.run_id).where(runs.c.thread_id == thread_id)
             conn.execute(events.delete().where(events.c.run_id.in_(run_ids)))
             conn.execute(runs.delete().where(runs.c.thread_id == thread_id))

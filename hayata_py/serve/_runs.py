@@ -122,11 +122,15 @@ class Runner:
         self._kick.set()
 
     def cancel(self, run: RunRow) -> None:
-        """Stop streaming ``run`` and end it ``interrupted`` (a pending one never starts)."""
+        """End ``run`` ``interrupted`` now and stop logging its stream; a pending
+        run never starts. The graph's invocation in flight runs on to its end
+        (hayata has no cancel of a running invocation yet); the thread's next
+        run waits for it."""
         with self._lock:
             self._cancelled.add(run.run_id)
-        if self.db.set_run_status(run.run_id, "interrupted", only_from=["pending"]):
-            self.settle(run.thread_id)
+        if self.db.set_run_status(run.run_id, "interrupted", only_from=["pending", "running"]):
+            self.settle(run.thread_id, cancelled=True)
+        self.wakers.wake(run.run_id)
         self.kick()
 
     # -- scheduling ----------------------------------------------------------------
@@ -221,7 +225,8 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
             error = {"error": type(exc).__name__, "message": str(exc)}
             self._append(run, [("error", error)])
-        if interrupts and error is None:
+        if interrupts and error is None and not (
+                isinstance(last_values, dict) and "__interrupt__" in last_values):
             base = last_values if isinstance(last_values, dict) else {}
             self._append(run, [("values", {**base, "__interrupt__": interrupts})])
         self._finish(run, "error" if error else "success", error)
@@ -231,12 +236,11 @@ class Runner:
         if not cancelled:
             self.settle(run.thread_id, error=error)
             self.db.set_run_status(run.run_id, status, only_from=["running"])
-        else:
-            self.db.set_run_status(run.run_id, "interrupted", only_from=["running"])
+        elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
             self.settle(run.thread_id, cancelled=True)
         self.wakers.wake(run.run_id)
         if run.kwargs.get("temporary") and not cancelled:
-            self.db.delete_thread(run.thread_id)
+            self.db.delete_thread(run.thread_id, keep_runs=True)
 
     def settle(self, thread_id: str, *, error: dict[str, Any] | None = None,
                        cancelled: bool = False) -> None:
