@@ -223,7 +223,7 @@ class Server:
                      or ["values"])
         if "messages-tuple" in wanted:
             wanted.add("messages")
-        wanted |= {"metadata", "error"}
+        wanted |= {"metadata", "error"} if modes is None else {"error"}
         runner, db = self.runner, self.db
 
         async def events() -> AsyncIterator[bytes]:

@@ -1,0 +1,128 @@
+"""``hayata serve`` driven by the real ``langgraph-sdk`` clients: a server
+subprocess (tests/serve/launch.py) serving tests/serve_api's graphs.
+
+What is hayata's own beyond the conformance suite (tests/serve_api): every
+SSE event carries its integer sequence in the run's durable log, a replay
+from ``Last-Event-ID`` repeats exactly what followed, and a kill -9 of the
+whole server (its actor processes too) mid-run loses nothing: after a
+restart on the same data dir the run finishes, no node ran twice, and its
+stream resumes from the last event the client had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client, get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.serve.launch import Served, hayata_serve, start
+from tests.serve_api.reference import stop_group
+from tests.serve_api.support import ASK, STEPS, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    with hayata_serve() as server:
+        yield server
+
+
+@pytest.fixture
+def client(served: Served) -> Iterator[SyncLangGraphClient]:
+    with get_sync_client(url=served.url, timeout=30.0) as sync_client:
+        yield sync_client
+
+
+def _events(parts: list[Any]) -> list[tuple[str, Any]]:
+    return [(p.event, p.data) for p in parts]
+
+
+def test_event_ids_are_the_logs_sequence_and_replay_exactly(
+        client: SyncLangGraphClient) -> None:
+    """Ids 1, 2, 3, ...; ``Last-Event-ID: k`` replays what followed k, ``-1`` all."""
+    thread = client.threads.create()["thread_id"]
+    full = list(client.runs.stream(thread, STEPS, input={"label": "r"},
+                                   stream_mode=["values", "updates"]))
+    assert [int(p.id) for p in full] == list(range(1, len(full) + 1))
+    assert full[0].event == "metadata"
+    assert full[-1].data == {"label": "r", "steps": ["r:first", "r:middle", "r:last"]}
+    run_id = full[0].data["run_id"]
+    for k in (1, 3, len(full) - 1):
+        tail = list(client.runs.join_stream(thread, run_id, last_event_id=str(k)))
+        assert _events(tail) == _events(full[k:])
+    assert _events(client.runs.join_stream(thread, run_id, last_event_id="-1")) \
+        == _events(full)
+
+
+def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -> None:
+    """Two runs created at once on a thread: the second waits, then runs on the first's state."""
+    thread = client.threads.create()["thread_id"]
+    first = client.runs.create(thread, STEPS, input={"label": "a", "delay": 0.3})
+    second = client.runs.create(thread, STEPS, input={"label": "b"})
+    assert client.runs.get(thread, second["run_id"])["status"] == "pending"
+    assert client.runs.join(thread, second["run_id"])["steps"] == [
+        "a:first", "a:middle", "a:last", "b:first", "b:middle", "b:last"]
+    assert client.runs.get(thread, first["run_id"])["status"] == "success"
+
+
+def test_interrupt_then_resume_with_the_async_client(served: Served) -> None:
+    """``interrupt()`` ends the run ``success`` with ``__interrupt__``; ``Command(resume)`` goes on."""
+    async def main() -> None:
+        client = get_client(url=served.url, timeout=30.0)
+        try:
+            thread = (await client.threads.create())["thread_id"]
+            asked = await client.runs.wait(thread, ASK, input={"question": "go?"})
+            assert [i["value"] for i in asked["__interrupt__"]] == [{"question": "go?"}]
+            assert (await client.threads.get(thread))["status"] == "interrupted"
+            done = await client.runs.wait(thread, ASK, command={"resume": "yes"})
+            assert done == {"question": "go?", "answer": "yes", "done": True}
+            assert (await client.threads.get(thread))["status"] == "idle"
+        finally:
+            await client.aclose()
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_bad_input_is_a_422_naming_the_field(served: Served) -> None:
+    """A wrong field is refused before anything is recorded, and named."""
+    answer = httpx.post(f"{served.url}/runs/wait", json={"assistant_id": STEPS,
+                                                         "stream_mode": "bogus"}, timeout=30)
+    assert answer.status_code == 422
+    assert "stream_mode" in answer.json()["detail"]
+
+
+def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
+    """The whole server (actors too) killed while a run streams; restarted on its
+    data dir, the run finishes with each node run once, and the stream resumes
+    after the last event id the client had."""
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        thread = client.threads.create()["thread_id"]
+        seen = []
+        for part in client.runs.stream(thread, STEPS, input={"label": "k", "delay": 1.0},
+                                       stream_mode=["values", "updates"]):
+            seen.append(part)
+            if part.event == "updates":
+                break
+        run_id = seen[0].data["run_id"]
+    os.killpg(served.process.pid, signal.SIGKILL)
+    served.process.wait(timeout=30)
+    stop_group(served.process)  # reaps; any process left in the group is gone
+    restarted = start(served.workdir, served.data_dir, served.log, port=served.port)
+    served.process = restarted.process
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        rest = list(client.runs.join_stream(thread, run_id, last_event_id=seen[-1].id))
+        ids = [int(p.id) for p in seen + rest]
+        assert ids == sorted(set(ids)), f"ids not strictly increasing: {ids}"
+        assert rest and rest[-1].event == "values"
+        assert rest[-1].data["steps"] == ["k:first", "k:middle", "k:last"]
+        wait_until(lambda: client.runs.get(thread, run_id)["status"] == "success",
+                   "the run done after the restart")
+        assert client.threads.get_state(thread)["values"]["steps"] == [
+            "k:first", "k:middle", "k:last"]
