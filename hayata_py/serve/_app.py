@@ -189,10 +189,9 @@ class Server:
                 run = await off(self.db.get_run, run_id)
                 if run is None or run.status in TERMINAL:
                     return run
-                try:
+                # on a timeout read the store again: another server may carry the run
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(waker.wait(), timeout=1.0)
-                except TimeoutError:
-                    pass  # another server may carry the run: read the store again
         finally:
             self.runner.wakers.unwatch(run_id, waker)
 

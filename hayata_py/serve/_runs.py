@@ -141,7 +141,7 @@ class Runner:
             self._kick.clear()
             try:
                 self._start_ready()
-            except Exception:  # noqa: BLE001 - the scheduler must outlive a store hiccup
+            except Exception:
                 log.exception("hayata serve: scheduling runs failed; trying again")
 
     def _start_ready(self) -> None:
@@ -176,7 +176,7 @@ class Runner:
     def _work(self, run: RunRow) -> None:
         try:
             self._carry_out(run)
-        except Exception:  # noqa: BLE001 - recorded as the run's error below
+        except Exception:
             log.exception("hayata serve: run %s failed outside its graph", run.run_id)
             self._finish(run, "error", {"error": "ServerError",
                                         "message": "the server failed carrying out the run"})

@@ -51,15 +51,15 @@ def test_event_ids_are_the_logs_sequence_and_replay_exactly(
     thread = client.threads.create()["thread_id"]
     full = list(client.runs.stream(thread, STEPS, input={"label": "r"},
                                    stream_mode=["values", "updates"]))
-    assert [int(p.id) for p in full] == list(range(1, len(full) + 1))
+    assert [int(str(p.id)) for p in full] == list(range(1, len(full) + 1))
     assert full[0].event == "metadata"
     assert full[-1].data == {"label": "r", "steps": ["r:first", "r:middle", "r:last"]}
     run_id = full[0].data["run_id"]
     for k in (1, 3, len(full) - 1):
         tail = list(client.runs.join_stream(thread, run_id, last_event_id=str(k)))
         assert _events(tail) == _events(full[k:])
-    assert _events(client.runs.join_stream(thread, run_id, last_event_id="-1")) \
-        == _events(full)
+    replay = list(client.runs.join_stream(thread, run_id, last_event_id="-1"))
+    assert _events(replay) == _events(full)
 
 
 def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -> None:
@@ -74,12 +74,13 @@ def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -
 
 
 def test_interrupt_then_resume_with_the_async_client(served: Served) -> None:
-    """``interrupt()`` ends the run ``success`` with ``__interrupt__``; ``Command(resume)`` goes on."""
+    """``interrupt()``: run ``success``, ``__interrupt__`` in its values; ``Command(resume)``
+    goes on."""
     async def main() -> None:
         client = get_client(url=served.url, timeout=30.0)
         try:
             thread = (await client.threads.create())["thread_id"]
-            asked = await client.runs.wait(thread, ASK, input={"question": "go?"})
+            asked: Any = await client.runs.wait(thread, ASK, input={"question": "go?"})
             assert [i["value"] for i in asked["__interrupt__"]] == [{"question": "go?"}]
             assert (await client.threads.get(thread))["status"] == "interrupted"
             done = await client.runs.wait(thread, ASK, command={"resume": "yes"})
@@ -118,11 +119,13 @@ def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
     served.process = restarted.process
     with get_sync_client(url=served.url, timeout=30.0) as client:
         rest = list(client.runs.join_stream(thread, run_id, last_event_id=seen[-1].id))
-        ids = [int(p.id) for p in seen + rest]
+        ids = [int(str(p.id)) for p in seen + rest]
         assert ids == sorted(set(ids)), f"ids not strictly increasing: {ids}"
+        last: Any = rest[-1].data if rest else None
         assert rest and rest[-1].event == "values"
-        assert rest[-1].data["steps"] == ["k:first", "k:middle", "k:last"]
+        assert last["steps"] == ["k:first", "k:middle", "k:last"]
         wait_until(lambda: client.runs.get(thread, run_id)["status"] == "success",
                    "the run done after the restart")
-        assert client.threads.get_state(thread)["values"]["steps"] == [
+        state: Any = client.threads.get_state(thread)
+        assert state["values"]["steps"] == [
             "k:first", "k:middle", "k:last"]
