@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +97,11 @@ def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
     import uvicorn
 
     served = open_server(config, data_dir=data_dir, store_url=store_url)
+    # Who to kill for a whole-host drill or a clean-up: the server and its
+    # actors' session (which a kill -9 of the server alone leaves running).
+    (served.system.data_dir / "serve.json").write_text(json.dumps(
+        {"pid": os.getpid(), "session_id": served.system.session_id,
+         "url": f"http://{host}:{port}"}))
     for note in served.notes:
         log.warning("%s", note)
     try:

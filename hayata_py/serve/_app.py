@@ -22,6 +22,7 @@ from starlette.routing import Route
 from hayata_py.langgraph import HayataGraph
 from hayata_py.serve._db import ACTIVE, RunRow, ServeDB, ThreadRow
 from hayata_py.serve._graphs import GraphSpec, schemas
+from hayata_py.serve._items import Items
 from hayata_py.serve._runs import TERMINAL, Runner
 from hayata_py.serve._wire import (
     AssistantSearch,
@@ -29,6 +30,10 @@ from hayata_py.serve._wire import (
     HistoryRequest,
     RunCreate,
     StateUpdate,
+    StoreKey,
+    StoreNamespaces,
+    StorePut,
+    StoreSearch,
     ThreadCreate,
     ThreadPatch,
     ThreadSearch,
@@ -67,6 +72,7 @@ class Server:
         self.graphs = graphs
         self.db = db
         self.runner = runner
+        self.items = Items(db.holder)
         self.started = time.time()
 
     # -- lookups -------------------------------------------------------------------
@@ -525,6 +531,37 @@ def build_app(server: Server,
         return _json(await off(server.outcome, done, thread_id),
                      headers={"Location": f"/threads/{thread_id}/runs/{run_id}/join"})
 
+    # -- store ---------------------------------------------------------------------
+
+    async def store_put(request: Request) -> Response:
+        body = parse(StorePut, await request.body())
+        await off(server.items.put, body.namespace, body.key, body.value)
+        return Response(status_code=204)
+
+    async def store_get(request: Request) -> Response:
+        raw = request.query_params.get("namespace", "")
+        key = request.query_params.get("key")
+        if not key:
+            raise BadRequest(422, "key: a query parameter 'key' is required")
+        return _json(await off(server.items.get, [n for n in raw.split(".") if n], key))
+
+    async def store_delete(request: Request) -> Response:
+        body = parse(StoreKey, await request.body())
+        await off(server.items.delete, body.namespace, body.key)
+        return Response(status_code=204)
+
+    async def store_search(request: Request) -> Response:
+        body = parse(StoreSearch, await request.body())
+        found = await off(server.items.search, body.namespace_prefix, body.filter, body.limit,
+                          body.offset)
+        return _json({"items": found})
+
+    async def store_namespaces(request: Request) -> Response:
+        body = parse(StoreNamespaces, await request.body())
+        return _json({"namespaces": await off(server.items.namespaces, body.prefix,
+                                              body.suffix, body.max_depth, body.limit,
+                                              body.offset)})
+
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BadRequest)
         return _json({"detail": exc.detail}, status=exc.status)
@@ -559,6 +596,11 @@ def build_app(server: Server,
         Route("/runs/wait", runs_wait, methods=["POST"]),
         Route("/runs/{r}", run_get, methods=["GET"]),
         Route("/runs/{r}/stream", run_join_stream, methods=["GET"]),
+        Route("/store/items", store_put, methods=["PUT"]),
+        Route("/store/items", store_get, methods=["GET"]),
+        Route("/store/items", store_delete, methods=["DELETE"]),
+        Route("/store/items/search", store_search, methods=["POST"]),
+        Route("/store/namespaces", store_namespaces, methods=["POST"]),
     ]
     return Starlette(routes=routes, exception_handlers={BadRequest: refused},
                      lifespan=lifespan)

@@ -12,14 +12,15 @@ import datetime
 import json
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from hayata_py.serve._db import RunRow, ThreadRow
 
 __all__ = [
     "AssistantSearch", "BadRequest", "HistoryRequest", "RunCreate", "StateUpdate",
+    "StoreKey", "StoreNamespaces", "StorePut", "StoreSearch",
     "ThreadCreate", "ThreadPatch", "ThreadSearch", "iso", "jsonable", "parse", "run_json",
     "state_json", "thread_json",
 ]
@@ -122,6 +123,38 @@ class RunCreate(_Body):
             return self.checkpoint_id
         found = (self.checkpoint or {}).get("checkpoint_id")
         return found if isinstance(found, str) else None
+
+
+Namespace = list[Annotated[str, StringConstraints(min_length=1, pattern=r"^[^.]+$")]]
+
+
+class StorePut(_Body):
+    namespace: Namespace
+    key: str
+    value: dict[str, Any]
+    index: Any = None
+    ttl: float | None = None
+
+
+class StoreKey(_Body):
+    namespace: Namespace
+    key: str
+
+
+class StoreSearch(_Body):
+    namespace_prefix: Namespace = []
+    filter: dict[str, Any] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    query: str | None = None
+
+
+class StoreNamespaces(_Body):
+    prefix: Namespace = []
+    suffix: Namespace = []
+    max_depth: int | None = Field(default=None, ge=1)
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
 
 
 B = TypeVar("B", bound=_Body)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,11 +44,35 @@ class Served:
     log: Path
     process: subprocess.Popen[bytes]
 
+    @property
+    def session(self) -> int | None:
+        """The OS session of the server's actor processes (serve.json), if written."""
+        try:
+            return int(json.loads((self.data_dir / "serve.json").read_text())["session_id"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """``sig`` to the server and to every actor process of its system."""
+        for group in (self.session, self.process.pid):
+            if group is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(group, sig)
+
+    def stop(self) -> None:
+        """TERM the server (it stops its system), then KILL whatever is left."""
+        session = self.session
+        stop_group(self.process)
+        if session is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(session, signal.SIGKILL)
+
 
 def start(workdir: Path, data_dir: Path, log: Path, port: int | None = None) -> Served:
     """``hayata serve`` of ``workdir/langgraph.json`` answering ``/ok``."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
+    (data_dir / "serve.json").unlink(missing_ok=True)
     env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     with log.open("ab") as out:
@@ -79,7 +105,7 @@ def hayata_serve(log: Path | None = None) -> Iterator[Served]:
         yield served
     finally:
         if served is not None:
-            stop_group(served.process)
+            served.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

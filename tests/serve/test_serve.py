@@ -12,8 +12,6 @@ stream resumes from the last event the client had.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +21,6 @@ from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.serve.launch import Served, hayata_serve, start
-from tests.serve_api.reference import stop_group
 from tests.serve_api.support import ASK, STEPS, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -112,9 +109,8 @@ def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
             if part.event == "updates":
                 break
         run_id = seen[0].data["run_id"]
-    os.killpg(served.process.pid, signal.SIGKILL)
+    served.kill()  # the whole host: the server and its actor processes
     served.process.wait(timeout=30)
-    stop_group(served.process)  # reaps; any process left in the group is gone
     restarted = start(served.workdir, served.data_dir, served.log, port=served.port)
     served.process = restarted.process
     with get_sync_client(url=served.url, timeout=30.0) as client:

@@ -7,6 +7,9 @@
   durable queue of each thread.
 * ``hayata_serve_run_events``: each SSE event of a run with its sequence
   (1, 2, ... without gaps): the ``id:`` a client resumes from.
+* ``hayata_serve_store_items``: the API's store (``/store/items``): a JSON
+  value under a namespace (its labels joined by ``.``, which labels cannot
+  hold) and a key.
 
 Revision ID: 0005_serve
 Revises: 0004_events
@@ -59,9 +62,18 @@ def upgrade() -> None:
         sa.Column("data", sa.Text(), nullable=False),
         sa.Column("created_at", sa.Double(), nullable=False),
     )
+    op.create_table(
+        "hayata_serve_store_items",
+        sa.Column("namespace", sa.String(), primary_key=True),
+        sa.Column("key", sa.String(), primary_key=True),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.Double(), nullable=False),
+        sa.Column("updated_at", sa.Double(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("hayata_serve_store_items")
     op.drop_table("hayata_serve_run_events")
     op.drop_index("ix_hayata_serve_runs_status", "hayata_serve_runs")
     op.drop_index("ix_hayata_serve_runs_thread", "hayata_serve_runs")
