@@ -52,8 +52,13 @@ class Served:
     system: AgentSystem
     server: Server
     notes: list[str]
+    closed: bool = False
 
     def close(self) -> None:
+        """Stop the runner and the agent system (once; again does nothing)."""
+        if self.closed:
+            return
+        self.closed = True
         self.server.runner.stop()
         self.server.db.close()
         self.system.shutdown()
@@ -79,15 +84,21 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
     runner = Runner(db, graphs)
     server = Server(specs, graphs, db, runner)
 
+    served: Served | None = None
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         runner.start(asyncio.get_running_loop())
         try:
             yield
         finally:
-            runner.stop()
+            # here, not after uvicorn.run: uvicorn re-raises a SIGTERM it caught
+            # once the app has shut down, which ends the process at once
+            assert served is not None
+            await asyncio.to_thread(served.close)
 
-    return Served(build_app(server, lifespan), system, server, notes)
+    served = Served(build_app(server, lifespan), system, server, notes)
+    return served
 
 
 def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",

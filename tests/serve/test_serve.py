@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -140,3 +141,25 @@ def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
         assert client.threads.get(thread)["status"] == "interrupted"
         done: Any = client.runs.wait(thread, STEPS, command={"resume": {"rerun": True}})
         assert done["steps"] == ["k:first", "k:middle", "k:last"]
+
+
+def _session_alive(session: int) -> bool:
+    """Whether any process of OS session ``session`` is still running (not a zombie)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == session:
+            return True
+    return False
+
+
+def test_sigterm_stops_the_server_and_its_actors() -> None:
+    """A TERM ends the server and every actor process of its system."""
+    with hayata_serve() as server:
+        session = server.session
+        assert session is not None and _session_alive(session)
+        server.process.terminate()
+        server.process.wait(timeout=60)
+        wait_until(lambda: not _session_alive(session), "the actor processes gone")
