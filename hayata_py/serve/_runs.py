@@ -31,6 +31,8 @@ log = logging.getLogger("hayata.serve")
 
 TERMINAL = frozenset({"success", "error", "interrupted", "timeout"})
 _RUNNER_MODES = ["values", "updates", "custom", "messages"]
+_ON_REQUEST = ("debug", "tasks", "checkpoints")
+"""Modes the runner streams only for a run that asks for them."""
 
 
 def run_config(run: RunRow) -> dict[str, Any]:
@@ -204,7 +206,9 @@ class Runner:
         error: dict[str, Any] | None = None
         try:
             for mode, chunk in graph.stream(
-                    None if resuming else _input(kwargs), config, stream_mode=_RUNNER_MODES,
+                    None if resuming else _input(kwargs), config,
+                    stream_mode=_RUNNER_MODES + [m for m in _ON_REQUEST
+                                                 if m in (kwargs.get("stream_mode") or ())],
                     interrupt_before=kwargs.get("interrupt_before"),
                     interrupt_after=kwargs.get("interrupt_after")):
                 if mode == "values":
