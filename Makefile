@@ -57,6 +57,12 @@ test: browser lint typecheck pytest
 # `make test`, which does not collect tests/serve_api. Against another server:
 # `pytest tests/serve_api --server-url URL`.
 LGDEV_VENV ?= .venv-langgraph-dev
+# The same suite against `hayata serve`: starts it on a free loopback port with
+# a temporary data dir, runs the suite, stops the server and its actors.
+.PHONY: test-serve
+test-serve: $(STAMP)
+	$(PY) -m tests.serve.launch
+
 .PHONY: test-serve-reference
 test-serve-reference: $(STAMP)
 	$(PY) -m tests.serve_api.reference --venv $(LGDEV_VENV)

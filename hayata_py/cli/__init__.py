@@ -25,6 +25,7 @@ from hayata_py.cli import (
     ps,
     recovery,
     run,
+    serve,
     system,
     threads,
 )
@@ -77,6 +78,7 @@ cli.add_command(events.events)
 cli.add_command(events.prune)
 cli.add_command(logs.logs)
 cli.add_command(observe.observe)
+cli.add_command(serve.serve)
 
 
 def main() -> None:

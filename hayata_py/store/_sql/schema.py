@@ -16,7 +16,7 @@ __all__ = [
     "threads",
 ]
 
-HEAD_REVISION = "0004_events"
+HEAD_REVISION = "0005_serve"
 """The newest migration revision this code knows."""
 
 metadata = sa.MetaData()

@@ -1,0 +1,53 @@
+"""``hayata serve``: LangGraph's Agent Server API for the graphs of a ``langgraph.json``."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from pathlib import Path
+
+import click
+
+from hayata_py.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+
+
+@click.command("serve", short_help="Serve LangGraph graphs over LangGraph's server API.")
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("langgraph.json"), show_default=True,
+              help="The langgraph.json naming the graphs (\"graphs\": {\"name\": "
+                   "\"./path.py:graph\"}), read unchanged.")
+@click.option("--data-dir", "data_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Directory of the store and logs (default: hayata-data).")
+@click.option("--database-url", "database_url", default=None, metavar="URL",
+              help="A SQLAlchemy URL of the store instead of the data dir's SQLite file "
+                   "(e.g. postgresql+psycopg://host/db).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback unless clients elsewhere must reach it).")
+@click.option("--port", type=click.IntRange(0, 65535), default=2024, show_default=True)
+def serve(config: Path, data_dir: Path | None, database_url: str | None, host: str,
+          port: int) -> None:
+    """Serve the graphs of CONFIG (a langgraph.json) with LangGraph's Agent Server API,
+    so langgraph-sdk, the JS SDK and agent-chat-ui talk to them; every run and stream
+    event is recorded in the store, and a stream resumes from Last-Event-ID after a
+    restart. Ctrl-C stops the server and its agent system.
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise CliError(f"--host must be an IP address of this host, got {host!r}",
+                       EXIT_USAGE) from None
+    if not address.is_loopback:
+        raise CliError("--host other than loopback needs an API key, which this version "
+                       "does not support yet: serve on 127.0.0.1 behind your proxy",
+                       EXIT_USAGE)
+    if data_dir is not None and database_url is not None:
+        raise CliError("give --data-dir or --database-url, not both", EXIT_USAGE)
+    try:
+        from hayata_py.serve import serve as run_server
+    except ImportError as exc:
+        raise CliError(f"`hayata serve` needs the serve extra ({exc.name} is missing): "
+                       "pip install 'hayata_py[serve]'", EXIT_FAILED) from None
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    click.echo(f"hayata serve: {config} on http://{host}:{port}", err=True)
+    run_server(config, data_dir=data_dir or Path("hayata-data"), store_url=database_url,
+               host=host, port=port)

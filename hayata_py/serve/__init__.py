@@ -1,0 +1,124 @@
+"""``hayata serve``: LangGraph's Agent Server API over hayata_py, so the
+clients LangGraph users already have (``langgraph-sdk``, the JS SDK,
+agent-chat-ui) talk to graphs run durably by hayata.
+
+```python
+from hayata_py.serve import serve
+serve("langgraph.json", data_dir="hayata-data", port=2024)
+```
+
+- :mod:`._graphs`: ``langgraph.json`` read unchanged; each graph an assistant.
+- :mod:`._wire`: request bodies (validated, 422 naming the field) and answer shapes.
+- :mod:`._db`: the API's threads, runs and run events in the store's database.
+- :mod:`._runs`: the durable per-thread queue and the workers that carry runs
+  out through :mod:`hayata_py.langgraph` and log every stream event.
+- :mod:`._app`: the Starlette endpoints, a few lines each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.applications import Starlette
+
+from hayata_py._api import AgentSystem
+from hayata_py.langgraph import HayataGraph
+from hayata_py.langgraph import compile as compile_graph
+from hayata_py.serve._app import Server, build_app
+from hayata_py.serve._db import ServeDB
+from hayata_py.serve._graphs import assistant_id, read_config
+from hayata_py.serve._runs import Runner
+
+__all__ = ["Served", "assistant_id", "open_server", "serve"]
+
+log = logging.getLogger("hayata.serve")
+
+MAX_RUNS = 1000
+"""Runs of one graph carried out at once (each on its own thread)."""
+
+
+@dataclass
+class Served:
+    """A started server's parts: its app, its agent system and what it serves."""
+
+    app: Starlette
+    system: AgentSystem
+    server: Server
+    notes: list[str]
+    closed: bool = False
+
+    def close(self) -> None:
+        """Stop the runner and the agent system (once; again does nothing)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.server.runner.stop()
+        self.server.db.close()
+        self.system.shutdown()
+
+
+def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
+                store_url: str | None = None) -> Served:
+    """Start the agent system, one agent per graph of ``config`` (a
+    ``langgraph.json``), and build the app serving them. Runs left running by a
+    stopped server are carried on once the app starts."""
+    specs, notes = read_config(config)
+    system = AgentSystem(data_dir, store_url=store_url)
+    try:
+        graphs: dict[str, HayataGraph] = {
+            spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
+                                         uncertain="interrupt", auto_recover=True,
+                                         max_invocations=MAX_RUNS)
+            for spec in specs}
+        db = ServeDB(system.store_url)
+    except BaseException:
+        system.shutdown()
+        raise
+    runner = Runner(db, graphs)
+    server = Server(specs, graphs, db, runner)
+
+    served: Served | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        runner.start(asyncio.get_running_loop())
+        try:
+            yield
+        finally:
+            # here, not after uvicorn.run: uvicorn re-raises a SIGTERM it caught
+            # once the app has shut down, which ends the process at once
+            assert served is not None
+            await asyncio.to_thread(served.close)
+
+    served = Served(build_app(server, lifespan), system, server, notes)
+    return served
+
+
+def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
+          store_url: str | None = None, host: str = "127.0.0.1", port: int = 2024,
+          ) -> None:
+    """Serve ``config``'s graphs on ``host:port`` until interrupted."""
+    import uvicorn
+
+    served = open_server(config, data_dir=data_dir, store_url=store_url)
+    # Who to kill for a whole-host drill or a clean-up: the server and its
+    # actors' session (which a kill -9 of the server alone leaves running).
+    (served.system.data_dir / "serve.json").write_text(json.dumps(
+        {"pid": os.getpid(), "session_id": served.system.session_id,
+         "url": f"http://{host}:{port}"}))
+    for note in served.notes:
+        log.warning("%s", note)
+    try:
+        uvicorn.run(served.app, host=host, port=port, log_level="warning",
+                    timeout_graceful_shutdown=5)
+    finally:
+        served.close()
+
+

@@ -1,0 +1,277 @@
+"""What ``hayata serve`` records beside the runtime's own records: the API's
+threads, runs and each run's stream events (migration ``0005_serve``).
+
+Every write is one transaction through the store's engine holder (retries on a
+busy SQLite, BEGIN IMMEDIATE), so a run is in the database before the response
+that accepts it, and an event before any client reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from hayata_py.store._sql.engine import EngineHolder
+
+__all__ = ["RunRow", "ServeDB", "ThreadRow"]
+
+_meta = sa.MetaData()
+
+threads = sa.Table(
+    "hayata_serve_threads", _meta,
+    sa.Column("thread_id", sa.String(), primary_key=True),
+    sa.Column("graph_id", sa.String(), nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("metadata", sa.Text(), nullable=False),
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("updated_at", sa.Double(), nullable=False),
+)
+
+runs = sa.Table(
+    "hayata_serve_runs", _meta,
+    sa.Column("run_id", sa.String(), primary_key=True),
+    sa.Column("thread_id", sa.String(), nullable=False),
+    sa.Column("assistant_id", sa.String(), nullable=False),
+    sa.Column("graph_id", sa.String(), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("multitask_strategy", sa.String(16), nullable=False),
+    sa.Column("kwargs", sa.Text(), nullable=False),
+    sa.Column("metadata", sa.Text(), nullable=False),
+    sa.Column("not_before", sa.Double(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+    sa.Column("updated_at", sa.Double(), nullable=False),
+)
+
+events = sa.Table(
+    "hayata_serve_run_events", _meta,
+    sa.Column("run_id", sa.String(), primary_key=True),
+    sa.Column("seq", sa.BigInteger(), primary_key=True),
+    sa.Column("event", sa.String(), nullable=False),
+    sa.Column("data", sa.Text(), nullable=False),
+    sa.Column("created_at", sa.Double(), nullable=False),
+)
+
+ACTIVE = ("pending", "running")
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    thread_id: str
+    graph_id: str | None
+    status: str
+    metadata: dict[str, Any]
+    error: Any
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    graph_id: str
+    status: str
+    multitask_strategy: str
+    kwargs: dict[str, Any]
+    metadata: dict[str, Any]
+    not_before: float
+    created_at: float
+    updated_at: float
+
+
+def _thread(row: Any) -> ThreadRow:
+    return ThreadRow(row.thread_id, row.graph_id, row.status, json.loads(row.metadata),
+                     json.loads(row.error) if row.error else None, row.created_at,
+                     row.updated_at)
+
+
+def _run(row: Any) -> RunRow:
+    return RunRow(row.run_id, row.thread_id, row.assistant_id, row.graph_id, row.status,
+                  row.multitask_strategy, json.loads(row.kwargs), json.loads(row.metadata),
+                  row.not_before, row.created_at, row.updated_at)
+
+
+class ServeDB:
+    """The serve tables, through one :class:`EngineHolder`."""
+
+    def __init__(self, url: str) -> None:
+        self.holder = EngineHolder(sa.engine.make_url(url))
+
+    def close(self) -> None:
+        self.holder.dispose()
+
+    # -- threads -------------------------------------------------------------------
+
+    def create_thread(self, thread_id: str, metadata: dict[str, Any]) -> ThreadRow | None:
+        """A new idle thread; None when ``thread_id`` exists (nothing written)."""
+        now = time.time()
+
+        def write(conn: Connection) -> ThreadRow | None:
+            if conn.execute(sa.select(threads.c.thread_id)
+                            .where(threads.c.thread_id == thread_id)).first():
+                return None
+            conn.execute(threads.insert().values(
+                thread_id=thread_id, graph_id=None, status="idle",
+                metadata=json.dumps(metadata), error=None, created_at=now, updated_at=now))
+            return ThreadRow(thread_id, None, "idle", metadata, None, now, now)
+        return self.holder.run(write, write=True)
+
+    def get_thread(self, thread_id: str) -> ThreadRow | None:
+        def read(conn: Connection) -> ThreadRow | None:
+            row = conn.execute(threads.select().where(threads.c.thread_id == thread_id)).first()
+            return _thread(row) if row is not None else None
+        return self.holder.run(read, write=False)
+
+    def update_thread(self, thread_id: str, *, metadata: dict[str, Any] | None = None,
+                      status: str | None = None, graph_id: str | None = None,
+                      error: Any = ..., ) -> ThreadRow | None:
+        """Merge ``metadata`` into the thread's, set the other fields given."""
+        def write(conn: Connection) -> ThreadRow | None:
+            row = conn.execute(threads.select().where(threads.c.thread_id == thread_id)).first()
+            if row is None:
+                return None
+            values: dict[str, Any] = {"updated_at": time.time()}
+            if metadata is not None:
+                values["metadata"] = json.dumps({**json.loads(row.metadata), **metadata})
+            if status is not None:
+                values["status"] = status
+            if graph_id is not None:
+                values["graph_id"] = graph_id
+            if error is not ...:
+                values["error"] = json.dumps(error) if error is not None else None
+            conn.execute(threads.update().where(threads.c.thread_id == thread_id)
+                         .values(**values))
+            new = conn.execute(threads.select().where(threads.c.thread_id == thread_id)).one()
+            return _thread(new)
+        return self.holder.run(write, write=True)
+
+    def delete_thread(self, thread_id: str, *, keep_runs: bool = False) -> bool:
+        """Delete the thread, and its runs and their events unless ``keep_runs``."""
+        def write(conn: Connection) -> bool:
+            gone = conn.execute(threads.delete().where(threads.c.thread_id == thread_id))
+            if keep_runs:
+                return bool(gone.rowcount)
+            run_ids = sa.select(runs.c.run_id).where(runs.c.thread_id == thread_id)
+            conn.execute(events.delete().where(events.c.run_id.in_(run_ids)))
+            conn.execute(runs.delete().where(runs.c.thread_id == thread_id))
+            return bool(gone.rowcount)
+        return self.holder.run(write, write=True)
+
+    def search_threads(self, *, status: str | None, limit: int, offset: int
+                       ) -> list[ThreadRow]:
+        """Threads newest first (metadata/values filters are applied by the caller)."""
+        def read(conn: Connection) -> list[ThreadRow]:
+            query = threads.select().order_by(threads.c.created_at.desc())
+            if status is not None:
+                query = query.where(threads.c.status == status)
+            return [_thread(r) for r in conn.execute(query)]
+        return self.holder.run(read, write=False)
+
+    # -- runs ----------------------------------------------------------------------
+
+    def add_run(self, run: RunRow, *, reject_if_busy: bool) -> str:
+        """Record ``run``; ``"busy"`` (nothing written) when ``reject_if_busy`` and
+        the thread has a pending or running run, ``"ok"`` else. The thread turns busy."""
+        def write(conn: Connection) -> str:
+            if reject_if_busy and conn.execute(
+                    sa.select(runs.c.run_id).where(runs.c.thread_id == run.thread_id,
+                                                   runs.c.status.in_(ACTIVE))).first():
+                return "busy"
+            conn.execute(runs.insert().values(
+                run_id=run.run_id, thread_id=run.thread_id, assistant_id=run.assistant_id,
+                graph_id=run.graph_id, status=run.status,
+                multitask_strategy=run.multitask_strategy, kwargs=json.dumps(run.kwargs),
+                metadata=json.dumps(run.metadata), not_before=run.not_before,
+                created_at=run.created_at, updated_at=run.updated_at))
+            row = conn.execute(threads.select().where(threads.c.thread_id == run.thread_id)
+                               ).one()
+            meta = {**json.loads(row.metadata), "graph_id": run.graph_id,
+                    "assistant_id": run.assistant_id}
+            conn.execute(threads.update().where(threads.c.thread_id == run.thread_id).values(
+                status="busy", graph_id=run.graph_id, metadata=json.dumps(meta),
+                updated_at=time.time()))
+            return "ok"
+        return self.holder.run(write, write=True)
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        def read(conn: Connection) -> RunRow | None:
+            row = conn.execute(runs.select().where(runs.c.run_id == run_id)).first()
+            return _run(row) if row is not None else None
+        return self.holder.run(read, write=False)
+
+    def list_runs(self, thread_id: str, *, status: str | None = None) -> list[RunRow]:
+        """The thread's runs, newest first."""
+        def read(conn: Connection) -> list[RunRow]:
+            query = runs.select().where(runs.c.thread_id == thread_id).order_by(
+                runs.c.created_at.desc(), runs.c.run_id.desc())
+            if status is not None:
+                query = query.where(runs.c.status == status)
+            return [_run(r) for r in conn.execute(query)]
+        return self.holder.run(read, write=False)
+
+    def runs_with_status(self, statuses: Sequence[str]) -> list[RunRow]:
+        """Runs in ``statuses``, oldest first (the queue's order)."""
+        def read(conn: Connection) -> list[RunRow]:
+            query = runs.select().where(runs.c.status.in_(list(statuses))).order_by(
+                runs.c.created_at, runs.c.run_id)
+            return [_run(r) for r in conn.execute(query)]
+        return self.holder.run(read, write=False)
+
+    def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = ()
+                       ) -> bool:
+        """Set the run's status (when it is in ``only_from``, if given)."""
+        def write(conn: Connection) -> bool:
+            query = runs.update().where(runs.c.run_id == run_id)
+            if only_from:
+                query = query.where(runs.c.status.in_(list(only_from)))
+            return bool(conn.execute(query.values(status=status,
+                                                  updated_at=time.time())).rowcount)
+        return self.holder.run(write, write=True)
+
+    def delete_run(self, run_id: str) -> bool:
+        def write(conn: Connection) -> bool:
+            conn.execute(events.delete().where(events.c.run_id == run_id))
+            return bool(conn.execute(runs.delete().where(runs.c.run_id == run_id)).rowcount)
+        return self.holder.run(write, write=True)
+
+    def active_runs(self, thread_id: str) -> list[RunRow]:
+        return [r for r in self.list_runs(thread_id) if r.status in ACTIVE]
+
+    # -- events --------------------------------------------------------------------
+
+    def append_events(self, run_id: str, items: Sequence[tuple[str, Any]]) -> int:
+        """Append ``(event, data)`` items after the run's last; the last sequence."""
+        def write(conn: Connection) -> int:
+            last = conn.execute(sa.select(sa.func.max(events.c.seq))
+                                .where(events.c.run_id == run_id)).scalar() or 0
+            now = time.time()
+            for offset, (name, data) in enumerate(items, start=1):
+                conn.execute(events.insert().values(run_id=run_id, seq=last + offset,
+                                                    event=name, data=json.dumps(data),
+                                                    created_at=now))
+            return int(last) + len(items)
+        return self.holder.run(write, write=True)
+
+    def events_after(self, run_id: str, after: int, limit: int = 500
+                     ) -> list[tuple[int, str, str]]:
+        """``(seq, event, data as JSON text)`` after ``after``, in order."""
+        def read(conn: Connection) -> list[tuple[int, str, str]]:
+            rows = conn.execute(sa.select(events.c.seq, events.c.event, events.c.data)
+                                .where(events.c.run_id == run_id, events.c.seq > after)
+                                .order_by(events.c.seq).limit(limit))
+            return [(int(r.seq), r.event, r.data) for r in rows]
+        return self.holder.run(read, write=False)
+
+    def last_seq(self, run_id: str) -> int:
+        def read(conn: Connection) -> int:
+            return int(conn.execute(sa.select(sa.func.max(events.c.seq))
+                                    .where(events.c.run_id == run_id)).scalar() or 0)
+        return self.holder.run(read, write=False)

@@ -1,0 +1,276 @@
+"""Runs: a durable queue per thread, carried out by the LangGraph runner.
+
+A run is recorded ``pending`` before the response that accepts it (by the
+endpoint, through :class:`~hayata_py.serve._db.ServeDB`). The scheduler starts
+the oldest pending run of each thread that runs nothing; a worker thread
+follows the runner's stream and appends each chunk to the run's event log
+(``hayata_serve_run_events``) under the next sequence number, which is what
+every SSE client reads, live or resuming from ``Last-Event-ID``. A run found
+``running`` when the server starts is carried on (``invoke(None)`` recovers
+the thread's unfinished invocation, with nothing completed run again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.types import Command
+
+from hayata_py.langgraph import HayataGraph
+from hayata_py.serve._db import RunRow, ServeDB
+from hayata_py.serve._wire import jsonable
+
+__all__ = ["Runner", "run_config"]
+
+log = logging.getLogger("hayata.serve")
+
+TERMINAL = frozenset({"success", "error", "interrupted", "timeout"})
+_RUNNER_MODES = ["values", "updates", "custom", "messages"]
+_ON_REQUEST = ("debug", "tasks", "checkpoints")
+"""Modes the runner streams only for a run that asks for them."""
+
+
+def run_config(run: RunRow) -> dict[str, Any]:
+    """The LangGraph config a run's graph runs with."""
+    kwargs = run.kwargs
+    base = dict(kwargs.get("config") or {})
+    configurable = {k: v for k, v in (base.get("configurable") or {}).items()
+                    if k not in ("thread_id", "checkpoint_id", "checkpoint_ns")}
+    configurable["thread_id"] = run.thread_id
+    if kwargs.get("checkpoint_id"):
+        configurable["checkpoint_id"] = kwargs["checkpoint_id"]
+    config: dict[str, Any] = {"configurable": configurable}
+    if "recursion_limit" in base:
+        config["recursion_limit"] = base["recursion_limit"]
+    return config
+
+
+def _input(kwargs: Mapping[str, Any]) -> Any:
+    command = kwargs.get("command")
+    if command:
+        return Command(resume=command.get("resume"), update=command.get("update"),
+                       goto=command.get("goto") or ())
+    return kwargs.get("input")
+
+
+class _Wakers:
+    """asyncio events, one per run, set from any thread when the run changes."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.events: dict[str, set[asyncio.Event]] = {}
+        self.lock = threading.Lock()
+
+    def watch(self, run_id: str) -> asyncio.Event:
+        event = asyncio.Event()
+        with self.lock:
+            self.events.setdefault(run_id, set()).add(event)
+        return event
+
+    def unwatch(self, run_id: str, event: asyncio.Event) -> None:
+        with self.lock:
+            watchers = self.events.get(run_id)
+            if watchers is not None:
+                watchers.discard(event)
+                if not watchers:
+                    del self.events[run_id]
+
+    def wake(self, run_id: str) -> None:
+        loop = self.loop
+        with self.lock:
+            watchers = list(self.events.get(run_id, ()))
+        if loop is None or not watchers:
+            return
+        for event in watchers:
+            loop.call_soon_threadsafe(event.set)
+
+
+class Runner:
+    """The scheduler and the workers of a server's runs."""
+
+    def __init__(self, db: ServeDB, graphs: Mapping[str, HayataGraph]) -> None:
+        self.db = db
+        self.graphs = graphs
+        self.wakers = _Wakers()
+        self._kick = threading.Event()
+        self._stop = threading.Event()
+        self._busy: set[str] = set()  # threads a worker of this process runs
+        self._cancelled: set[str] = set()
+        self._resume: set[str] = set()
+        self._lock = threading.Lock()
+        self._workers: list[threading.Thread] = []
+        self._scheduler = threading.Thread(target=self._schedule, name="hayata-serve-runs",
+                                           daemon=True)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Carry on the runs a stopped server left running, then schedule."""
+        self.wakers.loop = loop
+        for run in self.db.runs_with_status(["running"]):
+            self._resume.add(run.run_id)
+            self.db.set_run_status(run.run_id, "pending", only_from=["running"])
+        self._scheduler.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._kick.set()
+        self._scheduler.join(timeout=5)
+
+    def kick(self) -> None:
+        self._kick.set()
+
+    def cancel(self, run: RunRow) -> None:
+        """End ``run`` ``interrupted`` now and stop logging its stream; a pending
+        run never starts. The graph's invocation in flight runs on to its end
+        (hayata has no cancel of a running invocation yet); the thread's next
+        run waits for it."""
+        with self._lock:
+            self._cancelled.add(run.run_id)
+        if self.db.set_run_status(run.run_id, "interrupted", only_from=["pending", "running"]):
+            self.settle(run.thread_id, cancelled=True)
+        self.wakers.wake(run.run_id)
+        self.kick()
+
+    # -- scheduling ----------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        while not self._stop.is_set():
+            self._kick.wait(timeout=0.2)
+            self._kick.clear()
+            try:
+                self._start_ready()
+            except Exception:
+                log.exception("hayata serve: scheduling runs failed; trying again")
+
+    def _start_ready(self) -> None:
+        now = time.time()
+        started: set[str] = set()
+        for run in self.db.runs_with_status(["pending", "running"]):
+            if run.status == "running":
+                started.add(run.thread_id)
+                continue
+            with self._lock:
+                if run.thread_id in self._busy or run.thread_id in started \
+                        or run.not_before > now:
+                    started.add(run.thread_id)
+                    continue
+                if not self.db.set_run_status(run.run_id, "running", only_from=["pending"]):
+                    continue
+                self._busy.add(run.thread_id)
+            started.add(run.thread_id)
+            self.wakers.wake(run.run_id)
+            worker = threading.Thread(target=self._work, args=(run,),
+                                      name=f"hayata-serve-run-{run.run_id}", daemon=True)
+            worker.start()
+
+    # -- one run -------------------------------------------------------------------
+
+    def _append(self, run: RunRow, items: list[tuple[str, Any]]) -> None:
+        if run.run_id in self._cancelled:
+            return
+        self.db.append_events(run.run_id, items)
+        self.wakers.wake(run.run_id)
+
+    def _work(self, run: RunRow) -> None:
+        try:
+            self._carry_out(run)
+        except Exception:
+            log.exception("hayata serve: run %s failed outside its graph", run.run_id)
+            self._finish(run, "error", {"error": "ServerError",
+                                        "message": "the server failed carrying out the run"})
+        finally:
+            with self._lock:
+                self._busy.discard(run.thread_id)
+                self._cancelled.discard(run.run_id)
+            self.kick()
+
+    def _carry_out(self, run: RunRow) -> None:
+        graph = self.graphs[run.graph_id]
+        resuming = run.run_id in self._resume
+        self._resume.discard(run.run_id)
+        if not resuming or self.db.last_seq(run.run_id) == 0:
+            self._append(run, [("metadata", {"run_id": run.run_id, "attempt": 1})])
+        kwargs = run.kwargs
+        config = run_config(run)
+        wanted = config["configurable"].get("checkpoint_id")
+        if wanted and not resuming:
+            head = graph.get_state({"configurable": {"thread_id": run.thread_id}}).config
+            if (head.get("configurable") or {}).get("checkpoint_id") == wanted:
+                del config["configurable"]["checkpoint_id"]  # the head: a continuation
+        interrupts: list[Any] = []
+        last_values: Any = None
+        error: dict[str, Any] | None = None
+        try:
+            for mode, chunk in graph.stream(
+                    None if resuming else _input(kwargs), config,
+                    stream_mode=_RUNNER_MODES + [m for m in _ON_REQUEST
+                                                 if m in (kwargs.get("stream_mode") or ())],
+                    interrupt_before=kwargs.get("interrupt_before"),
+                    interrupt_after=kwargs.get("interrupt_after")):
+                if mode == "values":
+                    last_values = jsonable(chunk)
+                    self._append(run, [("values", last_values)])
+                elif mode == "updates":
+                    data = jsonable(chunk)
+                    if isinstance(data, dict) and "__interrupt__" in data:
+                        found = [{**i, "response_schema": None} for i in data["__interrupt__"]]
+                        interrupts.extend(found)
+                        data = {"__interrupt__": found}
+                    self._append(run, [("updates", data)])
+                elif mode == "messages":
+                    message, meta = chunk
+                    self._append(run, [("messages", [jsonable(message), jsonable(meta)])])
+                else:
+                    self._append(run, [(mode, jsonable(chunk))])
+        except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
+            error = {"error": type(exc).__name__, "message": str(exc)}
+            self._append(run, [("error", error)])
+        if interrupts and error is None and not (
+                isinstance(last_values, dict) and "__interrupt__" in last_values):
+            base = last_values if isinstance(last_values, dict) else {}
+            self._append(run, [("values", {**base, "__interrupt__": interrupts})])
+        self._finish(run, "error" if error else "success", error)
+
+    def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None) -> None:
+        cancelled = run.run_id in self._cancelled
+        if not cancelled:
+            self.settle(run.thread_id, error=error)
+            self.db.set_run_status(run.run_id, status, only_from=["running"])
+        elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
+            self.settle(run.thread_id, cancelled=True)
+        self.wakers.wake(run.run_id)
+        if run.kwargs.get("temporary") and not cancelled:
+            self.db.delete_thread(run.thread_id, keep_runs=True)
+
+    def settle(self, thread_id: str, *, error: dict[str, Any] | None = None,
+                       cancelled: bool = False) -> None:
+        """The thread's status after a run: busy while another run waits,
+        ``error`` after a failed run, ``interrupted`` when its graph stopped
+        before a node (or the run was cancelled), else ``idle``."""
+        thread = self.db.get_thread(thread_id)
+        if thread is None:
+            return
+        if cancelled:
+            status = "interrupted"
+        elif error is not None:
+            status = "error"
+        else:
+            status = "interrupted" if self.next_nodes(thread.graph_id, thread_id) else "idle"
+        if any(r.status == "pending" for r in self.db.active_runs(thread_id)):
+            status = "busy"
+        self.db.update_thread(thread_id, status=status, error=error)
+
+    def next_nodes(self, graph_id: str | None, thread_id: str) -> list[str]:
+        graph = self.graphs.get(graph_id or "")
+        if graph is None:
+            return []
+        state = graph.get_state({"configurable": {"thread_id": thread_id}})
+        return list(state.next)
+
+    def is_cancelled(self, run_id: str) -> bool:
+        return run_id in self._cancelled
+

@@ -1,0 +1,130 @@
+"""Start ``hayata serve`` for tests, and the serve_api conformance suite against it.
+
+``python -m tests.serve.launch [-- PYTEST ARGS]`` (what ``make test-serve``
+runs): starts ``hayata serve`` on a free loopback port with a temporary data
+dir serving ``tests/serve_api/langgraph.json`` (copied with its ``graphs.py``
+into a temporary directory), in a process group of its own; runs ``pytest
+tests/serve_api --server-url URL``; stops the server's whole process group
+(its actor processes too) and removes the directories, whatever happened;
+exits with pytest's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.serve_api.reference import answers, free_port, stop_group
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SUITE = ROOT / "tests" / "serve_api"
+START_TIMEOUT = 120.0
+
+
+@dataclass
+class Served:
+    """A running ``hayata serve``: its URL, process and directories."""
+
+    url: str
+    port: int
+    workdir: Path
+    data_dir: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def session(self) -> int | None:
+        """The OS session of the server's actor processes (serve.json), if written."""
+        try:
+            return int(json.loads((self.data_dir / "serve.json").read_text())["session_id"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """``sig`` to the server and to every actor process of its system."""
+        for group in (self.session, self.process.pid):
+            if group is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(group, sig)
+
+    def stop(self) -> None:
+        """TERM the server (it stops its system), then KILL whatever is left."""
+        session = self.session
+        stop_group(self.process)
+        if session is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(session, signal.SIGKILL)
+
+
+def start(workdir: Path, data_dir: Path, log: Path, port: int | None = None) -> Served:
+    """``hayata serve`` of ``workdir/langgraph.json`` answering ``/ok``."""
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    (data_dir / "serve.json").unlink(missing_ok=True)
+    env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hayata_py", "serve", "--config",
+             str(workdir / "langgraph.json"), "--data-dir", str(data_dir), "--port", str(port)],
+            cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while not answers(url):
+        if process.poll() is not None:
+            raise RuntimeError(f"hayata serve exited with {process.returncode}; see {log}:\n"
+                               f"{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            stop_group(process)
+            raise RuntimeError(f"hayata serve not answering {url}/ok in {START_TIMEOUT}s")
+        time.sleep(0.1)
+    return Served(url, port, workdir, data_dir, log, process)
+
+
+@contextlib.contextmanager
+def hayata_serve(log: Path | None = None) -> Iterator[Served]:
+    """``hayata serve`` of the suite's graphs in fresh temporary directories."""
+    workdir = Path(tempfile.mkdtemp(prefix="hayata-serve-"))
+    for name in ("langgraph.json", "graphs.py"):
+        shutil.copy(SUITE / name, workdir / name)
+    served = None
+    try:
+        served = start(workdir, workdir / "data", log or workdir / "serve.log")
+        yield served
+    finally:
+        if served is not None:
+            served.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log", type=Path,
+                        default=Path(tempfile.gettempdir()) / "hayata-serve.log")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args(argv)
+    args.log.unlink(missing_ok=True)
+    with hayata_serve(args.log) as served:
+        print(f"hayata serve at {served.url} (log: {args.log})", flush=True)
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", str(SUITE), "--server-url", served.url,
+             "-n", "0", *args.pytest_args], cwd=ROOT)
+        print(f"suite wall time: {time.monotonic() - started:.1f}s", flush=True)
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""``hayata serve`` driven by the real ``langgraph-sdk`` clients: a server
+subprocess (tests/serve/launch.py) serving tests/serve_api's graphs.
+
+What is hayata's own beyond the conformance suite (tests/serve_api): every
+SSE event carries its integer sequence in the run's durable log, a replay
+from ``Last-Event-ID`` repeats exactly what followed, and a kill -9 of the
+whole server (its actor processes too) mid-run loses nothing: after a
+restart on the same data dir the run finishes, no node ran twice, and its
+stream resumes from the last event the client had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client, get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.serve.launch import Served, hayata_serve, start
+from tests.serve_api.support import ASK, STEPS, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    with hayata_serve() as server:
+        yield server
+
+
+@pytest.fixture
+def client(served: Served) -> Iterator[SyncLangGraphClient]:
+    with get_sync_client(url=served.url, timeout=30.0) as sync_client:
+        yield sync_client
+
+
+def _events(parts: list[Any]) -> list[tuple[str, Any]]:
+    return [(p.event, p.data) for p in parts]
+
+
+def test_event_ids_are_the_logs_sequence_and_replay_exactly(
+        client: SyncLangGraphClient) -> None:
+    """Ids 1, 2, 3, ...; ``Last-Event-ID: k`` replays what followed k, ``-1`` all."""
+    thread = client.threads.create()["thread_id"]
+    full = list(client.runs.stream(thread, STEPS, input={"label": "r"},
+                                   stream_mode=["values", "updates"]))
+    assert [int(str(p.id)) for p in full] == list(range(1, len(full) + 1))
+    assert full[0].event == "metadata"
+    assert full[-1].data == {"label": "r", "steps": ["r:first", "r:middle", "r:last"]}
+    run_id = full[0].data["run_id"]
+    for k in (1, 3, len(full) - 1):
+        tail = list(client.runs.join_stream(thread, run_id, last_event_id=str(k)))
+        assert _events(tail) == _events(full[k:])
+    replay = list(client.runs.join_stream(thread, run_id, last_event_id="-1"))
+    assert _events(replay) == _events(full)
+
+
+def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -> None:
+    """Two runs created at once on a thread: the second waits, then runs on the first's state."""
+    thread = client.threads.create()["thread_id"]
+    first = client.runs.create(thread, STEPS, input={"label": "a", "delay": 0.3})
+    second = client.runs.create(thread, STEPS, input={"label": "b"})
+    assert client.runs.get(thread, second["run_id"])["status"] == "pending"
+    assert client.runs.join(thread, second["run_id"])["steps"] == [
+        "a:first", "a:middle", "a:last", "b:first", "b:middle", "b:last"]
+    assert client.runs.get(thread, first["run_id"])["status"] == "success"
+
+
+def test_interrupt_then_resume_with_the_async_client(served: Served) -> None:
+    """``interrupt()``: run ``success``, ``__interrupt__`` in its values; ``Command(resume)``
+    goes on."""
+    async def main() -> None:
+        client = get_client(url=served.url, timeout=30.0)
+        try:
+            thread = (await client.threads.create())["thread_id"]
+            asked: Any = await client.runs.wait(thread, ASK, input={"question": "go?"})
+            assert [i["value"] for i in asked["__interrupt__"]] == [{"question": "go?"}]
+            assert (await client.threads.get(thread))["status"] == "interrupted"
+            done = await client.runs.wait(thread, ASK, command={"resume": "yes"})
+            assert done == {"question": "go?", "answer": "yes", "done": True}
+            assert (await client.threads.get(thread))["status"] == "idle"
+        finally:
+            await client.aclose()
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_bad_input_is_a_422_naming_the_field(served: Served) -> None:
+    """A wrong field is refused before anything is recorded, and named."""
+    answer = httpx.post(f"{served.url}/runs/wait", json={"assistant_id": STEPS,
+                                                         "stream_mode": "bogus"}, timeout=30)
+    assert answer.status_code == 422
+    assert "stream_mode" in answer.json()["detail"]
+
+
+def _in_flight(served: Served, node: str) -> bool:
+    """Whether the store records a task of ``node`` started and not finished."""
+    with contextlib.closing(sqlite3.connect(served.data_dir / "hayata.db", timeout=5)) as db:
+        row = db.execute("SELECT count(*) FROM hayata_tasks WHERE node_id = ? AND "
+                         "status = 'started'", (node,)).fetchone()
+    return bool(row[0])
+
+
+def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
+    """The whole server (actors too) killed while a run's middle node runs;
+    restarted on its data dir, the run's stream resumes after the last event id
+    the client had and ends asking about the node a crash left uncertain (an
+    interrupt); answered ``{"rerun": True}``, the run finishes with no
+    completed node run twice."""
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        thread = client.threads.create()["thread_id"]
+        seen = []
+        for part in client.runs.stream(thread, STEPS, input={"label": "k", "delay": 3.0},
+                                       stream_mode=["values", "updates"]):
+            seen.append(part)
+            if part.event == "updates":
+                break
+        run_id = seen[0].data["run_id"]
+        wait_until(lambda: _in_flight(served, "middle"), "the middle node in flight")
+    served.kill()  # the whole host: the server and its actor processes
+    served.process.wait(timeout=30)
+    restarted = start(served.workdir, served.data_dir, served.log, port=served.port)
+    served.process = restarted.process
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        rest = list(client.runs.join_stream(thread, run_id, last_event_id=seen[-1].id))
+        ids = [int(str(p.id)) for p in seen + rest]
+        assert ids == list(range(1, len(ids) + 1)), f"ids not 1, 2, ...: {ids}"
+        last: Any = rest[-1].data if rest else None
+        assert rest[-1].event == "values", [p.event for p in rest]
+        [asked] = last["__interrupt__"]
+        assert asked["value"]["uncertain"]["node"] == "middle"
+        assert last["steps"] == ["k:first"]
+        wait_until(lambda: client.runs.get(thread, run_id)["status"] == "success",
+                   "the run done after the restart")
+        assert client.threads.get(thread)["status"] == "interrupted"
+        done: Any = client.runs.wait(thread, STEPS, command={"resume": {"rerun": True}})
+        assert done["steps"] == ["k:first", "k:middle", "k:last"]
+
+
+def _session_alive(session: int) -> bool:
+    """Whether any process of OS session ``session`` is still running (not a zombie)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == session:
+            return True
+    return False
+
+
+def test_sigterm_stops_the_server_and_its_actors() -> None:
+    """A TERM ends the server and every actor process of its system."""
+    with hayata_serve() as server:
+        session = server.session
+        assert session is not None and _session_alive(session)
+        server.process.terminate()
+        server.process.wait(timeout=60)
+        wait_until(lambda: not _session_alive(session), "the actor processes gone")
