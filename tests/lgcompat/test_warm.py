@@ -131,3 +131,21 @@ def test_a_stale_held_run_is_dropped_not_used() -> None:
     assert _warm.resume(invocation, 1, run["r"], stale["s"], stale["k"],
                         {}) is None
     assert invocation not in _warm._HELD
+
+
+def test_the_quick_saver_is_langgraphs_in_memory_saver() -> None:
+    """``_snapshot.Saver`` skips ``InMemorySaver.__init__``: it must set the
+    same attributes, of the same types, with the same serializer."""
+    import inspect
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.pregel._checkpoint import put_writes_accepts_task_path
+
+    from hayata_py.langgraph._snapshot import Saver
+
+    ours, theirs = vars(Saver()), vars(InMemorySaver())
+    assert {k: type(v) for k, v in ours.items()} == {k: type(v) for k, v in theirs.items()}
+    assert ours["serde"] is theirs["serde"]
+    assert put_writes_accepts_task_path(Saver().put_writes)
+    assert list(inspect.signature(Saver().put_writes).parameters) == \
+        list(inspect.signature(InMemorySaver().put_writes).parameters)
