@@ -208,7 +208,7 @@ class HayataGraph:
             if settings.get("checkpoint_id") or self._history_channels:
                 start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
             else:
-                start, prev = self.threads.latest(thread)
+                start, prev = self.threads.latest(thread, invocations)
             payload = {"r": settings, "s": start, "prev": prev, "in": _stored(input, "input")}
             if quiet:
                 result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
