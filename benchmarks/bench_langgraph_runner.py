@@ -9,8 +9,10 @@ model), each a new thread per sample, the sides interleaved sample by sample
 after discarded warm-ups; and C threads at once through a graph whose model
 node is an ``async def`` waiting 200 ms (LangGraph: ``ainvoke`` with
 ``AsyncSqliteSaver``, ``asyncio.gather``; hayata: ``max_invocations=C``,
-``edge_concurrency={"llm": C}``, C caller threads), wall time and the memory
-(PSS) of all the processes of each side. Results:
+``edge_concurrency={"llm": C}``, C caller threads, or with ``--callers async``
+``ainvoke`` on an ``AsyncAgentSystem`` with ``asyncio.gather``), wall time and the memory
+(PSS) of all the processes of each side. The latency rows also give the CPU
+time of an invocation (all the processes of each side). Results:
 ``benchmarks/results/langgraph_runner.json``.
 """
 
@@ -48,6 +50,8 @@ def latency(name: str, builder: Any, input: Any, system: hy.AgentSystem, folder:
     reference = builder.compile(checkpointer=SqliteSaver(conn))
     app = hylg.compile(builder, system, id=f"bench-{name}")
     times: dict[str, list[float]] = {"hayata": [], "langgraph": []}
+    caller_cpu: dict[str, float] = {"hayata": 0.0, "langgraph": 0.0}
+    system_cpu = 0.0
 
     def hayata() -> None:
         app.invoke(input, _config())
@@ -56,17 +60,39 @@ def latency(name: str, builder: Any, input: Any, system: hy.AgentSystem, folder:
         reference.invoke(input, _config(), durability="sync")
 
     for index in range(warmup + samples):
+        if index == warmup:
+            system_cpu = -_cpu_seconds(system.processes())
         order = [("hayata", hayata), ("langgraph", langgraph)]
         for side, call in order if index % 2 == 0 else reversed(order):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             call()
             if index >= warmup:
                 times[side].append(time.perf_counter() - start)
+                caller_cpu[side] += time.process_time() - cpu
+    system_cpu += _cpu_seconds(system.processes())
     system.stop_agent(f"bench-{name}")
     conn.close()
     ours, theirs = summary(ms(times["hayata"])), summary(ms(times["langgraph"]))
+    # CPU per invocation: the caller's process while it ran the call (LangGraph
+    # runs all in it), plus for hayata its system's processes over the samples
+    # (they are nearly idle while the LangGraph side runs)
+    ours_cpu = (caller_cpu["hayata"] + system_cpu) * 1000 / samples
+    theirs_cpu = caller_cpu["langgraph"] * 1000 / samples
     return {"row": name, "hayata_ms": ours, "langgraph_ms": theirs,
-            "ratio": ours["median"] / theirs["median"]}
+            "ratio": ours["median"] / theirs["median"], "hayata_cpu_ms": ours_cpu,
+            "langgraph_cpu_ms": theirs_cpu, "cpu_ratio": ours_cpu / theirs_cpu}
+
+
+def _cpu_seconds(processes: list[Any]) -> float:
+    """User + system CPU seconds of ``processes`` so far (those gone count 0)."""
+    total = 0.0
+    for proc in processes:
+        try:
+            cpu = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += cpu.user + cpu.system
+    return total
 
 
 def _tree_pss(pid: int) -> float:
@@ -74,7 +100,64 @@ def _tree_pss(pid: int) -> float:
     return pss_mb([root, *root.children(recursive=True)])
 
 
-def many_threads(count: int, folder: Path, system: hy.AgentSystem) -> dict[str, Any]:
+def _hayata_threads(count: int, system: hy.AgentSystem) -> tuple[float, float, list[Any]]:
+    """``count`` caller threads, each ``invoke``."""
+    app = hylg.compile(lg_graphs.llm, system, id="bench-llm", max_invocations=count,
+                       edge_concurrency={"llm": count})
+    app.invoke({"steps": []}, _config())
+    peak = [0.0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            total = pss_mb(system.processes()) + _tree_pss(os.getpid())
+            peak[0] = max(peak[0], total)
+            stop.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        results = list(pool.map(lambda _: app.invoke({"steps": []}, _config()), range(count)))
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    assert all(r == {"steps": ["llm"]} for r in results)
+    system.stop_agent("bench-llm")
+    return wall, peak[0], results
+
+
+async def _hayata_async(count: int, folder: Path) -> tuple[float, float, list[Any]]:
+    """``ainvoke`` ``count`` times at once (``asyncio.gather``) on an
+    ``AsyncAgentSystem``, as the LangGraph side does."""
+    async with hy.AsyncAgentSystem(folder / "async-data") as system:
+        app = await hylg.acompile(lg_graphs.llm, system, id="bench-llm",
+                                  max_invocations=count, edge_concurrency={"llm": count})
+        await app.ainvoke({"steps": []}, _config())
+        peak = [0.0]
+        done = asyncio.Event()
+
+        def measure() -> float:
+            return pss_mb(system.sync.processes()) + _tree_pss(os.getpid())
+
+        async def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], await asyncio.to_thread(measure))
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample())
+        start = time.perf_counter()
+        results = await asyncio.gather(*(app.ainvoke({"steps": []}, _config())
+                                         for _ in range(count)))
+        wall = time.perf_counter() - start
+        done.set()
+        await sampler
+        await system.stop_agent("bench-llm")
+    return wall, peak[0], list(results)
+
+
+def many_threads(count: int, folder: Path, system: hy.AgentSystem, callers: str
+                 ) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async def langgraph() -> tuple[float, float]:
@@ -100,31 +183,15 @@ def many_threads(count: int, folder: Path, system: hy.AgentSystem) -> dict[str, 
 
     lg_wall, lg_pss = asyncio.run(langgraph())
 
-    app = hylg.compile(lg_graphs.llm, system, id="bench-llm", max_invocations=count,
-                       edge_concurrency={"llm": count})
-    app.invoke({"steps": []}, _config())
-    peak = [0.0]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            total = pss_mb(system.processes()) + _tree_pss(os.getpid())
-            peak[0] = max(peak[0], total)
-            stop.wait(0.5)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        results = list(pool.map(lambda _: app.invoke({"steps": []}, _config()), range(count)))
-    wall = time.perf_counter() - start
-    stop.set()
-    sampler.join()
+    if callers == "async":
+        wall, peak, results = asyncio.run(_hayata_async(count, folder))
+    else:
+        wall, peak, results = _hayata_threads(count, system)
     assert all(r == {"steps": ["llm"]} for r in results)
-    system.stop_agent("bench-llm")
-    return {"row": f"{count} threads, async 200 ms model node", "hayata_s": wall,
-            "langgraph_s": lg_wall, "ratio": wall / lg_wall, "hayata_pss_mb": peak[0],
-            "langgraph_pss_mb": lg_pss, "memory_ratio": peak[0] / lg_pss}
+    return {"row": f"{count} threads, async 200 ms model node", "callers": callers,
+            "hayata_s": wall,
+            "langgraph_s": lg_wall, "ratio": wall / lg_wall, "hayata_pss_mb": peak,
+            "langgraph_pss_mb": lg_pss, "memory_ratio": peak / lg_pss}
 
 
 def main() -> None:
@@ -132,6 +199,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="few samples, 100 threads")
     parser.add_argument("--samples", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--callers", choices=("threads", "async"), default="threads",
+                        help="the many-threads row's hayata callers: a thread each "
+                        "calling invoke, or ainvoke on an AsyncAgentSystem")
     args = parser.parse_args()
     samples = args.samples or (10 if args.quick else 40)
     threads = args.threads or (100 if args.quick else 1000)
@@ -147,9 +217,10 @@ def main() -> None:
                 row = latency(name, builder, input, system, folder, samples, warmup=3)
                 rows.append(row)
                 print(f"{name:8} hayata {fmt(row['hayata_ms']['median'])} ms  langgraph "
-                      f"{fmt(row['langgraph_ms']['median'])} ms  ratio {fmt(row['ratio'])}x",
-                      flush=True)
-            row = many_threads(threads, folder, system)
+                      f"{fmt(row['langgraph_ms']['median'])} ms  ratio {fmt(row['ratio'])}x; "
+                      f"CPU {fmt(row['hayata_cpu_ms'])} vs {fmt(row['langgraph_cpu_ms'])} "
+                      f"ms/invocation ({fmt(row['cpu_ratio'])}x)", flush=True)
+            row = many_threads(threads, folder, system, args.callers)
             rows.append(row)
             print(f"{row['row']}: hayata {fmt(row['hayata_s'])} s  langgraph "
                   f"{fmt(row['langgraph_s'])} s  ratio {fmt(row['ratio'])}x; PSS "

@@ -87,6 +87,7 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
                           "graph run by hayata_py.langgraph: leave checkpointer out (None)")
     if uncertain not in ("raise", "interrupt"):
         raise ConfigError("uncertain", f"must be 'raise' or 'interrupt', got {uncertain!r}")
+    async_system = system if isinstance(system, AsyncAgentSystem) else None
     if isinstance(system, AsyncAgentSystem):
         system = system.sync
     if not isinstance(system, AgentSystem):
@@ -134,7 +135,7 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     raise_nodes = set(user_retry) if config.default_retry is None else set(config.nodes)
     return HayataGraph(path, system, agent, interrupt_before=interrupt_before,
                        interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout,
-                       raise_nodes=raise_nodes)
+                       raise_nodes=raise_nodes, async_system=async_system)
 
 
 def _mapped_retries(builder: Any) -> dict[str, RetryPolicy]:

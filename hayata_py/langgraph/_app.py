@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from langgraph._internal._constants import INTERRUPT
@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
 from hayata_py._api import AgentSystem
+from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
 from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
 from hayata_py._ref import AgentRef
 from hayata_py.langgraph._checkpoints import ThreadCheckpoints
@@ -68,6 +69,23 @@ def _stored(value: Any, field: str) -> bytes:
                           "graph's processes receive it pickled") from exc
 
 
+def _values(chunks: Iterable[tuple[str, Any]]) -> Any:
+    """What ``invoke`` returns from a run's interrupts and final values: the
+    values, with ``__interrupt__`` when it stopped at interrupts."""
+    latest: Any = None
+    interrupts: list[Any] = []
+    for mode, payload in chunks:
+        if mode == "updates" and isinstance(payload, dict) \
+                and (found := payload.get(INTERRUPT)) is not None:
+            interrupts.extend(found)
+        elif mode == "values":
+            latest = payload
+    if interrupts:
+        return {**latest, INTERRUPT: interrupts} if isinstance(latest, dict) \
+            else {INTERRUPT: interrupts}
+    return latest
+
+
 class HayataGraph:
     """A LangGraph graph run by a hayata agent: ``invoke``, ``stream``,
     ``get_state``, ``get_state_history``, ``update_state`` as LangGraph's
@@ -76,9 +94,12 @@ class HayataGraph:
     def __init__(self, path: str, system: AgentSystem, agent: AgentRef, *,
                  interrupt_before: Sequence[str] | str | None,
                  interrupt_after: Sequence[str] | str | None, uncertain: str,
-                 timeout: float, raise_nodes: Collection[str] = ()) -> None:
+                 timeout: float, raise_nodes: Collection[str] = (),
+                 async_system: AsyncAgentSystem | None = None) -> None:
         self.path = path
         self.system = system
+        self.async_system = async_system
+        """The ``AsyncAgentSystem`` the graph was compiled on, if any."""
         self.agent = agent
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
@@ -96,7 +117,8 @@ class HayataGraph:
         copy = HayataGraph(self.path, self.system, self.agent,
                            interrupt_before=self.interrupt_before,
                            interrupt_after=self.interrupt_after, uncertain=self.uncertain,
-                           timeout=self.timeout, raise_nodes=self.raise_nodes)
+                           timeout=self.timeout, raise_nodes=self.raise_nodes,
+                           async_system=self.async_system)
         copy.config = _merged(self.config, {**(config or {}), **kwargs})
         return copy
 
@@ -105,28 +127,10 @@ class HayataGraph:
     def invoke(self, input: Any, config: Any = None, *, stream_mode: str = "values",
                **kwargs: Any) -> Any:
         """Run the graph to its end or its next interrupt, as LangGraph's ``invoke``."""
-        latest: Any = None
-        chunks: list[Any] = []
-        interrupts: list[Any] = []
-        modes = ["updates", "values"] if stream_mode == "values" else stream_mode
-        chunks_of = self._quiet(input, config, **kwargs) if stream_mode == "values" \
-            else self._stream(input, config, stream_mode=modes, output=True, **kwargs)
-        for chunk in chunks_of:
-            if stream_mode == "values":
-                mode, payload = chunk
-                if mode == "updates" and isinstance(payload, dict) \
-                        and (found := payload.get(INTERRUPT)) is not None:
-                    interrupts.extend(found)
-                elif mode == "values":
-                    latest = payload
-            else:
-                chunks.append(chunk)
         if stream_mode == "values":
-            if interrupts:
-                return {**latest, INTERRUPT: interrupts} if isinstance(latest, dict) \
-                    else {INTERRUPT: interrupts}
-            return latest
-        return chunks
+            return _values(self._quiet(input, config, **kwargs))
+        return list(self._stream(input, config, stream_mode=stream_mode, output=True,
+                                 **kwargs))
 
     def stream(self, input: Any, config: Any = None, *,
                stream_mode: str | Sequence[str] | None = None,
@@ -173,13 +177,19 @@ class HayataGraph:
             else:
                 yield (namespace, mode, chunk) if subgraphs else (mode, chunk)
 
-    def _quiet(self, input: Any, config: Any, *,
-               interrupt_before: Sequence[str] | str | None = None,
-               interrupt_after: Sequence[str] | str | None = None,
-               durability: str | None = None, context: Any = None, **kwargs: Any
-               ) -> Iterator[tuple[str, Any]]:
+    def _quiet(self, input: Any, config: Any, **kwargs: Any) -> Iterator[tuple[str, Any]]:
         """What ``invoke`` needs of a run: its interrupts, then its final values,
         from a run that does not stream (one message to the agent and back)."""
+        settings, thread = self._quiet_settings(config, **kwargs)
+        for _, mode, chunk in self._source(input, settings, thread, quiet=True):
+            yield mode, chunk
+
+    def _quiet_settings(self, config: Any, *,
+                        interrupt_before: Sequence[str] | str | None = None,
+                        interrupt_after: Sequence[str] | str | None = None,
+                        durability: str | None = None, context: Any = None, **kwargs: Any
+                        ) -> tuple[dict[str, Any], str]:
+        """The settings and thread of an ``invoke``; a clear error for bad ones."""
         config = _merged(self.config, config or {})
         thread = thread_of(config)
         if kwargs:
@@ -187,8 +197,27 @@ class HayataGraph:
         settings = self._settings(config, thread, ["updates", "values"], interrupt_before,
                                   interrupt_after, output=True)
         settings["context"] = None if context is None else _stored(context, "context")
-        for _, mode, chunk in self._source(input, settings, thread, quiet=True):
-            yield mode, chunk
+        return settings, thread
+
+    def _new_quiet_run(self, input: Any, config: Any, **kwargs: Any
+                       ) -> tuple[dict[str, Any], str] | None:
+        """The input and thread of the new run an ``invoke`` starts; None when
+        the thread's newest run still runs or a crash left it unfinished (then
+        ``invoke`` decides what to do)."""
+        settings, thread = self._quiet_settings(config, **kwargs)
+        invocations = self.threads.invocations(thread)
+        if invocations and invocations[0][1] == "running":
+            return None
+        return self._new_run(input, settings, thread, invocations), thread
+
+    def _new_run(self, input: Any, settings: dict[str, Any], thread: str,
+                 invocations: list[tuple[str, str]]) -> dict[str, Any]:
+        """The input of a new run on the thread: from its newest checkpoints."""
+        if settings.get("checkpoint_id") or self._history_channels:
+            start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
+        else:
+            start, prev = self.threads.latest(thread, invocations)
+        return {"r": settings, "s": start, "prev": prev, "in": _stored(input, "input")}
 
     def _source(self, input: Any, settings: dict[str, Any], thread: str, *, quiet: bool
                 ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
@@ -205,11 +234,7 @@ class HayataGraph:
             return self._ended(running, self.agent.wait(running, timeout=self.timeout),
                                quiet=quiet)
         if unfinished is None:
-            if settings.get("checkpoint_id") or self._history_channels:
-                start, prev = self.threads.history(thread), self.threads.latest(thread)[1]
-            else:
-                start, prev = self.threads.latest(thread)
-            payload = {"r": settings, "s": start, "prev": prev, "in": _stored(input, "input")}
+            payload = self._new_run(input, settings, thread, invocations)
             if quiet:
                 result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
                 return self._ended(result.invocation_id, result, quiet=True)
@@ -321,7 +346,20 @@ class HayataGraph:
     # -- asyncio ---------------------------------------------------------------------
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        """:meth:`invoke` from an event loop (the blocking wait runs on a thread)."""
+        """:meth:`invoke` from an event loop. On an ``AsyncAgentSystem`` a new
+        run is awaited as hayata's own async ``invoke`` (no thread is held while
+        it runs, so many runs at once are not held back by a thread pool);
+        other calls run :meth:`invoke` on a thread."""
+        if self.async_system is not None and kwargs.get("stream_mode", "values") == "values":
+            options = {k: v for k, v in kwargs.items() if k != "stream_mode"}
+            planned = await self.async_system.call(self._new_quiet_run, input, config,
+                                                   **options)
+            if planned is not None:
+                payload, thread = planned
+                result = await AsyncAgentRef(self.async_system, self.agent).invoke(
+                    payload, thread=thread, timeout=self.timeout)
+                return _values((mode, chunk) for _, mode, chunk in
+                               self._ended(result.invocation_id, result, quiet=True))
         return await asyncio.to_thread(self.invoke, input, config, **kwargs)
 
     async def astream(self, input: Any, config: Any = None, **kwargs: Any

@@ -45,10 +45,13 @@ class ThreadCheckpoints:
             return None
         return None
 
-    def latest(self, thread: str) -> tuple[bytes | None, str | None]:
+    def latest(self, thread: str, invocations: list[tuple[str, str]] | None = None
+               ) -> tuple[bytes | None, str | None]:
         """The thread's newest checkpoints (those its latest run made, the head
-        the thread is at among them) and the invocation holding them."""
-        invocations = self.invocations(thread)
+        the thread is at among them) and the invocation holding them;
+        ``invocations``: the thread's, if just read."""
+        if invocations is None:
+            invocations = self.invocations(thread)
         unfinished = self.unfinished(thread, invocations)
         for invocation, status in invocations:
             if status == "running" and invocation != unfinished:

@@ -5,7 +5,7 @@ The decision policy and the node processes each open LangGraph's
 loaded from the snapshot the invocation carries), exactly as ``Pregel.stream``
 opens it, so LangGraph decides what runs next, with which input and config:
 
-- :func:`advance` (the policy) hands the last step's task writes to the loop
+- :func:`advancing` (the policy) hands the last step's task writes to the loop
   as LangGraph's runner would (``put_writes``), lets it apply them at the end
   of the superstep (``after_tick``), and stops at the next superstep whose
   tasks have no writes yet: those are what hayata runs next. It also ends the
@@ -14,10 +14,12 @@ opens it, so LangGraph decides what runs next, with which input and config:
   its task by id and runs it with LangGraph's own config (so ``interrupt()``,
   ``Command``, ``get_stream_writer()`` and ``Send`` work), and returns its writes.
 
-Each decision opens the loop again at the latest checkpoint; what a
-continuous run would not do on that re-entry is undone there: the outputs of
-re-entering are dropped, the step limit stays the run's, and the checkpoint's
-record of what the breakpoints have seen is kept.
+The agent process keeps a run's loop open from one decision to the next
+(:mod:`hayata_py.langgraph._warm`); a decision that cannot go on with it (a
+new agent process after a crash, a run it dropped) opens the loop again at the
+latest checkpoint, and what a continuous run would not do on that re-entry is
+undone there: the outputs of re-entering are dropped, the step limit stays the
+run's, and the checkpoint's record of what the breakpoints have seen is kept.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import concurrent.futures
 import contextlib
 import copy
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +174,7 @@ class Todo:
 
 @dataclass
 class Outcome:
-    """What :func:`advance` found: tasks to run, or the end of the run."""
+    """What :func:`advancing` found: tasks to run, or the end of the run."""
 
     snapshot: bytes
     carry: Carry
@@ -196,10 +198,6 @@ class TaskResult:
     subgraphs: bytes | None = None
     """The checkpoints of the subgraphs the task ran (namespaces other than the
     graph's own), as a saver's bytes, so a subgraph resumes where it stopped."""
-
-
-class _Suspend(Exception):
-    """Leaves the loop where hayata must run tasks before it can go on."""
 
 
 def _inline(fn: Callable[..., Any], *args: Any, __name__: str | None = None,
@@ -265,30 +263,37 @@ def _resuming_flag(loop: SyncPregelLoop, carry: Carry) -> None:
         loop.config[CONF].pop(CONFIG_KEY_RESUMING, None)
 
 
-def advance(settings: Settings, snapshot: bytes | None, input: Any,
-            results: dict[str, TaskResult] | None, carry: Carry | None) -> Outcome:
-    """One decision: with ``results`` None, start the run with ``input``; else
-    hand the last step's task results to the loop and go on. Stops at the next
-    tasks to run or at the end of the run.
+Advancing = Generator[Outcome, dict[str, TaskResult], Outcome]
+"""A run's loop, open: each ``Outcome`` it yields stops at tasks to run, and it
+goes on with their results sent in; it returns the outcome that ends the run."""
 
-    The outcome's snapshot holds the run's own checkpoints: from the thread's
+
+def advancing(settings: Settings, snapshot: bytes | None, input: Any,
+              results: dict[str, TaskResult] | None, carry: Carry | None) -> Advancing:
+    """A decision: with ``results`` None, start the run with ``input``; else
+    hand the last step's task results to the loop and go on. Yields at the
+    next tasks to run (their results sent in go on from there, as LangGraph's
+    own loop goes on: opening the loop again on the yielded snapshot and carry
+    instead gives the same, they hold all the loop keeps); returns the end of
+    the run.
+
+    An outcome's snapshot holds the run's own checkpoints: from the thread's
     latest when the run started on (:func:`trim_saver`); the thread's older
     ones stay with the runs that made them."""
     saver = load_saver(snapshot)
     first = results is None
     since = head_id(saver, settings.thread_id) if first else None
-    chunks: list[Chunk] = []
+    chunks: list[list[Chunk]] = [[]]
     keep = [first]
 
     def put(chunk: Chunk) -> None:
         if keep[0]:
-            chunks.append(chunk)
+            chunks[0].append(chunk)
 
     modes: Any = set(settings.modes)
     loop = _loop(settings, saver, input if first else None, put, modes,
                  addressed=first, breakpoints=True)
     pending = dict(results or {})
-    todo: list[Todo] = []
     interrupted = False
     try:
         with loop:
@@ -302,70 +307,73 @@ def advance(settings: Settings, snapshot: bytes | None, input: Any,
                 _reenter(loop, carry)
             while loop.tick():
                 keep[0] = True
-                interrupts: list[Any] = []
-                errors: list[BaseException] = []
-                missing = []
-                # tasks of this superstep that this run already saw interrupted (in
-                # an earlier hayata step of the superstep): not run again before it ends
-                asked = {} if first else {
-                    tid: value for tid, channel, value in loop.checkpoint_pending_writes
-                    if channel == INTERRUPT}
-                for task in list(loop.tasks.values()):
-                    if task.writes:
-                        continue
-                    result = pending.pop(task.id, None)
-                    if result is not None and result.subgraphs:
-                        merge_saver(saver, load_saver(result.subgraphs))
-                    if result is None and task.name == START:
-                        result = _run_start(task)
-                    if result is None and task.id in asked:
-                        interrupts.extend(asked[task.id])
-                        continue
-                    if result is None:
-                        missing.append(Todo(task.id, task.name))
-                    elif result.failed:
-                        # as LangGraph's runner commits a task that raised
-                        errors.extend(v for c, v in result.writes if c == ERROR)
-                        task.writes.extend(result.writes)
-                        loop.put_writes(task.id, task.writes)
-                    elif result.interrupted:
-                        for channel, value in result.writes:
-                            if channel == INTERRUPT:
-                                interrupts.extend(value)
-                        loop.put_writes(task.id, result.writes)
-                    else:
-                        task.writes.extend(result.writes)
-                        loop.put_writes(task.id, task.writes)
-                if errors:
-                    # as LangGraph's runner: the first error ends the superstep, and
-                    # its tasks not run yet stay without writes (they run on resume)
-                    raise errors[0]
-                if missing:
-                    todo = missing
-                    raise _Suspend
+                while True:
+                    interrupts: list[Any] = []
+                    errors: list[BaseException] = []
+                    missing = []
+                    # tasks of this superstep that this run already saw interrupted (in
+                    # an earlier hayata step of the superstep): not run again before it ends
+                    asked = {} if first else {
+                        tid: value for tid, channel, value in loop.checkpoint_pending_writes
+                        if channel == INTERRUPT}
+                    for task in list(loop.tasks.values()):
+                        if task.writes:
+                            continue
+                        result = pending.pop(task.id, None)
+                        if result is not None and result.subgraphs:
+                            merge_saver(saver, load_saver(result.subgraphs))
+                        if result is None and task.name == START:
+                            result = _run_start(task)
+                        if result is None and task.id in asked:
+                            interrupts.extend(asked[task.id])
+                            continue
+                        if result is None:
+                            missing.append(Todo(task.id, task.name))
+                        elif result.failed:
+                            # as LangGraph's runner commits a task that raised
+                            errors.extend(v for c, v in result.writes if c == ERROR)
+                            task.writes.extend(result.writes)
+                            loop.put_writes(task.id, task.writes)
+                        elif result.interrupted:
+                            for channel, value in result.writes:
+                                if channel == INTERRUPT:
+                                    interrupts.extend(value)
+                            loop.put_writes(task.id, result.writes)
+                        else:
+                            task.writes.extend(result.writes)
+                            loop.put_writes(task.id, task.writes)
+                    if errors:
+                        # as LangGraph's runner: the first error ends the superstep, and
+                        # its tasks not run yet stay without writes (they run on resume)
+                        raise errors[0]
+                    if not missing:
+                        break
+                    # stop for hayata to run the missing tasks; their results go on
+                    seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
+                    carry.seen = copy.deepcopy(seen) if seen is not None else None
+                    carry.streamed(chunks[0])
+                    stopped = Outcome(_carried(settings, saver, carry.since),
+                                      dataclasses.replace(carry), chunks[0], missing)
+                    chunks[0] = []
+                    first = False
+                    pending = dict((yield stopped))
                 if interrupts:
                     interrupted = True
                     raise GraphInterrupt(tuple(interrupts))
                 loop.after_tick()
                 _resuming_flag(loop, carry)
-    except _Suspend:
-        assert carry is not None
-        seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
-        carry.seen = copy.deepcopy(seen) if seen is not None else None
-        carry.streamed(chunks)
-        return Outcome(_carried(settings, saver, carry.since), carry, chunks, todo)
     except Exception as exc:  # noqa: BLE001 - a node's error, or LangGraph's loop refused
         # (EmptyInputError, InvalidUpdateError, ...): the run ends with it, as
         # LangGraph's does, keeping what the loop saved before it raised
         carry = carry or Carry(0, 0, False, since=since)
-        return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], "error",
+        return Outcome(_carried(settings, saver, carry.since), carry, chunks[0], [], "error",
                        error=exc)
     assert carry is not None
-    carry.streamed(chunks)
+    carry.streamed(chunks[0])
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
         status = "interrupted"
-    return Outcome(_carried(settings, saver, carry.since), carry, chunks, [], status,
+    return Outcome(_carried(settings, saver, carry.since), carry, chunks[0], [], status,
                    loop.output)
 
 

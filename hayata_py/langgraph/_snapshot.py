@@ -15,10 +15,42 @@ writes must reach LangGraph's loop as the node made them.
 
 from __future__ import annotations
 
+import inspect
 import pickle
+from collections import defaultdict
+from contextlib import ExitStack
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+
+_SERDE = InMemorySaver().serde
+
+
+class Saver(InMemorySaver):
+    """LangGraph's :class:`InMemorySaver`, cheaper to make and to open a loop
+    on: a run's decisions and tasks each make one or two.
+
+    - It is made with what ``InMemorySaver.__init__`` sets (the same
+      serializer, empty storage), without that check of the serializer's type
+      (a ``Protocol`` ``isinstance``, the better part of making one).
+    - LangGraph's loop reads the signature of ``put_writes`` each time it is
+      opened (does it take ``task_path``?): it is computed here once.
+    """
+
+    def __init__(self) -> None:
+        self.serde = _SERDE
+        self.storage = defaultdict(lambda: defaultdict(dict))
+        self.writes = defaultdict(dict)
+        self.blobs = defaultdict()
+        self.stack = ExitStack()
+
+    def put_writes(self, config: RunnableConfig, writes: Any, task_id: str,
+                   task_path: str = "") -> None:
+        super().put_writes(config, writes, task_id, task_path)
+
+
+setattr(Saver.put_writes, "__signature__", inspect.signature(Saver.put_writes))  # noqa: B010
 
 
 def dump_saver(saver: InMemorySaver) -> bytes:
@@ -31,7 +63,7 @@ def dump_saver(saver: InMemorySaver) -> bytes:
 
 def load_saver(data: bytes | None) -> InMemorySaver:
     """A fresh :class:`InMemorySaver` holding what :func:`dump_saver` wrote."""
-    saver = InMemorySaver()
+    saver = Saver()
     if not data:
         return saver
     storage, writes, blobs = pickle.loads(data)
@@ -65,7 +97,7 @@ def trim_saver(saver: InMemorySaver, thread: str, since: str | None) -> InMemory
     ``since`` (the head when the run started) on, with their channel blobs and
     pending writes; other namespaces whole. A run's steps carry this, not the
     thread's whole history (see :func:`merge_saver`)."""
-    out = InMemorySaver()
+    out = Saver()
     kept: set[str] = set()
     for ns, by_id in saver.storage.get(thread, {}).items():
         if ns != "":
@@ -104,12 +136,13 @@ def merge_saver(base: InMemorySaver, new: InMemorySaver) -> InMemorySaver:
 def subgraph_saver(saver: InMemorySaver, thread: str) -> InMemorySaver | None:
     """The checkpoints of the thread's subgraphs (every namespace but the
     graph's own), or None if there are none."""
-    out = InMemorySaver()
-    for ns, by_id in saver.storage.get(thread, {}).items():
-        if ns != "" and by_id:
-            out.storage[thread][ns].update(by_id)
-    if not out.storage:
+    nested = {ns: by_id for ns, by_id in saver.storage.get(thread, {}).items()
+              if ns != "" and by_id}
+    if not nested:
         return None
+    out = Saver()
+    for ns, by_id in nested.items():
+        out.storage[thread][ns].update(by_id)
     for key, value in saver.writes.items():
         if key[0] == thread and key[1] != "":
             out.writes[key] = dict(value)

@@ -28,12 +28,14 @@ from __future__ import annotations
 from typing import Any
 
 from hayata_py._policy import Finish, Map, Next, NodeContext, PolicyContext
+from hayata_py.langgraph import _warm
 from hayata_py.langgraph._drive import (
+    Advancing,
     Carry,
     Outcome,
     Settings,
     TaskResult,
-    advance,
+    advancing,
     arun_task,
     run_task,
 )
@@ -67,7 +69,8 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
     carried: bytes | None = run["s"]
     try:
         if ctx.step == 0:
-            outcome = advance(settings, carried, load_value(run["in"]), None, None)
+            opened = advancing(settings, carried, load_value(run["in"]), None, None)
+            outcome = _first(opened)
         else:
             results: list[dict[str, Any]] = ctx.parallel_results or []
             lead = next(r for r in results if "s" in r)
@@ -76,14 +79,30 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
             tasks = {r["t"]: TaskResult(load_value(r["w"]), bool(r["i"]), bool(r.get("f")),
                                         r.get("g"))
                      for r in results if not r.get("rerun")}
-            outcome = advance(settings, carried, None, tasks, Carry.of(lead["k"]))
+            warm = _warm.resume(ctx.invocation_id, ctx.step, run["r"], lead["s"], lead["k"],
+                                tasks)
+            if warm is None:
+                opened = advancing(settings, carried, None, tasks, Carry.of(lead["k"]))
+                outcome = _first(opened)
+            else:
+                opened, outcome = warm
+        _warm.hold(ctx.invocation_id, ctx.step, run["r"], opened, outcome)
     except Exception as exc:  # noqa: BLE001 - LangGraph's loop refused: the caller gets it
         # as LangGraph raises it (EmptyInputError, InvalidUpdateError, ...); the
         # thread keeps the checkpoints the step started from
+        _warm.drop(ctx.invocation_id)
         return Finish({"status": "error", "s": carried, "prev": run.get("prev"),
                        "out": dump_value(None), "c": dump_value([]),
                        "err": _exception(exc)})
     return _answer(run["r"], outcome, run.get("prev"))
+
+
+def _first(opened: Advancing) -> Outcome:
+    """The outcome of a run's loop just opened: where it stops, or its end."""
+    try:
+        return next(opened)
+    except StopIteration as end:
+        return end.value  # type: ignore[no-any-return]
 
 
 def _answer(settings: dict[str, Any], outcome: Outcome, prev: str | None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -55,5 +57,38 @@ def test_async_node_messages_mode(tmp_path: Path) -> None:
                 input, {"configurable": {"thread_id": "m"}}, stream_mode="messages")]
             assert tokens(ours) == tokens(theirs)
             assert "".join(content for content, _ in tokens(ours)) == "async tokens here"
+
+    asyncio.run(main())
+
+
+def test_ainvoke_holds_no_thread_while_the_run_goes_on(tmp_path: Path) -> None:
+    """On an AsyncAgentSystem, ``ainvoke`` of a new run awaits hayata's async
+    invoke: with asyncio's default thread pool taken, runs at once still end
+    (through a thread each, they would wait for it forever)."""
+    reference = graphs.asyncgraph.compile(checkpointer=InMemorySaver())
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(1))
+        async with hy.AsyncAgentSystem(tmp_path / "data") as system:
+            app = await hylg.acompile(graphs.asyncgraph, system, max_invocations=8,
+                                      edge_concurrency={"echo": 8})
+            taken = threading.Event()
+            held = loop.run_in_executor(None, taken.wait)
+            try:
+                ours = await asyncio.wait_for(asyncio.gather(*(
+                    app.ainvoke({"text": f"t{i}", "steps": []},
+                                {"configurable": {"thread_id": f"many-{i}"}})
+                    for i in range(4))), timeout=60)
+            finally:
+                taken.set()
+                await held
+            theirs = [await reference.ainvoke({"text": f"t{i}", "steps": []},
+                                              {"configurable": {"thread_id": f"many-{i}"}})
+                      for i in range(4)]
+            assert ours == theirs
+            # a thread with a run: invoke(None) goes on through the same path
+            assert await app.ainvoke(None, {"configurable": {"thread_id": "many-0"}}) \
+                == theirs[0]
 
     asyncio.run(main())
