@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from pathlib import Path
 
 import click
 
+from hayata_py._errors import ConfigError
 from hayata_py.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
+
+API_KEY_ENV = "HAYATA_API_KEY"
+"""The environment variable of the API key (``hayata_py.serve.API_KEY_ENV``;
+repeated so ``--help`` works without the serve extra)."""
 
 
 @click.command("serve", short_help="Serve LangGraph graphs over LangGraph's server API.")
@@ -22,32 +26,39 @@ from hayata_py.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
               help="A SQLAlchemy URL of the store instead of the data dir's SQLite file "
                    "(e.g. postgresql+psycopg://host/db).")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (loopback unless clients elsewhere must reach it).")
+              help=f"Address to listen on. Any but loopback needs an API key in "
+                   f"${API_KEY_ENV}.")
 @click.option("--port", type=click.IntRange(0, 65535), default=2024, show_default=True)
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="An origin browsers may call from (repeatable; also "
+                   "\"http\": {\"cors\": {\"allow_origins\": [...]}} in the config). "
+                   "No CORS without one.")
 def serve(config: Path, data_dir: Path | None, database_url: str | None, host: str,
-          port: int) -> None:
+          port: int, cors_origins: tuple[str, ...]) -> None:
     """Serve the graphs of CONFIG (a langgraph.json) with LangGraph's Agent Server API,
     so langgraph-sdk, the JS SDK and agent-chat-ui talk to them; every run and stream
     event is recorded in the store, and a stream resumes from Last-Event-ID after a
     restart. Ctrl-C stops the server and its agent system.
+
+    With HAYATA_API_KEY set, every request but GET /ok must carry it in the
+    x-api-key header (langgraph-sdk's api_key=); a --host other than loopback
+    refuses to start without it.
     """
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise CliError(f"--host must be an IP address of this host, got {host!r}",
-                       EXIT_USAGE) from None
-    if not address.is_loopback:
-        raise CliError("--host other than loopback needs an API key, which this version "
-                       "does not support yet: serve on 127.0.0.1 behind your proxy",
-                       EXIT_USAGE)
     if data_dir is not None and database_url is not None:
         raise CliError("give --data-dir or --database-url, not both", EXIT_USAGE)
     try:
         from hayata_py.serve import serve as run_server
+        from hayata_py.serve._security import api_key_from_env, check_exposure
     except ImportError as exc:
         raise CliError(f"`hayata serve` needs the serve extra ({exc.name} is missing): "
                        "pip install 'hayata_py[serve]'", EXIT_FAILED) from None
+    api_key = api_key_from_env()
+    try:
+        check_exposure(host, api_key)
+    except ConfigError as exc:
+        raise CliError(f"--{exc.message}", EXIT_USAGE) from None
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    click.echo(f"hayata serve: {config} on http://{host}:{port}", err=True)
+    click.echo(f"hayata serve: {config} on http://{host}:{port}"
+               f"{' (API key required)' if api_key else ''}", err=True)
     run_server(config, data_dir=data_dir or Path("hayata-data"), store_url=database_url,
-               host=host, port=port)
+               host=host, port=port, api_key=api_key, cors_origins=cors_origins)

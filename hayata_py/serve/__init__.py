@@ -13,6 +13,7 @@ serve("langgraph.json", data_dir="hayata-data", port=2024)
 - :mod:`._runs`: the durable per-thread queue and the workers that carry runs
   out through :mod:`hayata_py.langgraph` and log every stream event.
 - :mod:`._app`: the Starlette endpoints, a few lines each.
+- :mod:`._security`: the API key rule and check, CORS.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +36,9 @@ from hayata_py.serve._app import Server, build_app
 from hayata_py.serve._db import ServeDB
 from hayata_py.serve._graphs import assistant_id, read_config
 from hayata_py.serve._runs import Runner
+from hayata_py.serve._security import API_KEY_ENV, check_exposure, config_cors_origins
 
-__all__ = ["Served", "assistant_id", "open_server", "serve"]
+__all__ = ["API_KEY_ENV", "Served", "assistant_id", "open_server", "serve"]
 
 log = logging.getLogger("hayata.serve")
 
@@ -65,11 +67,15 @@ class Served:
 
 
 def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
-                store_url: str | None = None) -> Served:
+                store_url: str | None = None, api_key: str | None = None,
+                cors_origins: Sequence[str] = ()) -> Served:
     """Start the agent system, one agent per graph of ``config`` (a
     ``langgraph.json``), and build the app serving them. Runs left running by a
-    stopped server are carried on once the app starts."""
+    stopped server are carried on once the app starts. With ``api_key`` every
+    request but ``GET /ok`` must carry it (``x-api-key``); CORS answers for
+    ``cors_origins`` and the config's ``http.cors.allow_origins``, if any."""
     specs, notes = read_config(config)
+    origins = [*cors_origins, *config_cors_origins(config)]
     system = AgentSystem(data_dir, store_url=store_url)
     try:
         graphs: dict[str, HayataGraph] = {
@@ -97,17 +103,21 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
             assert served is not None
             await asyncio.to_thread(served.close)
 
-    served = Served(build_app(server, lifespan), system, server, notes)
+    served = Served(build_app(server, lifespan, api_key=api_key, cors_origins=origins),
+                    system, server, notes)
     return served
 
 
 def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
           store_url: str | None = None, host: str = "127.0.0.1", port: int = 2024,
-          ) -> None:
-    """Serve ``config``'s graphs on ``host:port`` until interrupted."""
+          api_key: str | None = None, cors_origins: Sequence[str] = ()) -> None:
+    """Serve ``config``'s graphs on ``host:port`` until interrupted. A host
+    other than loopback needs ``api_key`` (``ConfigError`` before anything starts)."""
     import uvicorn
 
-    served = open_server(config, data_dir=data_dir, store_url=store_url)
+    check_exposure(host, api_key)
+    served = open_server(config, data_dir=data_dir, store_url=store_url, api_key=api_key,
+                         cors_origins=cors_origins)
     # Who to kill for a whole-host drill or a clean-up: the server and its
     # actors' session (which a kill -9 of the server alone leaves running).
     (served.system.data_dir / "serve.json").write_text(json.dumps(

@@ -9,12 +9,13 @@ import importlib.metadata
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -24,6 +25,7 @@ from hayata_py.serve._db import ACTIVE, RunRow, ServeDB, ThreadRow
 from hayata_py.serve._graphs import GraphSpec, schemas
 from hayata_py.serve._items import Items
 from hayata_py.serve._runs import TERMINAL, Runner
+from hayata_py.serve._security import ApiKeyCheck, cors_middleware
 from hayata_py.serve._wire import (
     AssistantSearch,
     BadRequest,
@@ -295,9 +297,10 @@ def _sse_response(stream: AsyncIterator[bytes], content_location: str, location:
 
 
 def build_app(server: Server,
-              lifespan: Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
-              ) -> Starlette:
-    """The Starlette app of ``server``."""
+              lifespan: Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]],
+              *, api_key: str | None = None, cors_origins: Sequence[str] = ()) -> Starlette:
+    """The Starlette app of ``server``: every request but ``GET /ok`` carrying
+    ``api_key`` if given, CORS for ``cors_origins`` if any (:mod:`._security`)."""
     db, runner = server.db, server.runner
 
     async def ok(request: Request) -> Response:
@@ -602,5 +605,8 @@ def build_app(server: Server,
         Route("/store/items/search", store_search, methods=["POST"]),
         Route("/store/namespaces", store_namespaces, methods=["POST"]),
     ]
+    middleware = cors_middleware(cors_origins)
+    if api_key:
+        middleware.append(Middleware(ApiKeyCheck, key=api_key))
     return Starlette(routes=routes, exception_handlers={BadRequest: refused},
-                     lifespan=lifespan)
+                     middleware=middleware, lifespan=lifespan)

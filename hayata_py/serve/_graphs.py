@@ -20,7 +20,7 @@ NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """LangGraph's namespace for the id of the assistant made from a graph."""
 
 IGNORED = ("dependencies", "env", "python_version", "pip_config_file", "dockerfile_lines",
-           "http", "store", "checkpointer", "auth", "ui")
+           "store", "checkpointer", "auth", "ui")
 
 
 def assistant_id(graph_id: str) -> str:
@@ -70,6 +70,13 @@ def read_config(file: str | os.PathLike[str]) -> tuple[list[GraphSpec], list[str
         specs.append(GraphSpec(graph_id, f"{module}:{name}"))
     notes = [f"{key!r} in {path.name} is ignored by hayata serve"
              for key in IGNORED if isinstance(raw, dict) and key in raw]
+    http = raw.get("http") if isinstance(raw, dict) else None
+    if isinstance(http, dict):
+        cors = http.get("cors")
+        notes += [f"'http.{key}' in {path.name} is ignored by hayata serve"
+                  for key in http if key != "cors"]
+        notes += [f"'http.cors.{key}' in {path.name} is ignored by hayata serve"
+                  for key in (cors if isinstance(cors, dict) else {}) if key != "allow_origins"]
     return specs, notes
 
 

@@ -68,18 +68,33 @@ class Served:
                 os.killpg(session, signal.SIGKILL)
 
 
-def start(workdir: Path, data_dir: Path, log: Path, port: int | None = None) -> Served:
-    """``hayata serve`` of ``workdir/langgraph.json`` answering ``/ok``."""
+def serve_command(workdir: Path, data_dir: Path, port: int, *args: str) -> list[str]:
+    """The ``hayata serve`` command line of ``workdir/langgraph.json``, then ``args``."""
+    return [sys.executable, "-m", "hayata_py", "serve", "--config",
+            str(workdir / "langgraph.json"), "--data-dir", str(data_dir), "--port", str(port),
+            *args]
+
+
+def serve_env(**extra: str) -> dict[str, str]:
+    """The environment of a server: this one, the repo on ``PYTHONPATH``, ``extra``
+    (and no ``HAYATA_API_KEY`` unless in ``extra``)."""
+    env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env.pop("HAYATA_API_KEY", None)
+    return {**env, **extra}
+
+
+def start(workdir: Path, data_dir: Path, log: Path, port: int | None = None,
+          args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> Served:
+    """``hayata serve`` of ``workdir/langgraph.json`` (with more ``args``, in
+    ``env``, default :func:`serve_env`) answering ``/ok``."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     (data_dir / "serve.json").unlink(missing_ok=True)
-    env: dict[str, Any] = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "hayata_py", "serve", "--config",
-             str(workdir / "langgraph.json"), "--data-dir", str(data_dir), "--port", str(port)],
-            cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env,
+            serve_command(workdir, data_dir, port, *args),
+            cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env or serve_env(),
             start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT
     while not answers(url):
@@ -94,19 +109,36 @@ def start(workdir: Path, data_dir: Path, log: Path, port: int | None = None) -> 
 
 
 @contextlib.contextmanager
-def hayata_serve(log: Path | None = None) -> Iterator[Served]:
-    """``hayata serve`` of the suite's graphs in fresh temporary directories."""
+def suite_workdir() -> Iterator[Path]:
+    """A fresh temporary directory holding the suite's ``langgraph.json`` and
+    ``graphs.py``, removed at the end."""
     workdir = Path(tempfile.mkdtemp(prefix="hayata-serve-"))
-    for name in ("langgraph.json", "graphs.py"):
-        shutil.copy(SUITE / name, workdir / name)
-    served = None
     try:
-        served = start(workdir, workdir / "data", log or workdir / "serve.log")
-        yield served
+        for name in ("langgraph.json", "graphs.py"):
+            shutil.copy(SUITE / name, workdir / name)
+        yield workdir
     finally:
-        if served is not None:
-            served.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def hayata_serve(log: Path | None = None, args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None,
+                 config: dict[str, Any] | None = None) -> Iterator[Served]:
+    """``hayata serve`` of the suite's graphs in fresh temporary directories,
+    with more ``args``, in ``env``, its ``langgraph.json`` updated with ``config``."""
+    with suite_workdir() as workdir:
+        if config:
+            path = workdir / "langgraph.json"
+            path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+        served = None
+        try:
+            served = start(workdir, workdir / "data", log or workdir / "serve.log",
+                           args=args, env=env)
+            yield served
+        finally:
+            if served is not None:
+                served.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
