@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hayata_py.langgraph import HayataGraph
+from hayata_py.langgraph._uncertain import ANSWERS, uncertain_records
 from hayata_py.serve._db import ACTIVE, RunRow, ServeDB, ThreadRow
 from hayata_py.serve._graphs import GraphSpec, schemas
 from hayata_py.serve._items import Items
@@ -141,6 +142,37 @@ class Server:
         return thread_json(row, state["values"], interrupts, ran=True)
 
     # -- runs ----------------------------------------------------------------------
+
+    def run_out(self, row: RunRow) -> dict[str, Any]:
+        """``GET .../runs/{r}``: the run, and for the thread's last run, ended
+        waiting on tasks a crash left uncertain, a ``hayata`` field naming them
+        (node, task id, the ``resume`` answers that go on)."""
+        out = run_json(row)
+        if row.status != "success":
+            return out
+        thread = self.db.get_thread(row.thread_id)
+        if thread is None or thread.status != "interrupted":
+            return out
+        latest = self.db.list_runs(row.thread_id)
+        if not latest or latest[0].run_id != row.run_id:
+            return out
+        waits = self.uncertain(thread)
+        if waits:
+            out["hayata"] = {"uncertain": waits}
+        return out
+
+    def uncertain(self, thread: ThreadRow) -> list[dict[str, Any]]:
+        """The tasks a crash left uncertain that the thread's unfinished
+        invocation waits on, as the runner records them: node, task id and the
+        ``command: {"resume": ...}`` answers that go on. None if nothing waits."""
+        graph = self.graphs.get(thread.graph_id or "")
+        if graph is None:
+            return []
+        unfinished = graph.threads.unfinished(thread.thread_id)
+        if unfinished is None:
+            return []
+        return [{"node": record.node_id, "task_id": record.task_id, "answers": ANSWERS}
+                for record in uncertain_records(graph.agent, unfinished)]
 
     def create_run(self, body: RunCreate, thread_id: str | None) -> RunRow:
         """Record a run (before the response that accepts it) and wake the runner."""
@@ -477,7 +509,7 @@ def build_app(server: Server,
 
     async def run_get(request: Request) -> Response:
         run = await off(server.run, request.path_params.get("t"), request.path_params["r"])
-        return _json(run_json(run))
+        return _json(await off(server.run_out, run))
 
     async def run_delete(request: Request) -> Response:
         run = await off(server.run, request.path_params.get("t"), request.path_params["r"])

@@ -139,8 +139,16 @@ def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
         wait_until(lambda: client.runs.get(thread, run_id)["status"] == "success",
                    "the run done after the restart")
         assert client.threads.get(thread)["status"] == "interrupted"
+        waiting: Any = client.runs.get(thread, run_id)
+        assert waiting["hayata"] == {"uncertain": [{
+            "node": "middle", "task_id": asked["value"]["uncertain"]["task_id"],
+            "answers": asked["value"]["uncertain"]["answers"]}]}
+        assert set(waiting["hayata"]["uncertain"][0]["answers"]) == {
+            "completed", "rerun", "abandon"}
         done: Any = client.runs.wait(thread, STEPS, command={"resume": {"rerun": True}})
         assert done["steps"] == ["k:first", "k:middle", "k:last"]
+        for run in client.runs.list(thread):
+            assert "hayata" not in client.runs.get(thread, run["run_id"]), run["run_id"]
 
 
 def _session_alive(session: int) -> bool:
