@@ -16,6 +16,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from hayata_py._errors import ConfigError
+from hayata_py.cli.serve import API_KEY_ENV as CLI_API_KEY_ENV
 from hayata_py.serve import API_KEY_ENV
 from hayata_py.serve._security import check_exposure, cors_middleware
 from tests.serve.launch import Served, hayata_serve, serve_command, serve_env, suite_workdir
@@ -71,6 +72,7 @@ def test_the_exposure_rule() -> None:
             check_exposure(host, key)
         assert refused.value.details["field"] == "host"
     assert cors_middleware([]) == []
+    assert CLI_API_KEY_ENV == API_KEY_ENV  # the CLI names it without the serve extra
 
 
 def test_the_sdk_with_the_key_is_served(keyed: Served) -> None:
