@@ -31,7 +31,7 @@ from hayata_py.langgraph._snapshot import (
     load_value,
     trim_saver,
 )
-from hayata_py.langgraph._uncertain import answer, interrupt_chunks, uncertain_records
+from hayata_py.langgraph._uncertain import ANSWERS, answer, interrupt_chunks, uncertain_records
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
@@ -439,6 +439,17 @@ class HayataGraph:
         return builder_of(self.path).compile(
             checkpointer=load_saver(snapshot), interrupt_before=points(self.interrupt_before),
             interrupt_after=points(self.interrupt_after))
+
+    def uncertain_tasks(self, thread_id: str) -> list[dict[str, Any]]:
+        """The tasks a crash left uncertain that ``thread_id``'s unfinished run
+        waits on: each one's ``node``, ``task_id`` and the ``answers`` that go on
+        (``Command(resume={...})`` with one of their keys). Empty when nothing
+        waits on a person."""
+        unfinished = self.threads.unfinished(thread_id)
+        if unfinished is None:
+            return []
+        return [{"node": record.node_id, "task_id": record.task_id, "answers": dict(ANSWERS)}
+                for record in uncertain_records(self.agent, unfinished)]
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state as LangGraph's ``get_state`` gives it."""

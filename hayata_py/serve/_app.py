@@ -21,7 +21,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from hayata_py.langgraph import HayataGraph
-from hayata_py.langgraph._uncertain import ANSWERS, uncertain_records
 from hayata_py.serve._db import ACTIVE, RunRow, ServeDB, ThreadRow
 from hayata_py.serve._graphs import GraphSpec, schemas
 from hayata_py.serve._items import Items
@@ -164,15 +163,9 @@ class Server:
     def uncertain(self, thread: ThreadRow) -> list[dict[str, Any]]:
         """The tasks a crash left uncertain that the thread's unfinished
         invocation waits on, as the runner records them: node, task id and the
-        ``command: {"resume": ...}`` answers that go on. None if nothing waits."""
+        ``command: {"resume": ...}`` answers that go on; empty if nothing waits."""
         graph = self.graphs.get(thread.graph_id or "")
-        if graph is None:
-            return []
-        unfinished = graph.threads.unfinished(thread.thread_id)
-        if unfinished is None:
-            return []
-        return [{"node": record.node_id, "task_id": record.task_id, "answers": ANSWERS}
-                for record in uncertain_records(graph.agent, unfinished)]
+        return [] if graph is None else graph.uncertain_tasks(thread.thread_id)
 
     def create_run(self, body: RunCreate, thread_id: str | None) -> RunRow:
         """Record a run (before the response that accepts it) and wake the runner."""

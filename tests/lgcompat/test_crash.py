@@ -64,11 +64,16 @@ def test_whole_system_kill_mid_node(tmp_path: Path, counts: Path) -> None:
         assert error.details["nodes"] == ["b"] and error.details["task_ids"]
         assert "uncertain='interrupt'" in str(error) and "abandon" in str(error)
         assert runs(counts, "slow_b") == 1
+        waiting = app.uncertain_tasks("crash-1")
+        assert [(w["node"], w["task_id"]) for w in waiting] == [
+            ("b", error.details["task_ids"][0])]
+        assert set(waiting[0]["answers"]) == {"completed", "rerun", "abandon"}
         system.stop_agent("slow")
         app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow",
                            idempotent_nodes={"b"})
         final = app.invoke(None, config)
         assert final == {"steps": ["a", "b", "c"]}
+        assert app.uncertain_tasks("crash-1") == []
         assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
 
