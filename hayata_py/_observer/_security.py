@@ -24,7 +24,7 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 @dataclass(frozen=True)
-class Refusal:
+class RequestRefusal:
     """Why a request is refused: the HTTP status, a stable code and a message."""
 
     status: int
@@ -55,34 +55,35 @@ def host_name(host_header: str) -> str | None:
 
 
 def check(method: str, headers: Mapping[str, str], query_token: str | None, token: str,
-          hosts: frozenset[str] | None) -> Refusal | None:
+          hosts: frozenset[str] | None) -> RequestRefusal | None:
     """None if the request may go on, else why not (``headers`` keys in lower case)."""
     host = headers.get("host", "")
     name = host_name(host)
     if name is None or (hosts is not None and name.lower() not in hosts):
-        return Refusal(400, "bad_host", f"this observer does not serve host {host!r}; "
+        return RequestRefusal(400, "bad_host", f"this observer does not serve host {host!r}; "
                        "use the URL `hayata observe` printed")
     given = headers.get(TOKEN_HEADER)
     if given is None and method in SAFE_METHODS:
         given = query_token
     if not given:
-        return Refusal(403, "token_missing", "this request needs the observer's token: open "
+        return RequestRefusal(403, "token_missing", "this request needs the observer's token: open "
                        "the URL `hayata observe` printed (it ends in ?token=...)")
     if not secrets.compare_digest(given.encode(), token.encode()):
-        return Refusal(403, "token_invalid", "wrong token: each start of `hayata observe` "
+        return RequestRefusal(403, "token_invalid", "wrong token: each start of `hayata observe` "
                        "prints a new one with its URL")
     if method in SAFE_METHODS:
         return None
     origin = headers.get("origin")
     if origin is None:
-        return Refusal(403, "origin_missing", "a state-changing request must come from the "
+        return RequestRefusal(403, "origin_missing", "a state-changing request must come from the "
                        f"observer page (send Origin: http://{host})")
     if origin != f"http://{host}" or headers.get("sec-fetch-site", "same-origin") \
             != "same-origin":
-        return Refusal(403, "cross_origin", f"requests from {origin} may not change anything "
-                       "here; use the observer page itself")
+        return RequestRefusal(403, "cross_origin",
+                              f"requests from {origin} may not change anything "
+                              "here; use the observer page itself")
     content_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json":
-        return Refusal(415, "not_json", "send the action as JSON "
+        return RequestRefusal(415, "not_json", "send the action as JSON "
                        "(Content-Type: application/json)")
     return None

@@ -44,8 +44,8 @@ from hayata_py._errors import ConfigError
 from hayata_py._otel._plan import (
     CALLER_MODES,
     LEVELS,
-    Caller,
     CallerMode,
+    CallerSpan,
     SpanPlan,
     StartKey,
     plan_span,
@@ -276,7 +276,7 @@ def handle(event: Event, measurements: dict[str, Any], metadata: dict[str, Any],
         return
     caller = _caller(metadata)
     plan = plan_span(event, measurements, metadata, now, started,
-                     None if caller is None else Caller(caller.trace_id, caller.span_id,
+                     None if caller is None else CallerSpan(caller.trace_id, caller.span_id,
                                                         caller.trace_flags.sampled),
                      process.options.caller_context)
     if plan is not None:

@@ -66,7 +66,7 @@ HIDDEN_KEYS = frozenset({"input", "inputs", "output", "result", "results", "mess
 ERROR_STATUSES = frozenset({"failed", "timed_out"})
 
 @dataclass(frozen=True)
-class Caller:
+class CallerSpan:
     """A caller's span context (from a W3C ``traceparent``)."""
 
     trace_id: int
@@ -184,7 +184,7 @@ def start_key(event: tuple[str, ...], metadata: Mapping[str, Any]) -> StartKey |
 
 def plan_span(event: tuple[str, ...], measurements: Mapping[str, Any],
               metadata: Mapping[str, Any], now_ns: int, started_ns: int | None = None,
-              caller: Caller | None = None, mode: CallerMode = "link") -> SpanPlan | None:
+              caller: CallerSpan | None = None, mode: CallerMode = "link") -> SpanPlan | None:
     """The span for a ``stop`` or ``exception`` event (None for any other event,
     or one that names no invocation).
 
