@@ -6,7 +6,8 @@ After the restart both runs end asking about their middle node. One is
 resolved with the node's update: the same run goes on (its row, its event
 log), ends ``success`` with that update used, and the node does not run
 again. The other is abandoned: its run ends ``error`` (an ``Abandoned``
-error event), its thread ``error``. Bad bodies are 422s naming the field,
+error event), its thread ``error``; the thread's next run starts from the
+progress it kept. Bad bodies are 422s naming the field,
 unknown threads and tasks 404s, a task no longer uncertain a 409.
 """
 
@@ -130,7 +131,8 @@ def test_resolve_carries_the_run_on_and_abandon_ends_it(served: Served) -> None:
         again = _refused(http, resolve, 409, "task", completed={"steps": []})
         assert "not uncertain" in again
 
-        # abandon: the other run ends error, its thread error; its progress is kept
+        # abandon: the other run ends error, its thread error; its progress is kept,
+        # and the thread's next run starts from it
         thread, run = threads["a"], runs["a"]
         gone = http.post(f"/hayata/threads/{thread}/abandon")
         assert gone.status_code == 200, gone.text
@@ -143,3 +145,6 @@ def test_resolve_carries_the_run_on_and_abandon_ends_it(served: Served) -> None:
         log = list(client.runs.join_stream(thread, run, last_event_id="-1"))
         assert log[-1].event == "error" and log[-1].data["error"] == "Abandoned", log[-1]
         assert "hayata" not in client.runs.get(thread, run)
+        again: Any = client.runs.wait(thread, STEPS, input={"label": "b", "delay": 0.0})
+        assert again["steps"] == ["a:first", "b:first", "b:middle", "b:last"]
+        assert client.threads.get(thread)["status"] == "idle"
