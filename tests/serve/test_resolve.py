@@ -29,21 +29,30 @@ from tests.serve_api.support import STEPS, wait_until
 pytestmark = pytest.mark.timeout(180)
 
 
+FANOUT = "fanout"
+
+
 @pytest.fixture
 def served() -> Iterator[Served]:
-    with hayata_serve() as server:
+    graphs = {STEPS: "./graphs.py:steps", FANOUT: "tests.serve.uncertain_graphs:fanout"}
+    with hayata_serve(config={"graphs": graphs}) as server:
         yield server
 
 
-def _middle_tasks(served: Served, status: str | None = None) -> int:
-    """How many tasks of the ``middle`` node the store has (in ``status``, if given)."""
-    query = "SELECT count(*) FROM hayata_tasks WHERE node_id = 'middle'"
-    args: tuple[str, ...] = ()
+def _tasks(served: Served, nodes: tuple[str, ...], status: str | None = None) -> int:
+    """How many tasks of ``nodes`` the store has (in ``status``, if given)."""
+    query = (f"SELECT count(*) FROM hayata_tasks WHERE node_id IN "
+             f"({', '.join('?' for _ in nodes)})")
+    args: tuple[str, ...] = nodes
     if status is not None:
         query += " AND status = ?"
-        args = (status,)
+        args = (*nodes, status)
     with contextlib.closing(sqlite3.connect(served.data_dir / "hayata.db", timeout=5)) as db:
         return int(db.execute(query, args).fetchone()[0])
+
+
+def _middle_tasks(served: Served, status: str | None = None) -> int:
+    return _tasks(served, ("middle",), status)
 
 
 def _waiting(http: httpx.Client, thread: str, run: str) -> dict[str, Any] | None:
@@ -60,12 +69,18 @@ def _refused(http: httpx.Client, path: str, status: int, field: str, **body: Any
     return detail
 
 
-def test_resolve_carries_the_run_on_and_abandon_ends_it(served: Served) -> None:
+def test_resolve_and_abandon_after_a_whole_host_kill(served: Served) -> None:
     with get_sync_client(url=served.url, timeout=30.0) as client:
         threads = {label: client.threads.create()["thread_id"] for label in ("r", "a")}
         runs = {label: client.runs.create(thread, STEPS, input={"label": label, "delay": 30.0}
                                           )["run_id"] for label, thread in threads.items()}
+        gate, effects = served.workdir / "gate", served.workdir / "effects"
+        threads["f"] = client.threads.create()["thread_id"]
+        runs["f"] = client.runs.create(threads["f"], FANOUT, input={
+            "gate": str(gate), "effects": str(effects), "steps": []})["run_id"]
         wait_until(lambda: _middle_tasks(served, "started") == 2, "both middle nodes in flight")
+        wait_until(lambda: _tasks(served, ("left", "right"), "started") == 2,
+                   "left and right in flight")
         seen = []
         for part in client.runs.join_stream(threads["r"], runs["r"], last_event_id="-1"):
             seen.append(part)
@@ -124,8 +139,8 @@ def test_resolve_carries_the_run_on_and_abandon_ends_it(served: Served) -> None:
         assert client.runs.get(thread, run)["status"] == "success"
         assert "hayata" not in client.runs.get(thread, run)
         assert client.threads.get(thread)["status"] == "idle"
-        assert client.threads.get_state(thread)["values"]["steps"] == [
-            "r:first", "r:by-hand", "r:last"]
+        state: Any = client.threads.get_state(thread)
+        assert state["values"]["steps"] == ["r:first", "r:by-hand", "r:last"]
     assert _middle_tasks(served) == middles, "the resolved node ran again"
     with httpx.Client(base_url=served.url, timeout=30.0) as http:
         again = _refused(http, resolve, 409, "task", completed={"steps": []})
@@ -145,6 +160,29 @@ def test_resolve_carries_the_run_on_and_abandon_ends_it(served: Served) -> None:
         log = list(client.runs.join_stream(thread, run, last_event_id="-1"))
         assert log[-1].event == "error" and log[-1].data["error"] == "Abandoned", log[-1]
         assert "hayata" not in client.runs.get(thread, run)
-        again: Any = client.runs.wait(thread, STEPS, input={"label": "b", "delay": 0.0})
-        assert again["steps"] == ["a:first", "b:first", "b:middle", "b:last"]
+        next_run: Any = client.runs.wait(thread, STEPS, input={"label": "b", "delay": 0.0})
+        assert next_run["steps"] == ["a:first", "b:first", "b:middle", "b:last"]
         assert client.threads.get(thread)["status"] == "idle"
+
+    # two parallel nodes uncertain: the run goes on once both are answered
+    thread, run = threads["f"], runs["f"]
+    tasks = {t["node"]: t for t in waiting["f"]["hayata"]["uncertain"]}
+    assert set(tasks) == {"left", "right"}
+    gate.write_text("open")  # a re-run of right ends at once
+    with httpx.Client(base_url=served.url, timeout=30.0) as http:
+        first = http.post(tasks["left"]["resolve"]["path"],
+                          json={"completed": {"steps": ["left:by-hand"]}})
+        assert first.status_code == 200, first.text
+        assert first.json()["run"] is None
+        assert [t["node"] for t in first.json()["uncertain"]] == ["right"]
+        still = _waiting(http, thread, run)
+        assert still is not None
+        assert [t["node"] for t in still["hayata"]["uncertain"]] == ["right"]
+        second = http.post(tasks["right"]["resolve"]["path"], json={"rerun": True})
+        assert second.status_code == 200, second.text
+        assert second.json()["run"]["run_id"] == run
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        done = client.runs.join(thread, run)
+        assert sorted(done["steps"]) == ["join", "left:by-hand", "right"], done
+        assert client.runs.get(thread, run)["status"] == "success"
+    assert sorted(effects.read_text().split()) == ["left", "right", "right"]
