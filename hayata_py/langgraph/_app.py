@@ -31,7 +31,13 @@ from hayata_py.langgraph._snapshot import (
     load_value,
     trim_saver,
 )
-from hayata_py.langgraph._uncertain import ANSWERS, answer, interrupt_chunks, uncertain_records
+from hayata_py.langgraph._uncertain import (
+    ANSWERS,
+    answer,
+    interrupt_chunks,
+    record_answer,
+    uncertain_records,
+)
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
@@ -450,6 +456,53 @@ class HayataGraph:
             return []
         return [{"node": record.node_id, "task_id": record.task_id, "answers": dict(ANSWERS)}
                 for record in uncertain_records(self.agent, unfinished)]
+
+    def resolve_uncertain(self, thread_id: str, task_id: str, answer: dict[str, Any]
+                          ) -> list[dict[str, Any]]:
+        """Answer one task a crash left uncertain in ``thread_id``'s unfinished
+        run, as the interrupt's answers say: ``{"completed": update}`` (the node
+        did its work and returned ``update``) or ``{"rerun": True}``. Nothing
+        runs; ``invoke(None, config)`` goes on once no task is left uncertain.
+        Returns the tasks still uncertain (as :meth:`uncertain_tasks`).
+        ``HayataError``: ``task_not_found`` (the thread has no task
+        ``task_id``), ``task_not_uncertain`` (it has an outcome, or its run
+        ended); ``ConfigError`` (``answer``, ``completed``) for an answer that
+        cannot be recorded (nothing is)."""
+        if not isinstance(answer, dict) or len({"completed", "rerun"} & set(answer)) != 1 \
+                or ("rerun" in answer and answer["rerun"] is not True):
+            raise ConfigError("answer", 'must be {"completed": update} or {"rerun": True}, '
+                              f"got {answer!r:.200}")
+        store = self.agent.system.store
+        record = store.get_task(task_id) if store is not None else None
+        invocations = self.threads.invocations(thread_id)
+        if record is None or record.invocation_id not in {i for i, _ in invocations}:
+            raise HayataError(f"thread {thread_id!r} has no task {task_id!r}",
+                              code="task_not_found", task_id=task_id, thread_id=thread_id)
+        unfinished = self.threads.unfinished(thread_id, invocations)
+        waiting = uncertain_records(self.agent, unfinished) if unfinished else []
+        found = next((r for r in waiting if r.task_id == task_id), None)
+        if found is None:
+            raise HayataError(
+                f"task {task_id} (node {record.node_id!r}) of thread {thread_id!r} is not "
+                f"uncertain: it is {record.status}"
+                + ("" if record.invocation_id == unfinished else ", its run has ended")
+                + "; only a task a crash left started with no outcome is answered by hand",
+                code="task_not_uncertain", task_id=task_id, thread_id=thread_id,
+                status=record.status)
+        record_answer(self.agent, found, answer)
+        return self.uncertain_tasks(thread_id)
+
+    def abandon_unfinished(self, thread_id: str) -> str:
+        """End ``thread_id``'s run a crash left unfinished (``AgentRef.abandon``):
+        its uncertain tasks are not run or answered; the thread keeps the
+        progress its completed nodes made. Returns the invocation id.
+        ``HayataError("nothing_to_abandon")`` when no run of the thread is unfinished."""
+        unfinished = self.threads.unfinished(thread_id)
+        if unfinished is None:
+            raise HayataError(f"thread {thread_id!r} has no run a crash left unfinished",
+                              code="nothing_to_abandon", thread_id=thread_id)
+        self.agent.abandon(unfinished)
+        return unfinished
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state as LangGraph's ``get_state`` gives it."""

@@ -81,18 +81,31 @@ def answer(agent: AgentRef, invocation: str, resume: Any) -> bool:
             agent.abandon(invocation)
             return False
     for record in records:
-        said = by_task[record.task_id]
-        step: dict[str, Any] = record.input
-        task_id = step["tasks"][record.node_id]
-        if said.get("rerun"):
-            result: dict[str, Any] = {"rerun": True, "t": task_id}
-        else:
-            with open_task(settings_of(step["r"]), step["s"], Carry.of(step["k"]), task_id,
-                           None) as task:
-                writes = finished_writes(task, said["completed"])
-            result = {"t": task_id, "w": dump_value(writes), "i": False, "f": False}
-        if step["lead"] == record.node_id:
-            result["s"] = step["s"]
-            result["k"] = step["k"]
-        agent.resolve_task(record.task_id, result=result)
+        record_answer(agent, record, by_task[record.task_id])
     return True
+
+
+def record_answer(agent: AgentRef, record: TaskRecord, said: dict[str, Any]) -> None:
+    """Record ``{"completed": update}`` or ``{"rerun": True}`` as the result of
+    the uncertain task ``record``: the node's writes made from ``update`` by
+    its own writers, or a mark to run it again. ``ConfigError("completed")``
+    when the node's writers refuse ``update`` (nothing is recorded)."""
+    step: dict[str, Any] = record.input
+    task_id = step["tasks"][record.node_id]
+    if said.get("rerun"):
+        result: dict[str, Any] = {"rerun": True, "t": task_id}
+    else:
+        with open_task(settings_of(step["r"]), step["s"], Carry.of(step["k"]), task_id,
+                       None) as task:
+            try:
+                writes = finished_writes(task, said["completed"])
+            except Exception as exc:  # the writers refuse the update: the answer's fault
+                raise ConfigError("completed", f"node {record.node_id!r} cannot have returned "
+                                  f"{said['completed']!r:.200}: {type(exc).__name__}: {exc}; "
+                                  "give the update the node returns (its state keys)"
+                                  ) from exc
+        result = {"t": task_id, "w": dump_value(writes), "i": False, "f": False}
+    if step["lead"] == record.node_id:
+        result["s"] = step["s"]
+        result["k"] = step["k"]
+    agent.resolve_task(record.task_id, result=result)

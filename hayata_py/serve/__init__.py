@@ -14,6 +14,8 @@ serve("langgraph.json", data_dir="hayata-data", port=2024)
   out through :mod:`hayata_py.langgraph` and log every stream event.
 - :mod:`._app`: the Starlette endpoints, a few lines each.
 - :mod:`._security`: the API key rule and check, CORS.
+- :mod:`._uncertain`: the ``/hayata/`` endpoints: resolve a task a crash left
+  uncertain, or abandon the run waiting on it.
 """
 
 from __future__ import annotations

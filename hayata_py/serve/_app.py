@@ -26,6 +26,7 @@ from hayata_py.serve._graphs import GraphSpec, schemas
 from hayata_py.serve._items import Items
 from hayata_py.serve._runs import TERMINAL, Runner
 from hayata_py.serve._security import ApiKeyCheck, cors_middleware
+from hayata_py.serve._uncertain import abandon, parse_abandon, parse_answer, resolve, ways_out
 from hayata_py.serve._wire import (
     AssistantSearch,
     BadRequest,
@@ -145,7 +146,8 @@ class Server:
     def run_out(self, row: RunRow) -> dict[str, Any]:
         """``GET .../runs/{r}``: the run, and for the thread's last run, ended
         waiting on tasks a crash left uncertain, a ``hayata`` field naming them
-        (node, task id, the ``resume`` answers that go on)."""
+        (node, task id, the ``resume`` answers that go on) and the ``/hayata/``
+        endpoints that resolve each or abandon the run (:mod:`._uncertain`)."""
         out = run_json(row)
         if row.status != "success":
             return out
@@ -157,7 +159,7 @@ class Server:
             return out
         waits = self.uncertain(thread)
         if waits:
-            out["hayata"] = {"uncertain": waits}
+            out["hayata"] = ways_out(row.thread_id, waits)
         return out
 
     def uncertain(self, thread: ThreadRow) -> list[dict[str, Any]]:
@@ -590,6 +592,24 @@ def build_app(server: Server,
                                               body.suffix, body.max_depth, body.limit,
                                               body.offset)})
 
+    # -- hayata: the ways out of a run waiting on an uncertain task ----------------
+
+    async def task_resolve(request: Request) -> Response:
+        thread_id = request.path_params["t"]
+        answer = parse_answer(await request.body(), thread_id)
+        row = await off(server.thread, thread_id)
+        done = await off(resolve, db, runner, server.graphs, row, request.path_params["k"],
+                         answer)
+        run = done["run"]
+        headers = {"Content-Location": f"/threads/{thread_id}/runs/{run['run_id']}"} \
+            if run else None
+        return _json(done, headers=headers)
+
+    async def thread_abandon(request: Request) -> Response:
+        parse_abandon(await request.body())
+        row = await off(server.thread, request.path_params["t"])
+        return _json(await off(abandon, db, runner, server.graphs, row))
+
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BadRequest)
         return _json({"detail": exc.detail}, status=exc.status)
@@ -629,6 +649,8 @@ def build_app(server: Server,
         Route("/store/items", store_delete, methods=["DELETE"]),
         Route("/store/items/search", store_search, methods=["POST"]),
         Route("/store/namespaces", store_namespaces, methods=["POST"]),
+        Route("/hayata/threads/{t}/tasks/{k}/resolve", task_resolve, methods=["POST"]),
+        Route("/hayata/threads/{t}/abandon", thread_abandon, methods=["POST"]),
     ]
     middleware = cors_middleware(cors_origins)
     if api_key:

@@ -274,3 +274,37 @@ class Runner:
     def is_cancelled(self, run_id: str) -> bool:
         return run_id in self._cancelled
 
+
+    # -- a run that waited on a task a crash left uncertain ------------------------
+
+    def carry_on(self, run: RunRow) -> bool:
+        """Carry ``run`` on where it stopped: it ended asking about tasks a crash
+        left uncertain, and they are answered. Its row goes back to ``pending``
+        and the runner goes on with the thread's unfinished invocation
+        (``invoke(None)``), appending to the same event log, so a client
+        joining its stream from ``Last-Event-ID`` gets the rest and the end.
+        False (nothing changed) when the run is not ``success``."""
+        with self._lock:
+            self._resume.add(run.run_id)
+        if not self.db.set_run_status(run.run_id, "pending", only_from=["success"]):
+            with self._lock:
+                self._resume.discard(run.run_id)
+            return False
+        self.db.update_thread(run.thread_id, status="busy")
+        self.wakers.wake(run.run_id)
+        self.kick()
+        return True
+
+    def end_abandoned(self, run: RunRow, error: dict[str, Any]) -> bool:
+        """End ``run``, which waited on tasks a crash left uncertain and whose
+        invocation was abandoned, ``error``: ``error`` is appended to its event
+        log and the thread turns ``error``. False (nothing changed) when the run
+        is not ``success``."""
+        current = self.db.get_run(run.run_id)
+        if current is None or current.status != "success":
+            return False
+        self.db.append_events(run.run_id, [("error", error)])
+        self.db.set_run_status(run.run_id, "error", only_from=["success"])
+        self.settle(run.thread_id, error=error)
+        self.wakers.wake(run.run_id)
+        return True

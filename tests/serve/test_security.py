@@ -105,7 +105,9 @@ def test_no_key_or_a_wrong_key_is_refused_and_nothing_written(keyed: Served) -> 
                        timeout=30)
     assert wrong.status_code == 401
     assert "x-api-key" in wrong.json()["detail"]
-    for path in ("/info", "/threads/search"):
+    thread = "00000000-0000-0000-0000-000000000001"
+    for path in ("/info", "/threads/search", f"/hayata/threads/{thread}/abandon",
+                 f"/hayata/threads/{thread}/tasks/{thread}/resolve"):
         assert httpx.request("GET" if path == "/info" else "POST", f"{keyed.url}{path}",
                              json={}, timeout=30).status_code == 403
     with get_sync_client(url=keyed.url, api_key="wrong", timeout=30.0) as client, \

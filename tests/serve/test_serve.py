@@ -23,6 +23,7 @@ import pytest
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from hayata_py.serve._uncertain import RESOLVE_BODY
 from tests.serve.launch import Served, hayata_serve, start
 from tests.serve_api.support import ASK, STEPS, wait_until
 
@@ -140,9 +141,14 @@ def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
                    "the run done after the restart")
         assert client.threads.get(thread)["status"] == "interrupted"
         waiting: Any = client.runs.get(thread, run_id)
+        task_id = asked["value"]["uncertain"]["task_id"]
         assert waiting["hayata"] == {"uncertain": [{
-            "node": "middle", "task_id": asked["value"]["uncertain"]["task_id"],
-            "answers": asked["value"]["uncertain"]["answers"]}]}
+            "node": "middle", "task_id": task_id,
+            "answers": asked["value"]["uncertain"]["answers"],
+            "resolve": {"method": "POST",
+                        "path": f"/hayata/threads/{thread}/tasks/{task_id}/resolve",
+                        "body": RESOLVE_BODY}}],
+            "abandon": {"method": "POST", "path": f"/hayata/threads/{thread}/abandon"}}
         assert set(waiting["hayata"]["uncertain"][0]["answers"]) == {
             "completed", "rerun", "abandon"}
         done: Any = client.runs.wait(thread, STEPS, command={"resume": {"rerun": True}})
