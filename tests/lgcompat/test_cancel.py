@@ -8,12 +8,12 @@ from __future__ import annotations
 import operator
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 import hayata_py as hy
 from hayata_py import langgraph as hylg
