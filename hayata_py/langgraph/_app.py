@@ -89,7 +89,8 @@ def _values(chunks: Iterable[tuple[str, Any]]) -> Any:
 class HayataGraph:
     """A LangGraph graph run by a hayata agent: ``invoke``, ``stream``,
     ``get_state``, ``get_state_history``, ``update_state`` as LangGraph's
-    compiled graph has them, with the thread's checkpoints in hayata's store."""
+    compiled graph has them, with the thread's checkpoints in hayata's store;
+    ``cancel`` stops a thread's running run as LangGraph's server does."""
 
     def __init__(self, path: str, system: AgentSystem, agent: AgentRef, *,
                  interrupt_before: Sequence[str] | str | None,
