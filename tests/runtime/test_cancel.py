@@ -115,3 +115,33 @@ def test_async_cancel(tmp_path: Path) -> None:
             return result.status, (await agent.tasks(inv))[-1][0].status
 
     assert asyncio.run(main()) == ("cancelled", "failed")
+
+
+def test_cancel_of_an_async_task_keeps_its_shared_edge(
+        agents: hy.AgentSystem, tmp_path: Path) -> None:
+    """An ``async def`` node's edge runs several tasks: a cancel cancels the
+    task's coroutine only, and the same edge process runs the next task."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    agent = agents.start_agent(hy.AgentConfig(
+        "cancel-async", {"ok": "tests.graph_nodes:worker", "s": "tests.edge_nodes:sleeper"},
+        "tests.graph_nodes:scripted", edge_concurrency={"s": 2}))
+
+    def pids(event: str) -> list[int]:
+        return [int(p.name.rsplit("-", 1)[1]) for p in marks.iterdir()
+                if p.name.startswith(f"{event}-")]
+
+    first = agent.run({"steps": [["next", "ok", {}],
+                                 ["next", "s", {"dir": str(marks),
+                                                "gate": str(tmp_path / "never")}],
+                                 ["finish", "a"]]})
+    [pid] = until(lambda: pids("start"), "the async node started")
+    result = agent.cancel(first)
+    assert (result.status, [(r.node_id, r.status) for r, _ in agent.tasks(first)]) == (
+        "cancelled", [("ok", "completed"), ("s", "failed")])
+    (tmp_path / "open").touch()
+    second = agent.invoke({"steps": [["next", "s", {"dir": str(marks),
+                                                    "gate": str(tmp_path / "open")}],
+                                     ["finish", "b"]]}, timeout=60)
+    assert (second.ok, second.result) == (True, "b")
+    assert pids("end") == [pid] and not gone(pid)  # the cancelled one never ended
