@@ -214,6 +214,13 @@ class AsyncAgentRef:
         """End the unfinished invocation as failed (``abandoned``)."""
         await self.system.call(self.sync.abandon, invocation_id)
 
+    async def cancel(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Stop the running invocation; its result once it has ended (what
+        :meth:`AgentRef.cancel` returns or raises)."""
+        timeout = check_timeout(timeout)
+        await self.system.call(self.sync._ask_cancel, invocation_id)
+        return await self.wait(invocation_id, timeout)
+
     async def tasks(self, invocation_id: str | None = None
                     ) -> list[tuple[TaskRecord, TaskClass]]:
         """The durable task records of an invocation with their recovery class."""

@@ -35,6 +35,7 @@ from hayata_py.messages import (
     AgentResult,
     AgentStatus,
     Caller,
+    Cancel,
     GetResult,
     GetStatus,
     GetUnfinished,
@@ -330,6 +331,33 @@ class AgentRef:
         the result, whose ``error.details["compensated"]`` lists them)."""
         check_id(invocation_id, "invocation_id")
         self._expect_ack(self._ask(Abandon(invocation_id), accept=is_answer(Ack, HayataError)))
+
+    def cancel(self, invocation_id: str, timeout: float = ASK_TIMEOUT) -> AgentResult:
+        """Stop the running invocation and return its result once it has ended.
+
+        The tasks of its running step are stopped (a task's edge process is
+        killed and replaced, or its coroutine cancelled) and recorded ``failed``
+        with code ``cancelled``; the invocation ends failed with code
+        ``cancelled`` (``result.status == "cancelled"``), its event log ends with
+        ``invocation_failed``, and its thread, if any, runs its next queued run.
+        Its completed steps and tasks stay as recorded; no compensation runs.
+
+        An invocation that has already ended, or is ending on its own (its
+        result being recorded, its compensations running), is left as it is:
+        its result is returned (check ``status``). Raises ``HayataError``:
+        ``not_found`` (no invocation of this agent by that id),
+        ``not_running`` (paused, kept for ``recover()``, queued behind its
+        thread's run, or run by another system: ``resume``/``recover``/
+        ``abandon`` act on those); ``TimeoutError`` if it has not ended within
+        ``timeout`` s."""
+        timeout = check_timeout(timeout)
+        self._ask_cancel(invocation_id)
+        return self.wait(invocation_id, timeout)
+
+    def _ask_cancel(self, invocation_id: str) -> None:
+        """Ask the agent to stop the invocation (:meth:`cancel` without the wait)."""
+        check_id(invocation_id, "invocation_id")
+        self._expect_ack(self._ask(Cancel(invocation_id), accept=is_answer(Ack, HayataError)))
 
     @staticmethod
     def _expect_ack(reply: Any) -> None:

@@ -97,8 +97,10 @@ class AgentResult:
 
     ``status``: ``"completed"`` (``ok``), ``"failed"``, ``"paused"`` (the
     invocation waits for ``resume()``; ``error.code`` is ``invocation_paused``,
-    ``error.details["payload"]`` the pause's payload) or ``"interrupted"`` (the
-    run stopped, the invocation is kept for ``recover()``).
+    ``error.details["payload"]`` the pause's payload), ``"interrupted"`` (the
+    run stopped, the invocation is kept for ``recover()``) or ``"cancelled"``
+    (``cancel()`` stopped it: ``error.code`` is ``cancelled``; it is stored
+    ``failed``, its completed tasks kept).
     """
 
     invocation_id: str
@@ -118,7 +120,9 @@ class AgentResult:
 
     def __post_init__(self) -> None:
         if not self.status:
-            object.__setattr__(self, "status", "completed" if self.ok else "failed")
+            object.__setattr__(self, "status", "completed" if self.ok else "cancelled"
+                               if self.error is not None and self.error.code == "cancelled"
+                               else "failed")
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,17 @@ class Abandon:
 
 
 @dataclass(frozen=True)
+class Cancel:
+    """Stop the running invocation: answered ``Ack(True)`` once its machine has
+    stopped it (its end, ``cancelled``, is then recorded), ``Ack(False)`` if it
+    had already ended or is ending on its own, or a ``HayataError``
+    (``not_found``, ``not_running``)."""
+
+    invocation_id: str
+    ref: int = 0
+
+
+@dataclass(frozen=True)
 class GetUnfinished:
     """Ask for the agent's unfinished invocations: answered with :class:`UnfinishedList`."""
 
@@ -294,7 +309,7 @@ class UnfinishedList:
 
 @dataclass(frozen=True)
 class Ack:
-    """Positive answer to :class:`ResolveTask` and :class:`Abandon`."""
+    """Positive answer to :class:`ResolveTask`, :class:`Abandon` and :class:`Cancel`."""
 
     value: Any = None
     ref: int = 0

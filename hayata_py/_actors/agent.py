@@ -44,11 +44,13 @@ from hayata_py._actors.ledger import Ledger
 from hayata_py._actors.node_watch import NodeWatch
 from hayata_py._actors.run_checks import validate_run as validate_run
 from hayata_py._actors.spans import InvocationSpans
+from hayata_py._actors.store_access import as_store_error
 from hayata_py._actors.transmits import busy_targets
 from hayata_py._callables import import_problem, resolve_callable
 from hayata_py._config import AgentSpec
 from hayata_py._errors import HayataError
 from hayata_py._invocation.compensation import is_compensation
+from hayata_py._rules import cancels, pauses
 from hayata_py._rules.deadlines import Deadlines, invocation_of
 from hayata_py._rules.edge_pool import EdgePool, chain_windows, run_task
 from hayata_py._rules.map_link import COMMANDS, MESSAGES, MapLink
@@ -57,6 +59,7 @@ from hayata_py.messages import (
     Abandon,
     Ack,
     AgentResult,
+    Cancel,
     GetResult,
     GetStatus,
     GetUnfinished,
@@ -211,6 +214,32 @@ class AgentActor(SupervisedActor):
         if started is not None:
             self.admission.start_queued(started)
 
+    def _on_cancel(self, message: Cancel, sender: Any) -> None:
+        """``cancel()``: stop the invocation if its step runs here (its machine
+        records the stopped tasks and the end, ``cancelled``); a no-op for one
+        that ended or ends on its own; refused for any other (``_rules/cancels.py``)."""
+        invocation_id = message.invocation_id
+        run = self.running.get(invocation_id)
+        known = self.ledger.results.recent.get(invocation_id)
+        ended = known is not None and known.status not in ("paused", "interrupted")
+        record, queued = None, False
+        if run is None and not ended:
+            try:
+                record, queued = self.ledger.cancel_facts(invocation_id)
+            except Exception as raw:  # noqa: BLE001 - the store failed: the caller hears why
+                self.reply(sender, message, as_store_error(raw))
+                return
+        decision = cancels.answer(
+            invocation_id, self.spec.id, run.inv.phase if run is not None else None, record,
+            ended=ended, queued=queued, paused=pauses.is_paused(record))
+        if isinstance(decision, HayataError):
+            self.reply(sender, message, decision)
+            return
+        if decision is cancels.CancelAnswer.STOP and run is not None:
+            self.log.info("invocation_cancel", invocation_id=invocation_id)
+            self.feed(run, m.CancelRequested())
+        self.reply(sender, message, Ack(decision is cancels.CancelAnswer.STOP))
+
     def _on_result_request(self, message: GetResult | WaitResult, sender: Any) -> None:
         self.ledger.answer(message, sender, message.invocation_id in self.running,
                            self.admission.auto_pending)
@@ -296,6 +325,8 @@ class AgentActor(SupervisedActor):
         elif isinstance(cmd, m.RecordPause):
             return self.ledger.checkpoint(inv.id, run.token, inv.input, cmd.checkpoint,
                                           cmd.hold.to_dict()) or m.PauseRecorded()
+        elif isinstance(cmd, m.RecordCancelled):
+            self.ledger.record_cancelled(inv.id, run.token, cmd.tasks, cmd.error)
         elif isinstance(cmd, m.ScheduleRetry):
             self.deadlines.arm_retry(cmd.execution_id, cmd.key, cmd.seconds)
             self.spans.retrying(cmd)
@@ -385,6 +416,7 @@ ROUTES: dict[type, Handler] = {
     GetUnfinished: AgentActor._on_unfinished,
     ResolveTask: AgentActor._on_resolve,
     Abandon: AgentActor._on_abandon,
+    Cancel: AgentActor._on_cancel,
     GetResult: AgentActor._on_result_request,
     WaitResult: AgentActor._on_result_request,
 }

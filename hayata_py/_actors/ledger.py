@@ -44,6 +44,7 @@ from hayata_py._invocation import (
     Dispatch,
     Event,
     RecordResult,
+    StoppedTask,
     WriteRefused,
 )
 from hayata_py._invocation.compensation import History, history
@@ -53,6 +54,7 @@ from hayata_py.store import (
     ActiveExecution,
     InvocationRecord,
     StoredEvent,
+    TaskRecord,
     TaskStore,
 )
 
@@ -237,6 +239,40 @@ class Ledger:
                            code=as_store_error(raw).code)
             return _refused(raw), None
         return None, started
+
+    def record_cancelled(self, invocation_id: str, token: int,
+                         tasks: Sequence[StoppedTask], error: ErrorInfo) -> None:
+        """Record each task a cancel stopped ``failed`` with ``error`` (fenced),
+        creating the record of one its edge had not started yet: none is left
+        ``started``, and none can start later (a ``failed`` task refuses its
+        start). A task that ended meanwhile keeps its own end; any other refusal
+        is logged and shows again in the terminal write that follows."""
+        if self.store is None or not tasks:
+            return
+        failure = error.to_dict()
+        try:
+            self.store.schedule_tasks([
+                TaskRecord(t.task_id, invocation_id, t.execution_id, t.step, t.key.node_id,
+                           branch_index=t.branch_index, input=t.input) for t in tasks],
+                token=token)
+            for task in tasks:
+                try:
+                    self.store.mark_failed(task.task_id, token=token, error=failure)
+                except StoreError as exc:
+                    if exc.code != "task_finished":
+                        raise
+        except Exception as raw:  # noqa: BLE001 - reported; the finish is refused too
+            self.log.error("cancelled_tasks_not_recorded", invocation_id=invocation_id,
+                           code=as_store_error(raw).code)
+
+    def cancel_facts(self, invocation_id: str) -> tuple[InvocationRecord | None, bool]:
+        """What a cancel of an invocation this agent does not run needs: its
+        record (None: none), and whether it waits in its thread's queue."""
+        if self.store is None:
+            return None, False
+        record = self.store.get_invocation(invocation_id)
+        queued = self.store.queued_run(invocation_id) if record is None else None
+        return record, queued is not None and queued.agent_id == self.spec.id
 
     def compensations(self, invocation_id: str) -> History:
         """Where the invocation's compensations stand (from all its task records)."""

@@ -110,6 +110,31 @@ class CancelTask:
 
 
 @dataclass(frozen=True)
+class StoppedTask:
+    """A task a cancel stopped, with what its durable record needs if it has none
+    yet (its ``RunTask`` was still on its way to an edge)."""
+
+    execution_id: str
+    key: TaskKey
+    task_id: str
+    step: int
+    branch_index: int
+    input: Any
+
+
+@dataclass(frozen=True)
+class RecordCancelled:
+    """Record each of ``tasks`` failed with ``error`` (``cancelled``) before the
+    invocation's end, creating the record of one not started yet, so none is
+    left ``started`` (uncertain) and none starts later. A task that ended
+    meanwhile keeps its own end. Not answered: a refused write shows in the
+    terminal write that follows."""
+
+    tasks: tuple[StoppedTask, ...]
+    error: ErrorInfo
+
+
+@dataclass(frozen=True)
 class ArmDeadline:
     """Report ``DeadlinePassed(execution_id, key)`` after ``seconds`` (the task's
     run time limit; arming the same task again replaces its deadline)."""
@@ -198,4 +223,4 @@ class CloseMap:
 
 Command = (CallPolicy | SaveCheckpoint | Dispatch | CancelTask | ArmDeadline | Emit
            | RecordResult | End | OpenMap | Collect | Consolidate | CloseMap
-           | ScheduleRetry | RecordPause)
+           | ScheduleRetry | RecordPause | RecordCancelled)

@@ -204,6 +204,13 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class CancelRequested:
+    """``cancel()`` asked to stop the invocation: a running step's tasks are
+    stopped and recorded ``cancelled``, the invocation ends ``cancelled``; what
+    completed stays completed (no compensation runs)."""
+
+
+@dataclass(frozen=True)
 class Reduced:
     """The map's reducer answered: ``result`` the consolidated result (the list of
     items' results without ``reduce``), or ``error`` (``reduce_failed``, ...)."""
@@ -224,4 +231,5 @@ class ReducerLost:
 
 Event = (Begin | Resume | PolicyAnswered | PolicyRaised | CheckpointSaved | WriteRefused
          | ResultRecorded | TaskOutcome | PartialResult | NodeDown | DeadlinePassed | LeaseLost
-         | Stop | Reduced | ReducerLost | RetryDue | PauseRecorded | CircuitChanged)
+         | Stop | CancelRequested | Reduced | ReducerLost | RetryDue | PauseRecorded
+         | CircuitChanged)

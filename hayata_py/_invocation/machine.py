@@ -14,6 +14,7 @@ Phases::
     DECIDING --PolicyAnswered(Finish)--> FINISHING --ResultRecorded--> ENDED
     DECIDING --Pause / pause_before / pause_after--> PAUSING --PauseRecorded--> ENDED (kept)
     RUNNING --failed TaskOutcome with a retry--> (task held) --RetryDue--> dispatched again
+    RUNNING --CancelRequested--> FINISHING (cancelled; its tasks stopped, recorded) --> ENDED
     any failure (durable) --> FINISHING --ResultRecorded--> ENDED
     interruption, lost lease (nothing written) --> ENDED
 
@@ -47,12 +48,15 @@ from hayata_py._invocation.commands import (
     Dispatch,
     Emit,
     End,
+    RecordCancelled,
     RecordResult,
     SaveCheckpoint,
+    StoppedTask,
 )
 from hayata_py._invocation.compensation import Undo
 from hayata_py._invocation.events import (
     Begin,
+    CancelRequested,
     CheckpointSaved,
     CircuitChanged,
     DeadlinePassed,
@@ -159,6 +163,8 @@ class Invocation:
             return self._lose_ownership()
         if isinstance(event, Stop) and phase is not Phase.FINISHING:
             return self._on_stop(event.kind)
+        if isinstance(event, CancelRequested) and phase is Phase.RUNNING:
+            return self._cancel()
         return []
 
     @property
@@ -293,6 +299,21 @@ class Invocation:
 
     # -- ending ----------------------------------------------------------------------
 
+    def _cancel(self) -> list[Command]:
+        """``cancel()``: stop the running step's tasks, record them ``cancelled``
+        and end ``cancelled``. Completed steps and tasks stay as recorded; no
+        compensation runs (a cancel keeps what was done)."""
+        ex = self.execution
+        assert ex is not None
+        stopped = tuple(StoppedTask(ex.id, key, task.task_id, self.step_no,
+                                    *_task_place(ex, key.node_id, key.item))
+                        for key, task in ex.pending.items() if task.retry is None)
+        error = reasons.cancelled(self.step_no, [t.task_id for t in stopped])
+        out: list[Command] = [RecordCancelled(stopped, error)] \
+            if stopped and self.rules.durable else []
+        return out + self._cancel_all() + self._record(
+            RecordResult(False, None, error, dict(self.state)))
+
     def _cancel_all(self, timed_out: bool = False) -> list[Command]:
         ex = self.execution
         self.execution = None
@@ -367,6 +388,13 @@ class Invocation:
             return []
         self.sequence += 1
         return [Emit(self.sequence, event_type, data)]
+
+
+def _task_place(ex: _Execution, node_id: str, item: int | None) -> tuple[int, Any]:
+    """A task's branch index and input in its execution (as its ``Dispatch`` had them)."""
+    if item is not None and ex.map is not None:
+        return item, ex.map.items[item]
+    return ex.nodes.index(node_id), ex.input
 
 
 def _terminal(record: RecordResult) -> tuple[str, dict[str, Any]]:

@@ -67,6 +67,13 @@ def agent_stopped() -> ErrorInfo:
     return ErrorInfo("agent_stopped", "the agent was stopped during the invocation", {})
 
 
+def cancelled(step: int, task_ids: Sequence[str]) -> ErrorInfo:
+    """``cancel()`` stopped the invocation in step ``step``; ``task_ids`` are the
+    tasks it stopped (recorded ``cancelled``)."""
+    return ErrorInfo("cancelled", f"the invocation was cancelled in step {step}; its "
+                     "completed tasks are kept", {"step": step, "tasks": list(task_ids)})
+
+
 def refused(error: ErrorInfo, what: str) -> ErrorInfo:
     """A write the store refused (not fenced): ``what`` was not recorded."""
     return ErrorInfo(error.code, f"{what}: {error.message}", dict(error.details))

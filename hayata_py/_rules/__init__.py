@@ -14,6 +14,7 @@ seconds), so each is tested in tables without an actor.
   step, from its durable records.
 - :mod:`~hayata_py._rules.pauses`: what a paused invocation's record says.
 - :mod:`~hayata_py._rules.admission`: which runs an agent refuses, and why.
+- :mod:`~hayata_py._rules.cancels`: what ``cancel()`` does with an invocation.
 
 The actors (:mod:`hayata_py._actors`) carry their answers out.
 """

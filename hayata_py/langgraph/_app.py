@@ -95,7 +95,8 @@ def _values(chunks: Iterable[tuple[str, Any]]) -> Any:
 class HayataGraph:
     """A LangGraph graph run by a hayata agent: ``invoke``, ``stream``,
     ``get_state``, ``get_state_history``, ``update_state`` as LangGraph's
-    compiled graph has them, with the thread's checkpoints in hayata's store."""
+    compiled graph has them, with the thread's checkpoints in hayata's store;
+    ``cancel`` stops a thread's running run as LangGraph's server does."""
 
     def __init__(self, path: str, system: AgentSystem, agent: AgentRef, *,
                  interrupt_before: Sequence[str] | str | None,
@@ -409,6 +410,10 @@ class HayataGraph:
         """:meth:`update_state` from an event loop."""
         return await asyncio.to_thread(self.update_state, config, values, as_node)
 
+    async def acancel(self, config: Any, *, rollback: bool = False) -> str | None:
+        """:meth:`cancel` from an event loop."""
+        return await asyncio.to_thread(self.cancel, config, rollback=rollback)
+
     def _messages(self, invocation: str) -> Iterator[AgentEvent | AgentResult]:
         """The run's events then its result; when nothing comes for a second,
         ask whether anything still runs it (a dead agent: ``recovery_required``,
@@ -430,13 +435,14 @@ class HayataGraph:
 
     # -- the thread's checkpoints ----------------------------------------------------
 
-    def _checkpoints(self, thread: str, config: Any) -> bytes | None:
+    def _checkpoints(self, thread: str, config: Any, *, live: bool = False) -> bytes | None:
         """What a read of ``config`` needs: the newest checkpoints, or the whole
-        history for a ``checkpoint_id`` or a graph with history channels."""
+        history for a ``checkpoint_id`` or a graph with history channels
+        (``live``: with a running run's completed supersteps)."""
         configurable = config.get("configurable") or {}
         if configurable.get("checkpoint_id") or self._history_channels:
-            return self.threads.history(thread)
-        return self.threads.latest(thread)[0]
+            return self.threads.history(thread, live=live)
+        return self.threads.latest(thread, live=live)[0]
 
     def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         def points(value: Sequence[str] | str | None) -> Any:
@@ -505,10 +511,11 @@ class HayataGraph:
         return unfinished
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
-        """The thread's state as LangGraph's ``get_state`` gives it."""
+        """The thread's state as LangGraph's ``get_state`` gives it (during a
+        run: at the last superstep it completed)."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        return self._graph(self._checkpoints(thread, config)).get_state(
+        return self._graph(self._checkpoints(thread, config, live=True)).get_state(
             config, subgraphs=subgraphs)
 
     def get_state_history(self, config: Any, *, filter: dict[str, Any] | None = None,
@@ -517,8 +524,47 @@ class HayataGraph:
         """The thread's checkpoints, newest first, as LangGraph gives them."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        graph = self._graph(self.threads.history(thread))
+        graph = self._graph(self.threads.history(thread, live=True))
         yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
+
+    def cancel(self, config: Any, *, rollback: bool = False) -> str | None:
+        """Stop the thread's running run, as LangGraph's server cancels a run:
+        the node running is stopped (its task recorded ``cancelled``), and the
+        thread keeps the supersteps the run completed (``get_state`` shows the
+        last one, with the stopped node still to run; the next run starts from
+        it). ``rollback``: the thread goes back to where it was before the run,
+        as if it never ran (its checkpoints are left out of the thread's state
+        and history).
+
+        Returns the id of the invocation stopped; None when nothing ran on the
+        thread (a run that has ended is left as it is). Raises ``HayataError``
+        ``not_running`` when a crash left the thread's run unfinished
+        (``invoke(None, config)`` goes on with it, ``abandon`` ends it)."""
+        config = _merged(self.config, config)
+        thread = thread_of(config)
+        invocations = self.threads.invocations(thread)
+        if not invocations or invocations[0][1] != "running":
+            return None
+        invocation = invocations[0][0]
+        result = self.agent.cancel(invocation, timeout=self.timeout)
+        if result.status != "cancelled":
+            return None
+        if rollback:
+            self._forget(thread, invocation)
+        return invocation
+
+    def _forget(self, thread: str, invocation: str) -> None:
+        """Record the thread's checkpoints from before ``invocation`` as its
+        newest: a copy of those the run before it made, linked to that run's
+        own predecessor (none at all if it was the thread's first)."""
+        _, prev = self.threads.chain_link(invocation)
+        made, before = self.threads.chain_link(prev) if prev is not None else (None, None)
+        payload = {"op": "put", "s": made if made is not None else dump_saver(load_saver(None)),
+                   "prev": before}
+        recorded = self.agent.wait(self.agent.run(payload, thread=thread), timeout=self.timeout)
+        if not recorded.ok:
+            raise HayataError("the rollback could not be recorded", code="update_failed",
+                              invocation_id=recorded.invocation_id)
 
     def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
         """Write ``values`` as if ``as_node`` had, as LangGraph's ``update_state``;

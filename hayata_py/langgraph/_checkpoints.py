@@ -45,25 +45,29 @@ class ThreadCheckpoints:
             return None
         return None
 
-    def latest(self, thread: str, invocations: list[tuple[str, str]] | None = None
-               ) -> tuple[bytes | None, str | None]:
+    def latest(self, thread: str, invocations: list[tuple[str, str]] | None = None, *,
+               live: bool = False) -> tuple[bytes | None, str | None]:
         """The thread's newest checkpoints (those its latest run made, the head
         the thread is at among them) and the invocation holding them;
-        ``invocations``: the thread's, if just read."""
+        ``invocations``: the thread's, if just read. ``live``: a run still
+        running counts too, with the supersteps it has completed (what
+        LangGraph's ``get_state`` shows during a run); else only ended ones
+        (and one a crash left unfinished): what a new run starts from."""
         if invocations is None:
             invocations = self.invocations(thread)
-        unfinished = self.unfinished(thread, invocations)
+        unfinished = None if live else self.unfinished(thread, invocations)
         for invocation, status in invocations:
-            if status == "running" and invocation != unfinished:
+            if status == "running" and not live and invocation != unfinished:
                 continue
             made, _ = self._link(invocation)
             if made is not None:
                 return made, invocation
         return None, None
 
-    def history(self, thread: str) -> bytes | None:
-        """All the thread's checkpoints: the runs' own, along the chain of runs."""
-        made, invocation = self.latest(thread)
+    def history(self, thread: str, *, live: bool = False) -> bytes | None:
+        """All the thread's checkpoints: the runs' own, along the chain of runs
+        (``live``: as :meth:`latest`)."""
+        made, invocation = self.latest(thread, live=live)
         if made is None or invocation is None:
             return None
         links = [made]
@@ -80,12 +84,18 @@ class ThreadCheckpoints:
             merge_saver(saver, load_saver(newer))
         return dump_saver(saver)
 
+    def chain_link(self, invocation: str) -> tuple[bytes | None, str | None]:
+        """(the checkpoints ``invocation`` made, the run before it on the thread)."""
+        return self._link(invocation)
+
     def _link(self, invocation: str) -> tuple[bytes | None, str | None]:
         """(the checkpoints a run made, the run before it on the thread). A run
         hayata failed (a node's edge died, a timeout, ``abandon``) made those of
         the step it failed in, with the writes of that step's completed tasks and
-        an error for the others, as LangGraph keeps a superstep that raised; an
-        unfinished one, those of its step, the rest pending."""
+        an error for the others, as LangGraph keeps a superstep that raised; a
+        cancelled one (``cancel()``) or an unfinished or running one, those of
+        its step, the completed tasks' writes kept, the rest pending (LangGraph
+        keeps a cancelled run's last completed superstep)."""
         result = self.agent.get_result(invocation)
         if result is not None and result.ok and isinstance(result.result, dict):
             return result.result.get("s"), result.result.get("prev")
@@ -100,7 +110,7 @@ class ThreadCheckpoints:
                    if isinstance(record.input, dict) and "s" in record.input]
         if not records:
             return None
-        ended = result is not None
+        ended = result is not None and not cancelled(result)
         failure = (result.error if result is not None else None) or ErrorInfo(
             "failed", "the run failed", {})
         last = max(record.step for record in records)
@@ -128,3 +138,8 @@ class ThreadCheckpoints:
                     task_id=record.task_id))]
             saver.put_writes(head.config, writes, task_id)
         return dump_saver(saver)
+
+
+def cancelled(result: AgentResult | None) -> bool:
+    """``result`` is the end of a run ``cancel()`` stopped."""
+    return result is not None and result.error is not None and result.error.code == "cancelled"

@@ -186,7 +186,7 @@ class Server:
         strategy = body.multitask_strategy or "enqueue"
         if strategy in ("interrupt", "rollback"):
             for active in self.db.active_runs(thread_id):
-                self.runner.cancel(active)
+                self.runner.cancel(active, rollback=strategy == "rollback")
                 if strategy == "rollback":
                     self.db.delete_run(active.run_id)
         now = time.time()
@@ -314,6 +314,28 @@ def _paged(items: list[Any], offset: int, limit: int) -> JSONResponse:
     if offset + limit < len(items):
         headers["x-pagination-next"] = str(offset + limit)
     return _json(page, headers=headers)
+
+
+async def _when_done(server: Server, run: RunRow, headers: Mapping[str, str], *,
+                     wait: bool = False) -> Response:
+    """What ``wait`` (``wait=True``) and ``join`` answer once ``run`` has ended (its
+    values, or its error). While it runs, a ``\\n`` every ``HEARTBEAT`` s keeps
+    the request alive, as LangGraph's server does (JSON ignores leading
+    whitespace); a run that has ended is answered at once."""
+    if run.status in TERMINAL:
+        return _json(await off(server.outcome, run, run.thread_id), headers=headers)
+
+    async def body() -> AsyncIterator[bytes]:
+        done = asyncio.ensure_future(server.until_done(run.run_id))
+        try:
+            while not (await asyncio.wait({done}, timeout=HEARTBEAT))[0]:
+                yield b"\n"
+            ended = await off(server.outcome, done.result() or (run if wait else None),
+                              run.thread_id)
+            yield bytes(_json(ended).body)
+        finally:
+            done.cancel()
+    return StreamingResponse(body(), media_type="application/json", headers=dict(headers))
 
 
 def _sse_response(stream: AsyncIterator[bytes], content_location: str, location: str
@@ -489,10 +511,9 @@ def build_app(server: Server,
     async def runs_wait(request: Request) -> Response:
         body = parse(RunCreate, await request.body())
         run = await off(server.create_run, body, request.path_params.get("t"))
-        done = await server.until_done(run.run_id)
-        result = await off(server.outcome, done or run, run.thread_id)
         base = f"/threads/{run.thread_id}/runs/{run.run_id}"
-        return _json(result, headers={"Content-Location": base, "Location": f"{base}/join"})
+        return await _when_done(server, run, {"Content-Location": base,
+                                              "Location": f"{base}/join"}, wait=True)
 
     async def runs_list(request: Request) -> Response:
         thread = await off(server.thread, request.path_params["t"])
@@ -515,9 +536,8 @@ def build_app(server: Server,
 
     async def run_join(request: Request) -> Response:
         run = await off(server.run, request.path_params.get("t"), request.path_params["r"])
-        done = await server.until_done(run.run_id)
-        return _json(await off(server.outcome, done, run.thread_id),
-                     headers={"Location": f"/threads/{run.thread_id}/runs/{run.run_id}/join"})
+        return await _when_done(
+            server, run, {"Location": f"/threads/{run.thread_id}/runs/{run.run_id}/join"})
 
     async def run_join_stream(request: Request) -> Response:
         thread_id = request.path_params.get("t")
@@ -550,7 +570,7 @@ def build_app(server: Server,
         action = request.query_params.get("action", "interrupt")
         wait = request.query_params.get("wait", "false").lower() in ("1", "true")
         if run.status not in TERMINAL:
-            await off(runner.cancel, run)
+            await off(runner.cancel, run, rollback=action == "rollback")
         if not wait:
             return Response(status_code=202)
         done = await server.until_done(run_id)

@@ -21,6 +21,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from hayata_py._errors import HayataError
 from hayata_py.langgraph import HayataGraph
 from hayata_py.serve._db import RunRow, ServeDB
 from hayata_py.serve._wire import jsonable
@@ -31,6 +32,8 @@ log = logging.getLogger("hayata.serve")
 
 TERMINAL = frozenset({"success", "error", "interrupted", "timeout"})
 _RUNNER_MODES = ["values", "updates", "custom", "messages"]
+CANCEL_WAIT = 10.0
+"""Seconds a cancel waits for a running run's worker to start its invocation."""
 _ON_REQUEST = ("debug", "tasks", "checkpoints")
 """Modes the runner streams only for a run that asks for them."""
 
@@ -123,13 +126,35 @@ class Runner:
     def kick(self) -> None:
         self._kick.set()
 
-    def cancel(self, run: RunRow) -> None:
+    def cancel(self, run: RunRow, *, rollback: bool = False) -> None:
         """End ``run`` ``interrupted`` now and stop logging its stream; a pending
-        run never starts. The graph's invocation in flight runs on to its end
-        (hayata has no cancel of a running invocation yet); the thread's next
-        run waits for it."""
+        run never starts. A running run's graph invocation is stopped
+        (:meth:`HayataGraph.cancel`): the thread keeps the supersteps it
+        completed or, with ``rollback``, goes back to where it was before the
+        run. A run whose worker has not started its invocation yet is asked
+        again until it has (at most ``CANCEL_WAIT`` s). One a crash left
+        unfinished is not stopped (it waits for a ``command``)."""
         with self._lock:
             self._cancelled.add(run.run_id)
+        graph = self.graphs.get(run.graph_id)
+        deadline = time.monotonic() + CANCEL_WAIT
+        while graph is not None:
+            current = self.db.get_run(run.run_id)
+            if current is None or current.status != "running":
+                break  # pending: it never starts; or it has ended
+            try:
+                if graph.cancel({"configurable": {"thread_id": run.thread_id}},
+                                rollback=rollback) is not None:
+                    break
+            except HayataError as exc:
+                log.warning("hayata serve: run %s: its invocation was not stopped: %s",
+                            run.run_id, exc)
+                break
+            if time.monotonic() > deadline:
+                log.warning("hayata serve: run %s: no invocation of it to stop within %ss",
+                            run.run_id, CANCEL_WAIT)
+                break
+            self._stop.wait(0.02)  # its worker is starting its invocation: ask again
         if self.db.set_run_status(run.run_id, "interrupted", only_from=["pending", "running"]):
             self.settle(run.thread_id, cancelled=True)
         self.wakers.wake(run.run_id)

@@ -74,6 +74,20 @@ def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -
     assert client.runs.get(thread, first["run_id"])["status"] == "success"
 
 
+def test_join_keeps_a_long_wait_alive(served: Served, client: SyncLangGraphClient) -> None:
+    """``join`` of a running run sends ``\\n`` while it waits (a client's read
+    timeout shorter than the run does not end it), then the run's values."""
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(thread, STEPS, input={"label": "j", "delay": 7.0})
+    url = f"{served.url}/threads/{thread}/runs/{run['run_id']}/join"
+    with httpx.stream("GET", url, timeout=httpx.Timeout(30.0, read=6.0)) as response:
+        assert response.status_code == 200
+        chunks = list(response.iter_bytes())
+    body = b"".join(chunks)
+    assert body.startswith(b"\n") and len(chunks) >= 2
+    assert httpx.Response(200, content=body).json()["steps"] == ["j:first", "j:middle", "j:last"]
+
+
 def test_interrupt_then_resume_with_the_async_client(served: Served) -> None:
     """``interrupt()``: run ``success``, ``__interrupt__`` in its values; ``Command(resume)``
     goes on."""

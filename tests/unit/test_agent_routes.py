@@ -14,6 +14,7 @@ from hayata_py._actors.in_flight import Commit
 from hayata_py._invocation import DownCause
 from hayata_py.messages import (
     Abandon,
+    Cancel,
     GetResult,
     GetStatus,
     GetUnfinished,
@@ -67,7 +68,7 @@ def test_every_message_the_agent_handles_has_one_route() -> None:
     handled = {Commit, p.Outcome, p.Outcomes, p.Partial, p.ReducerReady, p.ReducerGone,
                p.ReducerAnswer, p.EdgeTable, p.EdgeLost, Run, WakeupMessage, p.NodeTable,
                p.NodeUp, p.NodeExited, GetStatus, GetUnfinished, Recover, ResumePaused,
-               ResolveTask, Abandon, GetResult, WaitResult}
+               ResolveTask, Abandon, Cancel, GetResult, WaitResult}
     assert set(ROUTES) == handled
     assert all(callable(handler) for handler in ROUTES.values())
 

@@ -16,6 +16,7 @@ from hayata_py._invocation import (
     ArmDeadline,
     Begin,
     CallPolicy,
+    CancelRequested,
     CancelTask,
     CheckpointSaved,
     CircuitChanged,
@@ -386,6 +387,7 @@ def test_any_interleaving_ends_once_in_order(plan: list[list[str]], stream: bool
                           data.draw(st.sampled_from(list(DownCause)))),
                  DeadlinePassed(data.draw(st.sampled_from(["inv:0", "inv:1", "inv:9"]))),
                  LeaseLost(), Stop(data.draw(st.sampled_from(list(StopKind)))),
+                 CancelRequested(),
                  CircuitChanged(data.draw(st.sampled_from(sorted(NODES))),
                                 data.draw(st.booleans()), 5, 30.0)]
         if not outbox and m.ended:
