@@ -316,16 +316,21 @@ class ServeDB:
     def append_events(self, run_id: str, items: Sequence[tuple[str, Any]], *,
                       owner: str | None = None) -> int:
         """Append ``(event, data)`` items after the run's last; the last sequence.
-        With ``owner``: only while that server carries the run out (the run's
-        row locked meanwhile), else :class:`RunLost` and nothing written."""
+        With ``owner``: only while that server carries the run out and it runs
+        (the run's row locked meanwhile), else :class:`RunLost` and nothing
+        written (taken over, cancelled or deleted through any server)."""
         def write(conn: Connection) -> int:
             if owner is not None:
-                holder = conn.execute(sa.select(runs.c.owner).where(runs.c.run_id == run_id)
+                holder = conn.execute(sa.select(runs.c.owner, runs.c.status)
+                                      .where(runs.c.run_id == run_id)
                                       .with_for_update()).first()
-                if holder is None or holder.owner != owner:
-                    raise RunLost(f"run {run_id} is carried out by "
-                                  f"{holder.owner if holder else 'nobody (deleted)'}, "
+                if holder is None:
+                    raise RunLost(f"run {run_id} was deleted")
+                if holder.owner != owner:
+                    raise RunLost(f"run {run_id} is carried out by {holder.owner}, "
                                   f"not {owner}")
+                if holder.status != "running":
+                    raise RunLost(f"run {run_id} is {holder.status}")
             last = conn.execute(sa.select(sa.func.max(events.c.seq))
                                 .where(events.c.run_id == run_id)).scalar() or 0
             now = time.time()

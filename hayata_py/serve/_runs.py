@@ -161,10 +161,6 @@ class Runner:
     def kick(self) -> None:
         self._kick.set()
 
-    def is_local(self, run_id: str) -> bool:
-        """Whether a worker of this server carries ``run_id`` out now."""
-        return run_id in self._local
-
     def cancel(self, run: RunRow) -> None:
         """End ``run`` ``interrupted`` now and stop logging its stream; a pending
         run never starts. The graph's invocation in flight runs on to its end

@@ -48,6 +48,11 @@ def test_one_server_wins_the_claim_and_only_it_records(db: ServeDB) -> None:
     assert [seq for seq, _, _ in db.events_after("r1", 0)] == [1]
     assert not db.set_run_status("r1", "success", only_from=["running"], owner="B")
     assert db.set_run_status("r1", "success", only_from=["running"], owner="A")
+    with pytest.raises(RunLost, match="is success"):
+        db.append_events("r1", [("values", {"n": 3})], owner="A")
+    db.delete_run("r1")
+    with pytest.raises(RunLost, match="deleted"):
+        db.append_events("r1", [("values", {"n": 3})], owner="A")
 
 
 def test_a_taken_over_run_is_fenced_for_its_old_server(db: ServeDB) -> None:
