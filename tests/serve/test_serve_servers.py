@@ -65,7 +65,7 @@ def _owner(url: str, run_id: str) -> str | None:
 def _server_id(url: str, served: Served) -> str:
     """The id a server goes by in the store (its lease row names its URL)."""
     rows = _query(url, "SELECT server_id, url FROM hayata_serve_servers")
-    return next(r[0] for r in rows if r[1] == served.url)
+    return str(next(r[0] for r in rows if r[1] == served.url))
 
 
 def test_a_run_is_streamed_from_another_server_and_taken_over_when_its_server_dies(
