@@ -26,6 +26,8 @@ pytestmark = pytest.mark.timeout(240)
 
 LEASE = 2.0
 """Each server's lease (and its graphs' invocations'), seconds."""
+before = [f"{label}:{node}" for label in "wx" for node in ("first", "middle", "last")]
+"""The thread's steps after its first two runs."""
 
 
 @pytest.fixture
@@ -76,8 +78,14 @@ def test_a_run_is_streamed_from_another_server_and_taken_over_when_its_server_di
     gap) and ends asking about the node the kill caught; answered, the
     thread's nodes ran once each."""
     with two_servers(store_url) as servers:
-        with get_sync_client(url=servers[0].url, timeout=30.0) as client:
+        with get_sync_client(url=servers[0].url, timeout=30.0) as client, \
+                get_sync_client(url=servers[1].url, timeout=30.0) as client2:
             thread = client.threads.create()["thread_id"]
+            # one thread, runs through either server, whichever carries them out
+            client.runs.wait(thread, STEPS, input={"label": "w"})
+            assert client2.runs.wait(thread, STEPS, input={"label": "x"})["steps"] == before
+            carriers = [_owner(store_url, r["run_id"]) for r in client.runs.list(thread)]
+            print(f"the first runs carried out by {carriers[::-1]}")
             run = client.runs.create(thread, STEPS, input={"label": "p", "delay": 3.0},
                                      stream_mode=["values", "updates"])
         run_id = run["run_id"]
@@ -120,10 +128,10 @@ def test_a_run_is_streamed_from_another_server_and_taken_over_when_its_server_di
             last: Any = parts[-1].data
             [asked] = last["__interrupt__"]
             assert asked["value"]["uncertain"]["node"] == "middle"
-            assert last["steps"] == ["p:first"]
+            assert last["steps"] == [*before, "p:first"]
             assert _owner(store_url, run_id) == _server_id(store_url, other)
             done: Any = client.runs.wait(thread, STEPS, command={"resume": {"rerun": True}})
-            assert done["steps"] == ["p:first", "p:middle", "p:last"]
+            assert done["steps"] == [*before, "p:first", "p:middle", "p:last"]
         print(f"run created on server 1, carried out by server "
               f"{servers.index(carrier) + 1}, finished by server {servers.index(other) + 1} "
               f"{took:.2f}s after the kill (lease {LEASE}s)")
