@@ -44,7 +44,9 @@ def serve(config: Path, data_dir: Path | None, database_url: str | None,
     """Serve the graphs of CONFIG (a langgraph.json) with LangGraph's Agent Server API,
     so langgraph-sdk, the JS SDK and agent-chat-ui talk to them; every run and stream
     event is recorded in the store, and a stream resumes from Last-Event-ID after a
-    restart. Ctrl-C stops the server and its agent system.
+    restart. Ctrl-C stops the server and its agent system; a kill -9 of the
+    server ends its actor processes too, and a server started on the data dir
+    of a dead one kills whatever it left first.
 
     With HAYATA_API_KEY set, every request but GET /ok must carry it in the
     x-api-key header (langgraph-sdk's api_key=); a --host other than loopback
