@@ -68,11 +68,14 @@ def _running(pid: Any, started: Any) -> bool:
 
 
 def _leftovers(record: dict[str, Any]) -> list[psutil.Process]:
-    """Live processes of the recorded actor session, started since its server."""
+    """Live processes of the recorded actor session, started since its server
+    (none for a record without the server's start time: a session id alone
+    may name someone else's session by now)."""
     session, started = record.get("session_id"), record.get("started")
-    if not isinstance(session, int) or session <= 1 or session == os.getsid(0):
+    if not isinstance(session, int) or session <= 1 or session == os.getsid(0) \
+            or not isinstance(started, (int, float)):
         return []
-    since = started - 0.5 if isinstance(started, (int, float)) else 0.0
+    since = started - 0.5
     found = []
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.Error, OSError):
