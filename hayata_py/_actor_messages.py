@@ -312,6 +312,9 @@ class SystemInfo:
     name: str = ""
     """The system's stable name: the owner of its invocations' leases."""
     liveness: Any = None
+    owner: tuple[int, float] | None = None
+    """``(pid, start time)`` of the process the system ends with
+    (``exit_with_owner``), or None."""
 
 
 # -- map steps: the reducer ------------------------------------------------------------

@@ -23,6 +23,7 @@ from thespian.actors import ActorAddress
 
 from hayata_py import _telemetry as telemetry
 from hayata_py._actor_messages import Describe, Description, GetSystemInfo, SystemInfo
+from hayata_py._actors.owner_watch import owner_identity
 from hayata_py._actors.supervision_tree import (
     AGENT_PREFIX,
     NODE_PREFIX,
@@ -76,6 +77,9 @@ class AgentSystem:
       loopback by default. Thespian messages are pickles: whoever can reach
       these ports can run code here, so bind only inside a private network.
     - ``liveness``: heartbeat and convention timings (:class:`Liveness`).
+    - ``exit_with_owner``: the actor processes end (SIGKILL, within a fraction
+      of a second) once the process that created this system exits, even by
+      kill -9; by default they run on until :meth:`shutdown` or :meth:`kill`.
 
     A ``data_dir`` or SQLite store that cannot be written (a read-only
     filesystem) is refused at once with :class:`ReadOnlyStorage`
@@ -101,7 +105,11 @@ class AgentSystem:
         convention_leader: tuple[str, int] | None = None,
         bind: str = "127.0.0.1",
         liveness: Liveness | None = None,
+        exit_with_owner: bool = False,
     ) -> None:
+        if not isinstance(exit_with_owner, bool):
+            raise ConfigError("exit_with_owner", f"must be True or False, got "
+                              f"{exit_with_owner!r}")
         liveness = check_options(base=base, admin_port=admin_port, name=name,
                                  capabilities=capabilities, bind=bind, liveness=liveness,
                                  data_dir=data_dir, store_url=store_url)
@@ -141,7 +149,7 @@ class AgentSystem:
             raise
         try:
             info = SystemInfo(self.store_url, self.instance, str(self.data_dir), self.name,
-                              liveness)
+                              liveness, owner_identity() if exit_with_owner else None)
             self._top = self._system.start_supervisor(
                 TOP_NAME, with_liveness(TOP_FLAGS, liveness), [], actor=TopSupervisor,
                 global_name=TOP_NAME, extra_args=(info,))

@@ -261,7 +261,9 @@ class AgentRef:
         """The invocations that wait for recovery (oldest first), each with what
         :meth:`recover` would do: ``recoverable``, ``uncertain`` (``task_ids``;
         :meth:`resolve_task` or :meth:`abandon`), ``paused``,
-        ``waiting_for_placement`` or ``busy``."""
+        ``waiting_for_placement`` or ``busy``. On a shared store, also the
+        invocations of this agent id that another system runs (``busy``) or
+        left behind."""
         reply = self._ask(GetUnfinished(), accept=is_answer(UnfinishedList))
         assert isinstance(reply, UnfinishedList)
         return list(reply.invocations)

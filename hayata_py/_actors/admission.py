@@ -79,7 +79,7 @@ class Admission:
             self.host.reply(sender, run, rejected)
             return
         invocation_id = run.invocation_id or uuid.uuid4().hex
-        if run.invocation_id is not None and self._taken(invocation_id):
+        if run.invocation_id is not None and self.taken(invocation_id):
             self.host.reply(sender, run, RunRejected(
                 f"invocation {invocation_id} already exists; choose a new invocation_id",
                 code="invocation_exists", invocation_id=invocation_id))
@@ -105,7 +105,7 @@ class Admission:
         self.creating.append(creating)  # created with the others that came meanwhile
         self.commit_soon()
 
-    def _taken(self, invocation_id: str) -> bool:
+    def taken(self, invocation_id: str) -> bool:
         """A sender's chosen id that this agent runs, queues or is creating (the
         store refuses one it has recorded)."""
         return invocation_id in self.running or invocation_id in self.queued or any(
@@ -195,6 +195,7 @@ class Admission:
             answer = busy if self.ledger.unfinished or isinstance(message, ResumePaused) \
                 else recovery_requests.nothing(self.ledger)
         elif isinstance(message, Recover):
+            self.ledger.discover(self.taken)
             answer = recovery_requests.recover(self.ledger, message.invocation_id,
                                                self.nodes.unplaced)
         else:

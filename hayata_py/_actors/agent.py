@@ -197,6 +197,7 @@ class AgentActor(SupervisedActor):
                                               circuits=self.gate.status()))
 
     def _on_unfinished(self, message: GetUnfinished, sender: Any) -> None:
+        self.ledger.discover(self.admission.taken)
         self.send(sender, UnfinishedList(
             tuple(recovery_requests.describe(self.ledger, self.nodes.unplaced)), ref=message.ref))
 

@@ -339,6 +339,26 @@ class Ledger:
             if now is not None:
                 self.results.publish(stored_result(now))
 
+    def discover(self, taken: Callable[[str], bool]) -> None:
+        """Learn of the agent's invocations running in the store that nothing
+        here runs (``taken``: whether this agent runs, queues or creates an id)
+        and that this ledger does not know yet: those another system with an
+        agent of this id started after this one did (on one shared store). A
+        live owner's lease still keeps them from recovery; one whose owner died
+        is recovered like one found at start."""
+        if self.store is None:
+            return
+        try:
+            records = self.store.unfinished_invocations(self.spec.id)
+        except Exception as raw:  # noqa: BLE001 - keep what we know; report later
+            self.log.warning("store_unavailable", code=as_store_error(raw).code)
+            return
+        for record in records:
+            if record.invocation_id not in self.unfinished and not taken(record.invocation_id):
+                self.unfinished[record.invocation_id] = record
+                self.log.info("unfinished_invocation_found",
+                              invocation_id=record.invocation_id)
+
     def answer(self, message: GetResult | WaitResult, sender: Any, running: bool,
                recovering: bool = False) -> None:
         """Answer a result request (:meth:`Results.answer`), a ``WaitResult`` once

@@ -98,6 +98,10 @@ class TopSupervisor(Supervisor):
     def init(self, *args: Any, **kwargs: Any) -> tuple[SupervisorFlags, list[ChildSpec]]:
         flags, children, info = args
         self.system_info: SystemInfo = info
+        if info.owner is not None:
+            from hayata_py._actors.owner_watch import watch_owner
+
+            watch_owner(info.owner, self.log)
         preload_runtime()
         return flags, list(children)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hayata_py._errors import ConfigError
+from hayata_py._errors import ConfigError, HayataError
 from hayata_py.cli._common import EXIT_FAILED, EXIT_USAGE, CliError
 
 API_KEY_ENV = "HAYATA_API_KEY"
@@ -21,10 +21,16 @@ repeated so ``--help`` works without the serve extra)."""
               help="The langgraph.json naming the graphs (\"graphs\": {\"name\": "
                    "\"./path.py:graph\"}), read unchanged.")
 @click.option("--data-dir", "data_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Directory of the store and logs (default: hayata-data).")
+              default=None, help="Directory of the store and logs (default: hayata-data); "
+                                 "one server per data dir.")
 @click.option("--database-url", "database_url", default=None, metavar="URL",
               help="A SQLAlchemy URL of the store instead of the data dir's SQLite file "
-                   "(e.g. postgresql+psycopg://host/db).")
+                   "(e.g. postgresql+psycopg://host/db). Servers sharing one (each with its "
+                   "own data dir) share threads and runs.")
+@click.option("--lease-seconds", "lease_seconds", type=click.FloatRange(0.5, 3600),
+              default=10.0, show_default=True,
+              help="After this server stops renewing its lease (killed, cut off) for this "
+                   "long, another server on the same store carries its running runs on.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help=f"Address to listen on. Any but loopback needs an API key in "
                    f"${API_KEY_ENV}.")
@@ -33,19 +39,19 @@ repeated so ``--help`` works without the serve extra)."""
               help="An origin browsers may call from (repeatable; also "
                    "\"http\": {\"cors\": {\"allow_origins\": [...]}} in the config). "
                    "No CORS without one.")
-def serve(config: Path, data_dir: Path | None, database_url: str | None, host: str,
-          port: int, cors_origins: tuple[str, ...]) -> None:
+def serve(config: Path, data_dir: Path | None, database_url: str | None,
+          lease_seconds: float, host: str, port: int, cors_origins: tuple[str, ...]) -> None:
     """Serve the graphs of CONFIG (a langgraph.json) with LangGraph's Agent Server API,
     so langgraph-sdk, the JS SDK and agent-chat-ui talk to them; every run and stream
     event is recorded in the store, and a stream resumes from Last-Event-ID after a
-    restart. Ctrl-C stops the server and its agent system.
+    restart. Ctrl-C stops the server and its agent system; a kill -9 of the
+    server ends its actor processes too, and a server started on the data dir
+    of a dead one kills whatever it left first.
 
     With HAYATA_API_KEY set, every request but GET /ok must carry it in the
     x-api-key header (langgraph-sdk's api_key=); a --host other than loopback
     refuses to start without it.
     """
-    if data_dir is not None and database_url is not None:
-        raise CliError("give --data-dir or --database-url, not both", EXIT_USAGE)
     try:
         from hayata_py.serve import serve as run_server
         from hayata_py.serve._security import api_key_from_env, check_exposure
@@ -60,5 +66,11 @@ def serve(config: Path, data_dir: Path | None, database_url: str | None, host: s
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     click.echo(f"hayata serve: {config} on http://{host}:{port}"
                f"{' (API key required)' if api_key else ''}", err=True)
-    run_server(config, data_dir=data_dir or Path("hayata-data"), store_url=database_url,
-               host=host, port=port, api_key=api_key, cors_origins=cors_origins)
+    try:
+        run_server(config, data_dir=data_dir or Path("hayata-data"), store_url=database_url,
+                   host=host, port=port, api_key=api_key, cors_origins=cors_origins,
+                   lease_seconds=lease_seconds)
+    except HayataError as exc:
+        if exc.code != "data_dir_in_use":
+            raise
+        raise CliError(str(exc), EXIT_FAILED) from None

@@ -16,15 +16,15 @@ serve("langgraph.json", data_dir="hayata-data", port=2024)
 - :mod:`._security`: the API key rule and check, CORS.
 - :mod:`._uncertain`: the ``/hayata/`` endpoints: resolve a task a crash left
   uncertain, or abandon the run waiting on it.
+- :mod:`._claim`: one server per data dir; a killed server's leftovers reclaimed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
+import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +32,17 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from hayata_py._api import AgentSystem
+from hayata_py._errors import ConfigError
 from hayata_py.langgraph import HayataGraph
 from hayata_py.langgraph import compile as compile_graph
 from hayata_py.serve._app import Server, build_app
+from hayata_py.serve._claim import claim, write_record
 from hayata_py.serve._db import ServeDB
 from hayata_py.serve._graphs import assistant_id, read_config
-from hayata_py.serve._runs import Runner
+from hayata_py.serve._runs import LEASE_SECONDS, Runner
 from hayata_py.serve._security import API_KEY_ENV, check_exposure, config_cors_origins
 
-__all__ = ["API_KEY_ENV", "Served", "assistant_id", "open_server", "serve"]
+__all__ = ["API_KEY_ENV", "LEASE_SECONDS", "Served", "assistant_id", "open_server", "serve"]
 
 log = logging.getLogger("hayata.serve")
 
@@ -68,28 +70,45 @@ class Served:
         self.system.shutdown()
 
 
+def check_lease(lease_seconds: float) -> float:
+    """``lease_seconds`` if it is seconds between 0.5 and 3600, else ConfigError."""
+    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) \
+            or not math.isfinite(lease_seconds) or not 0.5 <= lease_seconds <= 3600:
+        raise ConfigError("lease_seconds", f"must be seconds between 0.5 and 3600, got "
+                          f"{lease_seconds!r}")
+    return float(lease_seconds)
+
+
 def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
                 store_url: str | None = None, api_key: str | None = None,
-                cors_origins: Sequence[str] = ()) -> Served:
+                cors_origins: Sequence[str] = (), lease_seconds: float = LEASE_SECONDS,
+                url: str = "", exit_with_owner: bool = False) -> Served:
     """Start the agent system, one agent per graph of ``config`` (a
     ``langgraph.json``), and build the app serving them. Runs left running by a
     stopped server are carried on once the app starts. With ``api_key`` every
     request but ``GET /ok`` must carry it (``x-api-key``); CORS answers for
-    ``cors_origins`` and the config's ``http.cors.allow_origins``, if any."""
+    ``cors_origins`` and the config's ``http.cors.allow_origins``, if any.
+
+    Servers sharing one store (``store_url``) share their threads and runs:
+    each is known by its system's name (one per host and data dir) and holds a
+    lease of ``lease_seconds``; the running runs of one whose lease expired are
+    carried on by another. ``exit_with_owner``: the actor processes end with
+    this process, even after a kill -9 (what ``serve`` does)."""
+    lease = check_lease(lease_seconds)
     specs, notes = read_config(config)
     origins = [*cors_origins, *config_cors_origins(config)]
-    system = AgentSystem(data_dir, store_url=store_url)
+    system = AgentSystem(data_dir, store_url=store_url, exit_with_owner=exit_with_owner)
     try:
         graphs: dict[str, HayataGraph] = {
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
                                          uncertain="interrupt", auto_recover=True,
-                                         max_invocations=MAX_RUNS)
+                                         max_invocations=MAX_RUNS, lease_seconds=lease)
             for spec in specs}
         db = ServeDB(system.store_url)
     except BaseException:
         system.shutdown()
         raise
-    runner = Runner(db, graphs)
+    runner = Runner(db, graphs, server_id=system.name, url=url, lease_seconds=lease)
     server = Server(specs, graphs, db, runner)
 
     served: Served | None = None
@@ -112,25 +131,38 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
 
 def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
           store_url: str | None = None, host: str = "127.0.0.1", port: int = 2024,
-          api_key: str | None = None, cors_origins: Sequence[str] = ()) -> None:
+          api_key: str | None = None, cors_origins: Sequence[str] = (),
+          lease_seconds: float = LEASE_SECONDS) -> None:
     """Serve ``config``'s graphs on ``host:port`` until interrupted. A host
-    other than loopback needs ``api_key`` (``ConfigError`` before anything starts)."""
+    other than loopback needs ``api_key`` (``ConfigError`` before anything starts).
+
+    The data dir is this server's alone (``HayataError(code="data_dir_in_use")``
+    while another server runs on it); the actor processes a killed server left
+    there are killed first, and this server's own end with it, even after a
+    kill -9 of this process alone."""
     import uvicorn
 
     check_exposure(host, api_key)
-    served = open_server(config, data_dir=data_dir, store_url=store_url, api_key=api_key,
-                         cors_origins=cors_origins)
-    # Who to kill for a whole-host drill or a clean-up: the server and its
-    # actors' session (which a kill -9 of the server alone leaves running).
-    (served.system.data_dir / "serve.json").write_text(json.dumps(
-        {"pid": os.getpid(), "session_id": served.system.session_id,
-         "url": f"http://{host}:{port}"}))
-    for note in served.notes:
-        log.warning("%s", note)
+    check_lease(lease_seconds)
+    folder = Path(data_dir).resolve()
+    held = claim(folder)
+    if held.reclaimed:
+        log.warning("hayata serve: killed %d process(es) a dead server left on %s: %s",
+                    len(held.reclaimed), folder, sorted(held.reclaimed))
     try:
-        uvicorn.run(served.app, host=host, port=port, log_level="warning",
-                    timeout_graceful_shutdown=5)
+        url = f"http://{host}:{port}"
+        served = open_server(config, data_dir=folder, store_url=store_url, api_key=api_key,
+                             cors_origins=cors_origins, lease_seconds=lease_seconds, url=url,
+                             exit_with_owner=True)
+        # Who to kill for a whole-host drill or a clean-up: the server and its
+        # actors' session; the next server on this data dir reclaims it too.
+        write_record(folder, session_id=served.system.session_id, url=url)
+        for note in served.notes:
+            log.warning("%s", note)
+        try:
+            uvicorn.run(served.app, host=host, port=port, log_level="warning",
+                        timeout_graceful_shutdown=5)
+        finally:
+            served.close()
     finally:
-        served.close()
-
-
+        held.release()

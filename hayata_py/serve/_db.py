@@ -1,5 +1,6 @@
 """What ``hayata serve`` records beside the runtime's own records: the API's
-threads, runs and each run's stream events (migration ``0005_serve``).
+threads, runs and each run's stream events (migration ``0005_serve``), and
+which server carries out each running run under a lease (``0006_serve_owners``).
 
 Every write is one transaction through the store's engine holder (retries on a
 busy SQLite, BEGIN IMMEDIATE), so a run is in the database before the response
@@ -19,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from hayata_py.store._sql.engine import EngineHolder
 
-__all__ = ["RunRow", "ServeDB", "ThreadRow"]
+__all__ = ["RunLost", "RunRow", "ServeDB", "ThreadRow"]
 
 _meta = sa.MetaData()
 
@@ -47,6 +48,15 @@ runs = sa.Table(
     sa.Column("not_before", sa.Double(), nullable=False),
     sa.Column("created_at", sa.Double(), nullable=False),
     sa.Column("updated_at", sa.Double(), nullable=False),
+    sa.Column("owner", sa.String(), nullable=True),
+)
+
+servers = sa.Table(
+    "hayata_serve_servers", _meta,
+    sa.Column("server_id", sa.String(), primary_key=True),
+    sa.Column("url", sa.String(), nullable=False),
+    sa.Column("lease_expires_at", sa.Double(), nullable=False),
+    sa.Column("started_at", sa.Double(), nullable=False),
 )
 
 events = sa.Table(
@@ -85,6 +95,13 @@ class RunRow:
     not_before: float
     created_at: float
     updated_at: float
+    owner: str | None = None
+    """The server carrying the run out (set when it starts; kept after it ends)."""
+
+
+class RunLost(Exception):
+    """The run is no longer this server's: another took it over (this one's lease
+    expired), or it was deleted. Its worker stops recording anything."""
 
 
 def _thread(row: Any) -> ThreadRow:
@@ -96,7 +113,7 @@ def _thread(row: Any) -> ThreadRow:
 def _run(row: Any) -> RunRow:
     return RunRow(row.run_id, row.thread_id, row.assistant_id, row.graph_id, row.status,
                   row.multitask_strategy, json.loads(row.kwargs), json.loads(row.metadata),
-                  row.not_before, row.created_at, row.updated_at)
+                  row.not_before, row.created_at, row.updated_at, row.owner)
 
 
 class ServeDB:
@@ -225,16 +242,65 @@ class ServeDB:
             return [_run(r) for r in conn.execute(query)]
         return self.holder.run(read, write=False)
 
-    def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = ()
-                       ) -> bool:
-        """Set the run's status (when it is in ``only_from``, if given)."""
+    def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = (),
+                       owner: str | None = None) -> bool:
+        """Set the run's status (when it is in ``only_from``, if given, and
+        carried out by ``owner``, if given)."""
         def write(conn: Connection) -> bool:
             query = runs.update().where(runs.c.run_id == run_id)
             if only_from:
                 query = query.where(runs.c.status.in_(list(only_from)))
+            if owner is not None:
+                query = query.where(runs.c.owner == owner)
             return bool(conn.execute(query.values(status=status,
                                                   updated_at=time.time())).rowcount)
         return self.holder.run(write, write=True)
+
+    def claim_run(self, run_id: str, owner: str, *, status: str,
+                  previous: str | None) -> bool:
+        """Make ``owner`` the run's server and the run ``running``, when it is
+        still in ``status`` with ``previous`` as owner (compare-and-set: of
+        servers claiming one run, one wins)."""
+        def write(conn: Connection) -> bool:
+            query = runs.update().where(runs.c.run_id == run_id, runs.c.status == status,
+                                        runs.c.owner.is_(None) if previous is None
+                                        else runs.c.owner == previous)
+            return bool(conn.execute(query.values(status="running", owner=owner,
+                                                  updated_at=time.time())).rowcount)
+        return self.holder.run(write, write=True)
+
+    # -- servers -------------------------------------------------------------------
+
+    def renew_server(self, server_id: str, url: str, lease_seconds: float, *,
+                     started: bool = False) -> None:
+        """The server's lease runs until ``lease_seconds`` from now (its row made
+        if missing; ``started``: it starts now)."""
+        now = time.time()
+
+        def write(conn: Connection) -> None:
+            values: dict[str, Any] = {"lease_expires_at": now + lease_seconds, "url": url}
+            if started:
+                values["started_at"] = now
+            if not conn.execute(servers.update().where(servers.c.server_id == server_id)
+                                .values(**values)).rowcount:
+                conn.execute(servers.insert().values(server_id=server_id, url=url,
+                                                     lease_expires_at=now + lease_seconds,
+                                                     started_at=now))
+        self.holder.run(write, write=True)
+
+    def expire_server(self, server_id: str) -> None:
+        """End the server's lease now (a clean stop: others take its runs over)."""
+        def write(conn: Connection) -> None:
+            conn.execute(servers.update().where(servers.c.server_id == server_id)
+                         .values(lease_expires_at=0.0))
+        self.holder.run(write, write=True)
+
+    def server_leases(self) -> dict[str, float]:
+        """Every server's lease expiry (unix seconds)."""
+        def read(conn: Connection) -> dict[str, float]:
+            return {r.server_id: float(r.lease_expires_at) for r in conn.execute(
+                sa.select(servers.c.server_id, servers.c.lease_expires_at))}
+        return self.holder.run(read, write=False)
 
     def delete_run(self, run_id: str) -> bool:
         def write(conn: Connection) -> bool:
@@ -247,9 +313,24 @@ class ServeDB:
 
     # -- events --------------------------------------------------------------------
 
-    def append_events(self, run_id: str, items: Sequence[tuple[str, Any]]) -> int:
-        """Append ``(event, data)`` items after the run's last; the last sequence."""
+    def append_events(self, run_id: str, items: Sequence[tuple[str, Any]], *,
+                      owner: str | None = None) -> int:
+        """Append ``(event, data)`` items after the run's last; the last sequence.
+        With ``owner``: only while that server carries the run out and it runs
+        (the run's row locked meanwhile), else :class:`RunLost` and nothing
+        written (taken over, cancelled or deleted through any server)."""
         def write(conn: Connection) -> int:
+            if owner is not None:
+                holder = conn.execute(sa.select(runs.c.owner, runs.c.status)
+                                      .where(runs.c.run_id == run_id)
+                                      .with_for_update()).first()
+                if holder is None:
+                    raise RunLost(f"run {run_id} was deleted")
+                if holder.owner != owner:
+                    raise RunLost(f"run {run_id} is carried out by {holder.owner}, "
+                                  f"not {owner}")
+                if holder.status != "running":
+                    raise RunLost(f"run {run_id} is {holder.status}")
             last = conn.execute(sa.select(sa.func.max(events.c.seq))
                                 .where(events.c.run_id == run_id)).scalar() or 0
             now = time.time()
@@ -268,6 +349,17 @@ class ServeDB:
                                 .where(events.c.run_id == run_id, events.c.seq > after)
                                 .order_by(events.c.seq).limit(limit))
             return [(int(r.seq), r.event, r.data) for r in rows]
+        return self.holder.run(read, write=False)
+
+    def run_marks(self, run_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        """Each run's last event sequence and status (one query): what a
+        server following runs it does not carry out compares."""
+        def read(conn: Connection) -> dict[str, tuple[int, str]]:
+            last = (sa.select(sa.func.max(events.c.seq)).where(events.c.run_id == runs.c.run_id)
+                    .scalar_subquery())
+            rows = conn.execute(sa.select(runs.c.run_id, runs.c.status, last)
+                                .where(runs.c.run_id.in_(list(run_ids))))
+            return {r[0]: (int(r[2] or 0), r[1]) for r in rows}
         return self.holder.run(read, write=False)
 
     def last_seq(self, run_id: str) -> int:

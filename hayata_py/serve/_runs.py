@@ -5,9 +5,18 @@ endpoint, through :class:`~hayata_py.serve._db.ServeDB`). The scheduler starts
 the oldest pending run of each thread that runs nothing; a worker thread
 follows the runner's stream and appends each chunk to the run's event log
 (``hayata_serve_run_events``) under the next sequence number, which is what
-every SSE client reads, live or resuming from ``Last-Event-ID``. A run found
-``running`` when the server starts is carried on (``invoke(None)`` recovers
-the thread's unfinished invocation, with nothing completed run again).
+every SSE client reads, live or resuming from ``Last-Event-ID``.
+
+Several servers may share one store. Each has a stable id (its agent
+system's name) and a lease it renews every third of ``lease_seconds``; a
+server claims a run when it starts it (``owner``, compare-and-set, so one
+server wins) and records its events only while it still owns it (fenced). A
+``running`` run whose server's lease expired (killed, cut off) is taken over
+by any live server, as is one this server left running before a restart:
+``invoke(None)`` recovers the thread's unfinished invocation, with nothing
+completed run again, once the dead system's lease on that invocation has
+expired too. Streams of runs another server carries out are woken by a
+follower that polls the log of the runs being watched (one query a tick).
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from langgraph.types import Command
 
 from hayata_py._errors import HayataError
 from hayata_py.langgraph import HayataGraph
-from hayata_py.serve._db import RunRow, ServeDB
+from hayata_py.serve._db import RunLost, RunRow, ServeDB
 from hayata_py.serve._wire import jsonable
 
 __all__ = ["Runner", "run_config"]
@@ -36,6 +45,10 @@ CANCEL_WAIT = 10.0
 """Seconds a cancel waits for a running run's worker to start its invocation."""
 _ON_REQUEST = ("debug", "tasks", "checkpoints")
 """Modes the runner streams only for a run that asks for them."""
+LEASE_SECONDS = 10.0
+"""A server's lease on its runs (and its graphs' invocations), by default."""
+FOLLOW_INTERVAL = 0.1
+"""Seconds between two looks at the logs of watched runs another server carries out."""
 
 
 def run_config(run: RunRow) -> dict[str, Any]:
@@ -94,34 +107,59 @@ class _Wakers:
 
 
 class Runner:
-    """The scheduler and the workers of a server's runs."""
+    """The scheduler and the workers of a server's runs.
 
-    def __init__(self, db: ServeDB, graphs: Mapping[str, HayataGraph]) -> None:
+    ``server_id``: this server's stable id among the servers of one store (a
+    restarted server with the same id takes its runs back at once);
+    ``lease_seconds``: how long the others wait, once it stops renewing its
+    lease, before they take its running runs over."""
+
+    def __init__(self, db: ServeDB, graphs: Mapping[str, HayataGraph], *,
+                 server_id: str = "local", url: str = "",
+                 lease_seconds: float = LEASE_SECONDS,
+                 follow_interval: float = FOLLOW_INTERVAL) -> None:
         self.db = db
         self.graphs = graphs
+        self.server_id = server_id
+        self.url = url
+        self.lease_seconds = lease_seconds
+        self.follow_interval = follow_interval
         self.wakers = _Wakers()
         self._kick = threading.Event()
         self._stop = threading.Event()
         self._busy: set[str] = set()  # threads a worker of this process runs
+        self._local: set[str] = set()  # runs a worker of this process carries out
         self._cancelled: set[str] = set()
         self._resume: set[str] = set()
         self._lock = threading.Lock()
+        self._renewed = 0.0
         self._workers: list[threading.Thread] = []
         self._scheduler = threading.Thread(target=self._schedule, name="hayata-serve-runs",
                                            daemon=True)
+        self._follower = threading.Thread(target=self._follow, name="hayata-serve-follow",
+                                          daemon=True)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Carry on the runs a stopped server left running, then schedule."""
+        """Take the lease, then schedule: runs this server left running (and
+        those of servers whose lease expired) are carried on."""
         self.wakers.loop = loop
-        for run in self.db.runs_with_status(["running"]):
-            self._resume.add(run.run_id)
-            self.db.set_run_status(run.run_id, "pending", only_from=["running"])
+        self.db.renew_server(self.server_id, self.url, self.lease_seconds, started=True)
+        self._renewed = time.monotonic()
         self._scheduler.start()
+        self._follower.start()
 
     def stop(self) -> None:
+        """Stop scheduling and end the lease (other servers take over the runs
+        left running)."""
         self._stop.set()
         self._kick.set()
         self._scheduler.join(timeout=5)
+        self._follower.join(timeout=5)
+        try:
+            self.db.expire_server(self.server_id)
+        except Exception:
+            log.warning("hayata serve: could not end the lease of %s", self.server_id,
+                        exc_info=True)
 
     def kick(self) -> None:
         self._kick.set()
@@ -167,42 +205,100 @@ class Runner:
             self._kick.wait(timeout=0.2)
             self._kick.clear()
             try:
+                self._renew()
                 self._start_ready()
             except Exception:
                 log.exception("hayata serve: scheduling runs failed; trying again")
 
+    def _renew(self) -> None:
+        if time.monotonic() - self._renewed >= self.lease_seconds / 3:
+            self.db.renew_server(self.server_id, self.url, self.lease_seconds)
+            self._renewed = time.monotonic()
+
+    def _orphaned(self, run: RunRow, leases: dict[str, float]) -> bool:
+        """Whether nobody carries the running ``run`` out: this server's before
+        a restart, one of a server whose lease expired, or one without owner."""
+        if run.run_id in self._local:
+            return False
+        if run.owner is None or run.owner == self.server_id:
+            return True
+        return leases.get(run.owner, 0.0) < time.time()
+
     def _start_ready(self) -> None:
         now = time.time()
         started: set[str] = set()
+        leases: dict[str, float] | None = None
         for run in self.db.runs_with_status(["pending", "running"]):
             if run.status == "running":
                 started.add(run.thread_id)
+                if run.run_id in self._local:
+                    continue
+                if leases is None and run.owner not in (None, self.server_id):
+                    leases = self.db.server_leases()
+                with self._lock:
+                    if not self._orphaned(run, leases or {}) or run.thread_id in self._busy \
+                            or not self.db.claim_run(run.run_id, self.server_id,
+                                                     status="running", previous=run.owner):
+                        continue
+                    if run.owner not in (None, self.server_id):
+                        log.warning("hayata serve: taking over run %s of server %s (its "
+                                    "lease expired)", run.run_id, run.owner)
+                    self._resume.add(run.run_id)
+                    self._launch(run)
                 continue
             with self._lock:
                 if run.thread_id in self._busy or run.thread_id in started \
                         or run.not_before > now:
                     started.add(run.thread_id)
                     continue
-                if not self.db.set_run_status(run.run_id, "running", only_from=["pending"]):
+                if not self.db.claim_run(run.run_id, self.server_id, status="pending",
+                                         previous=run.owner):
                     continue
-                self._busy.add(run.thread_id)
+                self._launch(run)
             started.add(run.thread_id)
-            self.wakers.wake(run.run_id)
-            worker = threading.Thread(target=self._work, args=(run,),
-                                      name=f"hayata-serve-run-{run.run_id}", daemon=True)
-            worker.start()
+
+    def _launch(self, run: RunRow) -> None:
+        """A worker for ``run``, claimed by this server (under ``_lock``)."""
+        self._busy.add(run.thread_id)
+        self._local.add(run.run_id)
+        self.wakers.wake(run.run_id)
+        worker = threading.Thread(target=self._work, args=(run,),
+                                  name=f"hayata-serve-run-{run.run_id}", daemon=True)
+        worker.start()
+
+    def _follow(self) -> None:
+        """Wake the streams of watched runs that another server carries out
+        when their log or status changes (this server's own wake at once)."""
+        seen: dict[str, tuple[int, str]] = {}
+        while not self._stop.wait(self.follow_interval):
+            with self.wakers.lock:
+                watched = [r for r in self.wakers.events if r not in self._local]
+            if not watched:
+                seen.clear()
+                continue
+            try:
+                marks = self.db.run_marks(watched)
+            except Exception:
+                log.warning("hayata serve: reading watched runs failed", exc_info=True)
+                continue
+            for run_id, mark in marks.items():
+                if seen.get(run_id) != mark:
+                    self.wakers.wake(run_id)
+            seen = marks
 
     # -- one run -------------------------------------------------------------------
 
     def _append(self, run: RunRow, items: list[tuple[str, Any]]) -> None:
         if run.run_id in self._cancelled:
             return
-        self.db.append_events(run.run_id, items)
+        self.db.append_events(run.run_id, items, owner=self.server_id)
         self.wakers.wake(run.run_id)
 
     def _work(self, run: RunRow) -> None:
         try:
             self._carry_out(run)
+        except RunLost as lost:
+            log.warning("hayata serve: run %s stopped here: %s", run.run_id, lost)
         except Exception:
             log.exception("hayata serve: run %s failed outside its graph", run.run_id)
             self._finish(run, "error", {"error": "ServerError",
@@ -210,6 +306,7 @@ class Runner:
         finally:
             with self._lock:
                 self._busy.discard(run.thread_id)
+                self._local.discard(run.run_id)
                 self._cancelled.discard(run.run_id)
             self.kick()
 
@@ -217,6 +314,8 @@ class Runner:
         graph = self.graphs[run.graph_id]
         resuming = run.run_id in self._resume
         self._resume.discard(run.run_id)
+        if resuming:
+            self._until_claimable(run)
         if not resuming or self.db.last_seq(run.run_id) == 0:
             self._append(run, [("metadata", {"run_id": run.run_id, "attempt": 1})])
         kwargs = run.kwargs
@@ -251,6 +350,8 @@ class Runner:
                     self._append(run, [("messages", [jsonable(message), jsonable(meta)])])
                 else:
                     self._append(run, [(mode, jsonable(chunk))])
+        except RunLost:
+            raise
         except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
             error = {"error": type(exc).__name__, "message": str(exc)}
             self._append(run, [("error", error)])
@@ -260,11 +361,29 @@ class Runner:
             self._append(run, [("values", {**base, "__interrupt__": interrupts})])
         self._finish(run, "error" if error else "success", error)
 
+    def _until_claimable(self, run: RunRow) -> None:
+        """Wait while another system's lease still holds the thread's unfinished
+        invocation (a server just taken over: its system's lease on the
+        invocation expires about when the server's did); :class:`RunLost` if
+        the run stops being this server's meanwhile."""
+        graph = self.graphs[run.graph_id]
+        while not self._stop.is_set():
+            busy = [u for u in graph.agent.unfinished()
+                    if u.thread == run.thread_id and u.recovery == "busy"]
+            if not busy:
+                return
+            current = self.db.get_run(run.run_id)
+            if current is None or current.owner != self.server_id:
+                raise RunLost(f"run {run.run_id} is no longer {self.server_id}'s")
+            self._stop.wait(min(0.2, self.lease_seconds / 10))
+        raise RunLost(f"server {self.server_id} stopped")
+
     def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None) -> None:
         cancelled = run.run_id in self._cancelled
         if not cancelled:
             self.settle(run.thread_id, error=error)
-            self.db.set_run_status(run.run_id, status, only_from=["running"])
+            self.db.set_run_status(run.run_id, status, only_from=["running"],
+                                   owner=self.server_id)
         elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
             self.settle(run.thread_id, cancelled=True)
         self.wakers.wake(run.run_id)

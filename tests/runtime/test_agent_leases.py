@@ -94,3 +94,42 @@ def test_a_frozen_owner_loses_the_invocation_and_writes_nothing_more(tmp_path: P
         record = store.get_invocation(inv)
         assert record is not None and record.status == "running"
         store.close()
+
+
+def test_another_system_learns_of_an_invocation_started_after_it_and_takes_it_over(
+        tmp_path: Path) -> None:
+    """Two systems with an agent of one id on one store, each started before
+    the invocation: the one that did not start it lists it ``busy`` while its
+    owner's lease runs, and once the owner was killed and the lease expired,
+    ``recover(invocation_id)`` claims it (here refused for the task the kill
+    left uncertain, which the new owner resolves, then goes on to the end)."""
+    effects, gate = tmp_path / "effects", tmp_path / "gate"
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    agent_config = dataclasses.replace(config(), lease_seconds=1.0)
+    with hy.AgentSystem(tmp_path / "a", store_url=url, name="host-a") as first, \
+            hy.AgentSystem(tmp_path / "b", store_url=url, name="host-b") as second:
+        runner = first.start_agent(agent_config)
+        other = second.start_agent(agent_config)
+        assert other.unfinished() == []
+        inv = runner.run({"effects": str(effects), "gates": {"right": str(gate)}})
+        store = open_store(url)
+        right = task_id_for(inv, 1, "right")
+        eventually(lambda: (t := store.get_task(right)) is not None and t.status == "started",
+                   timeout=30, message="right in flight")
+        [busy] = other.unfinished()
+        assert (busy.invocation_id, busy.recovery) == (inv, "busy")
+        first.kill()
+        eventually(lambda: [u.recovery for u in other.unfinished()] == ["uncertain"],
+                   timeout=15, message="the dead owner's lease expired")
+        with pytest.raises(hy.RecoveryRejected) as uncertain:
+            other.recover(inv)
+        assert uncertain.value.code == "task_execution_uncertain"
+        other.resolve_task(right, result={"right": "right-done"})
+        gate.touch()
+        other.recover(inv)
+        result = other.wait(inv, timeout=60)
+        assert result.ok, result
+        starts = [line.split()[2] for line in effects.read_text().splitlines()
+                  if line.startswith("start ")]
+        assert sorted(starts) == ["fetch", "left", "report", "right"], "none ran twice"
+        store.close()

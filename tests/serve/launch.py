@@ -46,10 +46,12 @@ class Served:
 
     @property
     def session(self) -> int | None:
-        """The OS session of the server's actor processes (serve.json), if written."""
+        """The OS session of the server's actor processes (serve.json), once this
+        server has written it."""
         try:
-            return int(json.loads((self.data_dir / "serve.json").read_text())["session_id"])
-        except (OSError, ValueError, KeyError):
+            record = json.loads((self.data_dir / "serve.json").read_text())
+            return int(record["session_id"]) if record["pid"] == self.process.pid else None
+        except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -90,7 +92,6 @@ def start(workdir: Path, data_dir: Path, log: Path, port: int | None = None,
     ``env``, default :func:`serve_env`) answering ``/ok``."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
-    (data_dir / "serve.json").unlink(missing_ok=True)
     with log.open("ab") as out:
         process = subprocess.Popen(
             serve_command(workdir, data_dir, port, *args),

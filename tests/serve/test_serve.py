@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sqlite3
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,8 @@ from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from hayata_py.serve._uncertain import RESOLVE_BODY
-from tests.serve.launch import Served, hayata_serve, start
+from tests.serve.launch import Served, hayata_serve, serve_command, serve_env, start
+from tests.serve_api.reference import free_port
 from tests.serve_api.support import ASK, STEPS, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -173,14 +178,7 @@ def test_kill_9_mid_run_then_restart_resumes_the_stream(served: Served) -> None:
 
 def _session_alive(session: int) -> bool:
     """Whether any process of OS session ``session`` is still running (not a zombie)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[3]) == session:
-            return True
-    return False
+    return bool(_session_pids(session))
 
 
 def test_sigterm_stops_the_server_and_its_actors() -> None:
@@ -191,3 +189,102 @@ def test_sigterm_stops_the_server_and_its_actors() -> None:
         server.process.terminate()
         server.process.wait(timeout=60)
         wait_until(lambda: not _session_alive(session), "the actor processes gone")
+
+
+def _stream_until_middle(served: Served, label: str) -> tuple[str, str, list[Any]]:
+    """A run of ``steps`` whose middle node waits 3 s, followed until that node
+    is in flight: its thread, run id and the events seen."""
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        thread = client.threads.create()["thread_id"]
+        seen = []
+        for part in client.runs.stream(thread, STEPS, input={"label": label, "delay": 3.0},
+                                       stream_mode=["values", "updates"]):
+            seen.append(part)
+            if part.event == "updates":
+                break
+        wait_until(lambda: _in_flight(served, "middle"), "the middle node in flight")
+    return thread, seen[0].data["run_id"], seen
+
+
+def _finish_after_restart(served: Served, thread: str, run_id: str, seen: list[Any],
+                          label: str) -> None:
+    """The restarted server carries the run on: its stream resumes after the
+    last id seen and asks about the node the kill caught; answered, the
+    thread's nodes ran once each."""
+    with get_sync_client(url=served.url, timeout=30.0) as client:
+        rest = list(client.runs.join_stream(thread, run_id, last_event_id=seen[-1].id))
+        ids = [int(str(p.id)) for p in seen + rest]
+        assert ids == list(range(1, len(ids) + 1)), f"ids not 1, 2, ...: {ids}"
+        last: Any = rest[-1].data
+        [asked] = last["__interrupt__"]
+        assert asked["value"]["uncertain"]["node"] == "middle"
+        assert last["steps"] == [f"{label}:first"]
+        wait_until(lambda: client.runs.get(thread, run_id)["status"] == "success",
+                   "the run done after the restart")
+        done: Any = client.runs.wait(thread, STEPS, command={"resume": {"rerun": True}})
+        assert done["steps"] == [f"{label}:first", f"{label}:middle", f"{label}:last"]
+
+
+def test_kill_9_of_the_server_alone_ends_its_actors() -> None:
+    """Only the server process SIGKILLed mid-run: every process of its actor
+    session is gone within seconds (the system watches its owner); a restart
+    on the data dir carries the run on, no completed node run again."""
+    with hayata_serve() as served:
+        session = served.session
+        assert session is not None and _session_alive(session)
+        thread, run_id, seen = _stream_until_middle(served, "o")
+        os.kill(served.process.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        served.process.wait(timeout=30)
+        wait_until(lambda: not _session_alive(session), "no actor process left", timeout=10)
+        print(f"actors gone {time.monotonic() - killed:.2f}s after the server's kill -9")
+        restarted = start(served.workdir, served.data_dir, served.log, port=served.port)
+        served.process = restarted.process
+        assert served.session not in (None, session)
+        _finish_after_restart(served, thread, run_id, seen, "o")
+
+
+def _session_pids(session: int) -> list[int]:
+    return [int(stat.parent.name) for stat in Path("/proc").glob("[0-9]*/stat")
+            if _in_session(stat, session)]
+
+
+def _in_session(stat: Path, session: int) -> bool:
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z" and int(fields[3]) == session
+
+
+def test_a_restart_kills_what_a_dead_server_left_before_starting() -> None:
+    """A dead server's actors still there (stopped, so they cannot notice its
+    death): the next server on the data dir kills them before it starts its
+    own system, then carries the run on."""
+    with hayata_serve() as served:
+        session = served.session
+        assert session is not None
+        thread, run_id, seen = _stream_until_middle(served, "s")
+        pids = _session_pids(session)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        os.kill(served.process.pid, signal.SIGKILL)
+        served.process.wait(timeout=30)
+        assert _session_alive(session), "the stopped actors are still there"
+        restarted = start(served.workdir, served.data_dir, served.log, port=served.port)
+        served.process = restarted.process
+        assert not _session_alive(session), "the restart left the old actors running"
+        assert f"killed {len(pids)} process(es) a dead server left" in served.log.read_text()
+        _finish_after_restart(served, thread, run_id, seen, "s")
+
+
+def test_a_second_server_on_a_data_dir_is_refused() -> None:
+    """While a server runs on a data dir, another started there exits at once
+    (status 1), naming the running server's pid; the first serves on."""
+    with hayata_serve() as served:
+        second = subprocess.run(
+            serve_command(served.workdir, served.data_dir, free_port()),
+            cwd=served.workdir, env=serve_env(), capture_output=True, timeout=60)
+        assert second.returncode == 1, second.stderr.decode()
+        assert f"pid {served.process.pid}" in second.stderr.decode()
+        assert httpx.get(f"{served.url}/ok", timeout=10).status_code == 200

@@ -96,6 +96,9 @@ def test_system_options_are_validated(tmp_path: Any) -> None:
     with pytest.raises(hy.ConfigError) as err:
         hy.AgentSystem(tmp_path, admin_port=70000)
     assert err.value.details["field"] == "admin_port"
+    with pytest.raises(hy.ConfigError) as err:
+        hy.AgentSystem(tmp_path, exit_with_owner="yes")  # type: ignore[arg-type]
+    assert err.value.details["field"] == "exit_with_owner"
 
 
 @pytest.mark.parametrize(

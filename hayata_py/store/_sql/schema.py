@@ -16,7 +16,7 @@ __all__ = [
     "threads",
 ]
 
-HEAD_REVISION = "0005_serve"
+HEAD_REVISION = "0006_serve_owners"
 """The newest migration revision this code knows."""
 
 metadata = sa.MetaData()

@@ -1,0 +1,82 @@
+"""Run ownership in the serve tables (SQLite, no server process): one server
+wins a claim, only the owner records events or ends the run, and a run whose
+server's lease expired is taken over by another."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hayata_py.serve._db import RunLost, RunRow, ServeDB
+from hayata_py.serve._runs import Runner
+from hayata_py.store import open_store
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[ServeDB]:
+    url = f"sqlite:///{tmp_path / 'hayata.db'}"
+    open_store(url).close()  # the migrations
+    serve_db = ServeDB(url)
+    try:
+        yield serve_db
+    finally:
+        serve_db.close()
+
+
+def _pending(db: ServeDB, run_id: str = "r1") -> RunRow:
+    now = time.time()
+    db.create_thread("t1", {})
+    run = RunRow(run_id, "t1", "a", "steps", "pending", "enqueue", {}, {}, now, now, now)
+    assert db.add_run(run, reject_if_busy=False) == "ok"
+    return run
+
+
+def test_one_server_wins_the_claim_and_only_it_records(db: ServeDB) -> None:
+    _pending(db)
+    assert db.claim_run("r1", "A", status="pending", previous=None)
+    assert not db.claim_run("r1", "B", status="pending", previous=None)
+    row = db.get_run("r1")
+    assert row is not None and (row.status, row.owner) == ("running", "A")
+    assert db.append_events("r1", [("values", {"n": 1})], owner="A") == 1
+    with pytest.raises(RunLost, match="carried out by A, not B"):
+        db.append_events("r1", [("values", {"n": 2})], owner="B")
+    assert [seq for seq, _, _ in db.events_after("r1", 0)] == [1]
+    assert not db.set_run_status("r1", "success", only_from=["running"], owner="B")
+    assert db.set_run_status("r1", "success", only_from=["running"], owner="A")
+    with pytest.raises(RunLost, match="is success"):
+        db.append_events("r1", [("values", {"n": 3})], owner="A")
+    db.delete_run("r1")
+    with pytest.raises(RunLost, match="deleted"):
+        db.append_events("r1", [("values", {"n": 3})], owner="A")
+
+
+def test_a_taken_over_run_is_fenced_for_its_old_server(db: ServeDB) -> None:
+    _pending(db)
+    assert db.claim_run("r1", "A", status="pending", previous=None)
+    assert db.claim_run("r1", "B", status="running", previous="A")
+    assert not db.claim_run("r1", "C", status="running", previous="A"), "one taker only"
+    with pytest.raises(RunLost):
+        db.append_events("r1", [("values", {})], owner="A")
+    assert not db.set_run_status("r1", "success", only_from=["running"], owner="A")
+    assert db.append_events("r1", [("values", {})], owner="B") == 1
+
+
+def test_leases_say_whose_running_runs_are_orphaned(db: ServeDB) -> None:
+    db.renew_server("A", "http://a", 30.0, started=True)
+    db.renew_server("B", "http://b", 30.0, started=True)
+    runner = Runner(db, {}, server_id="B", lease_seconds=30.0)
+    _pending(db)
+    db.claim_run("r1", "A", status="pending", previous=None)
+    run = db.get_run("r1")
+    assert run is not None
+    assert not runner._orphaned(run, db.server_leases()), "A's lease still runs"
+    db.expire_server("A")
+    assert db.server_leases()["A"] < time.time()
+    assert runner._orphaned(run, db.server_leases()), "A's lease expired"
+    mine = RunRow(**{**run.__dict__, "owner": "B"})
+    assert runner._orphaned(mine, {}), "left running by this server before a restart"
