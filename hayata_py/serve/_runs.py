@@ -311,6 +311,11 @@ class Runner:
             self.kick()
 
     def _carry_out(self, run: RunRow) -> None:
+        if self.is_cancelled(run.run_id):
+            # cancelled while this server took it up (the cancel saw it
+            # pending): its invocation never starts
+            self._finish(run, "interrupted", None)
+            return
         graph = self.graphs[run.graph_id]
         resuming = run.run_id in self._resume
         self._resume.discard(run.run_id)

@@ -80,3 +80,34 @@ def test_leases_say_whose_running_runs_are_orphaned(db: ServeDB) -> None:
     assert runner._orphaned(run, db.server_leases()), "A's lease expired"
     mine = RunRow(**{**run.__dict__, "owner": "B"})
     assert runner._orphaned(mine, {}), "left running by this server before a restart"
+
+
+class _CountingGraph:
+    """Counts what the runner asks of it (its errors would be the run's own)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def stream(self, *_args: object, **_kwargs: object) -> list[object]:
+        self.calls.append("stream")
+        return []
+
+    def get_state(self, _config: object) -> object:
+        self.calls.append("get_state")
+        raise LookupError("no state here")
+
+
+def test_a_run_cancelled_as_it_is_taken_up_never_starts(db: ServeDB) -> None:
+    # The race: cancel() saw the run pending (so it asked no invocation to
+    # stop) just before the scheduler claimed it and started its worker.
+    run = _pending(db)
+    graph = _CountingGraph()
+    runner = Runner(db, {"steps": graph},  # type: ignore[dict-item]
+                    server_id="A", lease_seconds=30.0)
+    runner._cancelled.add(run.run_id)
+    assert db.claim_run(run.run_id, "A", status="pending", previous=None)
+    runner._carry_out(run)
+    row = db.get_run(run.run_id)
+    assert row is not None and row.status == "interrupted"
+    assert graph.calls == [], "the cancelled run's invocation was started"
+    assert db.events_after(run.run_id, 0) == [], "nothing logged for a run that never started"
