@@ -17,12 +17,15 @@ with ``npm ci`` unless its ``node_modules`` already holds exactly that lock.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,8 @@ MISSING = ("the JS client tests (tests/serve/test_js_sdk.py, make test-ui) need 
            "root: apt-get update && apt-get install -y nodejs npm), or put node and npm on PATH")
 #: Written into ``node_modules`` after a successful ``npm ci``: the lock's hash.
 STAMP = ".hayata-lock-sha256"
+#: Held (``flock``) while a folder is installed: two test runs at once take turns.
+LOCK = ".npm-ci.lock"
 
 
 @dataclass(frozen=True)
@@ -84,10 +89,26 @@ def installed(folder: Path) -> bool:
     return stamp.is_file() and stamp.read_text().strip() == lock_hash(folder)
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created if missing), waited for."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def npm_ci(folder: Path, node: Node) -> float | None:
     """``npm ci`` in ``folder`` unless :func:`installed`; the seconds it took, or
     None if nothing was installed. Raises ``RuntimeError`` with npm's output
-    if it fails."""
+    if it fails. Runs at once in one folder take turns (:data:`LOCK`)."""
+    with locked(folder / LOCK):
+        return _npm_ci(folder, node)
+
+
+def _npm_ci(folder: Path, node: Node) -> float | None:
     if installed(folder):
         return None
     started = time.monotonic()

@@ -111,7 +111,14 @@ def fetch_template(found: node.Node) -> None:
 
 
 def build(found: node.Node) -> Path:
-    """The built app's folder (``index.html`` and ``assets/``), built if needed."""
+    """The built app's folder (``index.html`` and ``assets/``), built if needed
+    (runs at once take turns)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with node.locked(CACHE / ".build.lock"):
+        return _build(found)
+
+
+def _build(found: node.Node) -> Path:
     if built():
         print("agent-chat-ui: cached build", file=sys.stderr)
         return DIST
