@@ -31,7 +31,7 @@ from pathlib import Path
 
 APT_PACKAGES = ("nodejs", "npm")
 APT_TIMEOUT = 900.0  # seconds for `apt-get update` and for `apt-get install`
-NPM_CI_TIMEOUT = 900.0  # seconds for one `npm ci`
+NPM_CI_TIMEOUT = 500.0  # seconds for one `npm ci` (under the JS test's 600 s timeout)
 MISSING = ("the JS client tests (tests/serve/test_js_sdk.py, make test-ui) need Node.js 18 or "
            "newer and npm, and none was found or installed: install them (Debian/Ubuntu, as "
            "root: apt-get update && apt-get install -y nodejs npm), or put node and npm on PATH")
