@@ -1,14 +1,15 @@
 # Two entry points for a fresh machine:
 #   make demo   -> creates .venv, installs, runs the hello example (Python 3.11+ and make)
-#   make test   -> creates .venv, installs, gets the observer test's browser (make browser),
-#                  runs ruff, mypy and the test suite (every folder of tests/)
+#   make test   -> creates .venv, installs, gets the observer test's browser (make browser)
+#                  and Node.js with npm (make node), runs ruff, mypy and the test suite
+#                  (every folder of tests/ but tests/serve_api and tests/ui)
 # and one for every change: make test-quick -> tests/unit alone, in under a minute.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick browser lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +33,20 @@ typecheck: $(STAMP)
 browser: $(STAMP)
 	@$(PY) -m tests.browser
 
+# The JS client test (tests/serve/test_js_sdk.py) runs LangGraph's JS SDK on
+# Node.js: node and npm found on PATH, else (as root with apt-get) Debian's
+# nodejs and npm are installed; otherwise this stops, before the suite, with
+# one line saying what to install (tests/node.py). The test itself installs
+# its npm packages (npm ci, skipped while node_modules matches the lock).
+node: $(STAMP)
+	@$(PY) -m tests.node
+
 # The whole suite, every folder of tests/ (pyproject's testpaths): unit, runtime,
 # supervisors, cli, examples, store and chaos. Two workers (pytest-xdist): the
 # suite's tests mostly wait on actor processes. PYTEST_WORKERS=0 runs it in this
 # one process.
 PYTEST_WORKERS ?= 2
-pytest: $(STAMP) browser
+pytest: $(STAMP) browser node
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 # The quick suite: tests/unit, the tests that start no process and reach no
@@ -47,8 +56,8 @@ pytest: $(STAMP) browser
 test-quick: $(STAMP)
 	$(PY) -m pytest tests/unit -n 0
 
-# The browser first: a machine that cannot have one stops at once.
-test: browser lint typecheck pytest
+# The browser and node first: a machine that cannot have them stops at once.
+test: browser node lint typecheck pytest
 
 # The Agent Server API conformance suite (tests/serve_api) against LangGraph's
 # own local server: starts `langgraph dev` on a loopback port from a venv of
@@ -62,6 +71,13 @@ LGDEV_VENV ?= .venv-langgraph-dev
 .PHONY: test-serve
 test-serve: $(STAMP)
 	$(PY) -m tests.serve.launch
+
+# agent-chat-ui (create-agent-chat-app's vite template, from npm) against
+# `hayata serve` in headless Chromium: builds the app once into tests/ui/.cache
+# (rebuilt when tests/ui/app or the template version changes), serves it on
+# loopback and drives it with Selenium (tests/ui). Not part of `make test`.
+test-ui: $(STAMP) browser node
+	$(PY) -m pytest tests/ui -n 0
 
 .PHONY: test-serve-reference
 test-serve-reference: $(STAMP)

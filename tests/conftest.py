@@ -19,13 +19,27 @@ if TYPE_CHECKING:
 #: The Agent Server API conformance suite drives a running server; it is
 #: collected only when one is given (tests/serve_api/conftest.py).
 SERVE_API = Path(__file__).parent / "serve_api"
+#: agent-chat-ui in a browser (``make test-ui``): collected only when named.
+UI = Path(__file__).parent / "ui"
+
+
+def _named(path: Path, config: pytest.Config) -> bool:
+    """Whether the command line names ``path`` or something inside it."""
+    for arg in config.args:
+        given = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+        if given == path or path in given.parents:
+            return True
+    return False
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Leave tests/serve_api out of a run that names no server to drive."""
+    """Leave tests/serve_api out of a run that names no server to drive, and
+    tests/ui out of a run that does not name it."""
     if collection_path == SERVE_API:
         given = config.getoption("server_url", default=None) or os.environ.get("SERVE_API_URL")
         return True if not given else None
+    if collection_path == UI:
+        return None if _named(UI, config) else True
     return None
 
 
