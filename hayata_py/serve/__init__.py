@@ -30,7 +30,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from hayata_py._api import AgentSystem
-from hayata_py.langgraph import HayataGraph
+from hayata_py.langgraph import HayataGraph, HayataStore
 from hayata_py.langgraph import compile as compile_graph
 from hayata_py.serve._app import Server, build_app
 from hayata_py.serve._db import ServeDB
@@ -71,17 +71,20 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
                 cors_origins: Sequence[str] = ()) -> Served:
     """Start the agent system, one agent per graph of ``config`` (a
     ``langgraph.json``), and build the app serving them. Runs left running by a
-    stopped server are carried on once the app starts. With ``api_key`` every
+    stopped server are carried on once the app starts. The graphs' nodes get the
+    store ``/store/items`` serves (``get_store()``). With ``api_key`` every
     request but ``GET /ok`` must carry it (``x-api-key``); CORS answers for
     ``cors_origins`` and the config's ``http.cors.allow_origins``, if any."""
     specs, notes = read_config(config)
     origins = [*cors_origins, *config_cors_origins(config)]
     system = AgentSystem(data_dir, store_url=store_url)
     try:
+        # every graph's nodes get the store /store/items serves (get_store())
+        store = HayataStore(system)
         graphs: dict[str, HayataGraph] = {
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
-                                         uncertain="interrupt", auto_recover=True,
-                                         max_invocations=MAX_RUNS)
+                                         store=store, uncertain="interrupt",
+                                         auto_recover=True, max_invocations=MAX_RUNS)
             for spec in specs}
         db = ServeDB(system.store_url)
     except BaseException:
