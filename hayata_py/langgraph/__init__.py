@@ -118,7 +118,12 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
                                   "carried over; compile it without one (or pass the "
                                   "builder)")
         if spec is None and given.store is not None:
-            spec = store_spec(given.store)
+            try:
+                spec = store_spec(given.store)
+            except ConfigError as exc:
+                raise ConfigError("store", f"the compiled graph's store is refused: "
+                                  f"{exc.message.removeprefix('store: ')}; "
+                                  "compile(..., store=...) replaces it") from exc
         interrupt_before = interrupt_before or given.interrupt_before_nodes or None
         interrupt_after = interrupt_after or given.interrupt_after_nodes or None
     compiled_graph = builder.compile()

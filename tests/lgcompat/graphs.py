@@ -627,3 +627,12 @@ def hayata_store() -> BaseStore:
     from hayata_py.langgraph import HayataStore
 
     return HayataStore(STORE_URL)
+
+
+def seek(state: MemoState) -> dict[str, Any]:
+    return {"log": [[i.key for i in get_store().search(("memo", state["user"]), query="x")]]}
+
+
+seeker = StateGraph(MemoState)
+seeker.add_node("seek", seek)
+seeker.add_edge(START, "seek")

@@ -91,6 +91,11 @@ def test_search_order_filters_and_refusals(tmp_path: Path, system: hy.AgentSyste
     with pytest.raises(hy.ConfigError, match="query") as refused:
         store.search(space, query="numbers")
     assert refused.value.details["field"] == "query"
+    # from a node: the caller gets it as the node's exception
+    app = hylg.compile(graphs.seeker, system, store=store)
+    with pytest.raises(hy.ConfigError, match="embedding index") as raised:
+        app.invoke({"user": "u", "log": []}, _config())
+    assert raised.value.details["field"] == "query"
     with pytest.raises(InvalidNamespaceError):
         store.put(("a.b",), "k", {"v": 1})
     with pytest.raises(NotImplementedError):
@@ -108,9 +113,14 @@ def test_stores_the_node_processes_cannot_share_are_refused(system: hy.AgentSyst
     with pytest.raises(hy.ConfigError, match="HayataStore"):
         hylg.compile(graphs.memo, system, id="memo-path",
                      store="tests.lgcompat.graphs:shared_in_memory")
-    with pytest.raises(hy.ConfigError, match="HayataStore"):  # a compiled graph's own
+    with pytest.raises(hy.ConfigError, match=r"compiled graph's store is refused.*"
+                       r"HayataStore"):
         hylg.compile(graphs.compiled_with_store, system, id="memo-compiled")
     assert not {"memo-mem", "memo-obj", "memo-path", "memo-compiled"} & set(system.agents())
+    # a compiled graph's store is replaced by the one given
+    app = hylg.compile(graphs.compiled_with_store, system, id="memo-compiled",
+                       store=hylg.HayataStore(system))
+    assert isinstance(load_store(app.store), hylg.HayataStore)
 
 
 def test_a_store_by_path_is_built_once_per_process(system: hy.AgentSystem,
