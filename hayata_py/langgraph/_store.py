@@ -21,6 +21,7 @@ import asyncio
 import datetime
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ import sqlalchemy as sa
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
@@ -38,7 +40,13 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
-from langgraph.store.memory import InMemoryStore, _compare_values, _does_match
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+from langgraph.store.memory import (
+    InMemoryStore,
+    _compare_values,
+    _cosine_similarity,
+    _does_match,
+)
 from sqlalchemy.engine import Connection
 
 from hayata_py._api import AgentSystem
@@ -60,10 +68,13 @@ items = sa.Table(
 """The items (migration ``0005_serve``): a namespace's labels joined by ``.``
 (LangGraph refuses labels with a period), the value as JSON, epoch seconds."""
 
-_NO_QUERY = ("semantic search (query=...) needs an embedding index, and HayataStore has "
-             "none: search with filter= instead, or give compile(store=...) a store with "
-             "an index (e.g. a 'package.module:name' path to a function returning a "
-             "PostgresStore made with index=...)")
+_NO_QUERY = ("semantic search (query=...) needs an embedding index, and this HayataStore "
+             "has none: make it with HayataStore(..., index={'embed': function, 'dims': n, "
+             "'fields': [...]}) as LangGraph's stores take it, or search with filter= "
+             "instead")
+
+VECTORS_KEPT = 10_000
+"""Embeddings of item texts a :class:`HayataStore` keeps per process (by text)."""
 
 
 def _joined(namespace: Sequence[str]) -> str:
@@ -104,13 +115,20 @@ class HayataStore(BaseStore):
     Values are JSON objects. ``search`` without a query gives items newest
     updated first (as LangGraph's ``PostgresStore``); ``filter`` matches as
     LangGraph's stores do (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``,
-    ``$lte``); a semantic ``query`` is refused (there is no embedding index).
-    No TTL. Each process connects on first use."""
+    ``$lte``). No TTL. Each process connects on first use.
+
+    ``index`` (LangGraph's ``IndexConfig``: ``embed``, a function of a list of
+    texts or LangChain ``Embeddings``; ``dims``; ``fields``, default the whole
+    value) lets ``search(..., query=...)`` rank items by cosine similarity as
+    ``InMemoryStore`` does; the texts of the items under the prefix are
+    embedded at search time (each text once per process, up to
+    :data:`VECTORS_KEPT`), nothing is stored. Without it a ``query`` is
+    refused (``ConfigError("query")``)."""
 
     supports_ttl = False
 
-    def __init__(self, source: AgentSystem | str, *, holder: EngineHolder | None = None
-                 ) -> None:
+    def __init__(self, source: AgentSystem | str, *, index: IndexConfig | None = None,
+                 holder: EngineHolder | None = None) -> None:
         if isinstance(source, AgentSystem):
             source = source.store_url
         if not isinstance(source, str) or not source:
@@ -118,6 +136,18 @@ class HayataStore(BaseStore):
                               f"store's database, got {type(source).__name__}")
         self.url = source
         self._holder = holder
+        self.index: IndexConfig | None = None
+        self._embeddings: Any = None
+        self._fields: list[tuple[str, Any]] = []
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        if index:
+            if not isinstance(index, dict) or index.get("embed") is None:
+                raise ConfigError("index", "needs 'embed': a function of a list of texts "
+                                  "returning their vectors, or LangChain Embeddings")
+            self.index = IndexConfig(**index)
+            self._embeddings = ensure_embeddings(index["embed"])
+            self._fields = [(p, tokenize_path(p)) if p != "$" else (p, p)
+                            for p in (index.get("fields") or ["$"])]
 
     @classmethod
     def over(cls, holder: EngineHolder) -> HayataStore:
@@ -125,7 +155,7 @@ class HayataStore(BaseStore):
         return cls(holder.url.render_as_string(hide_password=False), holder=holder)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (HayataStore, (self.url,))
+        return (_rebuilt, (self.url, self.index))
 
     def __repr__(self) -> str:
         return f"HayataStore({sa.engine.make_url(self.url).render_as_string()!r})"
@@ -147,21 +177,27 @@ class HayataStore(BaseStore):
         """The operations in order, in one transaction."""
         todo = list(ops)
         for op in todo:
-            if isinstance(op, SearchOp) and op.query:
+            if isinstance(op, SearchOp) and op.query and self._embeddings is None:
                 raise ConfigError("query", _NO_QUERY)
+            if isinstance(op, PutOp) and op.index is not None and self.index is not None:
+                raise ConfigError("index", "HayataStore embeds every item with its own "
+                                  "index fields, at search time: leave an item's index= out")
             if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
                 raise ValueError(f"unknown store operation {type(op).__name__}")
         writes = any(isinstance(op, PutOp) for op in todo)
 
-        def run(conn: Connection) -> list[Result]:
+        def run(conn: Connection) -> list[Any]:
             return [self._one(conn, op, time.time()) for op in todo]
-        return self.holder.run(run, write=writes)
+        results = self.holder.run(run, write=writes)
+        # searches are paged (and ranked) out of the transaction: embedding takes time
+        return [self._page(op, found) if isinstance(op, SearchOp) else found
+                for op, found in zip(todo, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` on a thread."""
         return await asyncio.to_thread(self.batch, list(ops))
 
-    def _one(self, conn: Connection, op: Op, now: float) -> Result:
+    def _one(self, conn: Connection, op: Op, now: float) -> Any:
         if isinstance(op, GetOp):
             row = conn.execute(items.select().where(items.c.namespace == _joined(op.namespace),
                                                     items.c.key == op.key)).first()
@@ -188,15 +224,71 @@ class HayataStore(BaseStore):
                                                created_at=now, updated_at=now))
 
     @staticmethod
-    def _search(conn: Connection, op: SearchOp) -> list[SearchItem]:
+    def _search(conn: Connection, op: SearchOp) -> list[Item]:
+        """The items under the prefix that pass the filter, newest updated first."""
         rows = conn.execute(items.select().where(_under(op.namespace_prefix)).order_by(
             items.c.updated_at.desc(), items.c.namespace, items.c.key))
         found = [_item(row) for row in rows]
         if op.filter:
             found = [i for i in found if all(_compare_values(i.value.get(k), v)
                                              for k, v in op.filter.items())]
-        return [SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at)
-                for i in found[op.offset:op.offset + op.limit]]
+        return found
+
+    def _page(self, op: SearchOp, found: list[Item]) -> list[SearchItem]:
+        if not op.query or self._embeddings is None:
+            return [SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at)
+                    for i in found[op.offset:op.offset + op.limit]]
+        return self._ranked(op, found)
+
+    def _ranked(self, op: SearchOp, found: list[Item]) -> list[SearchItem]:
+        """``found`` by cosine similarity to the query, an item scored by its
+        best text, as ``InMemoryStore`` ranks them; items with no text to
+        embed fill a page's room after the others (score None)."""
+        texts = {id(i): self._texts(i.value) for i in found}
+        self._embed([t for item_texts in texts.values() for t in item_texts])
+        query = self._embeddings.embed_query(op.query)
+        flat_items: list[Item] = []
+        flat_vectors: list[list[float]] = []
+        scoreless: list[Item] = []
+        for item in found:
+            for text in texts[id(item)]:
+                flat_items.append(item)
+                flat_vectors.append(self._vectors[text])
+            if not texts[id(item)]:
+                scoreless.append(item)
+        scores = _cosine_similarity(query, flat_vectors)
+        ranked = sorted(zip(scores, flat_items, strict=True), key=lambda x: x[0], reverse=True)
+        seen: set[tuple[tuple[str, ...], str]] = set()
+        kept: list[tuple[float | None, Item]] = []
+        for score, item in ranked:
+            if (item.namespace, item.key) in seen:
+                continue
+            seen.add((item.namespace, item.key))
+            if len(seen) > op.offset + op.limit:
+                break
+            if len(seen) > op.offset:
+                kept.append((score, item))
+        if scoreless and len(kept) < op.limit:
+            kept.extend((None, item) for item in scoreless[:op.limit - len(kept)])
+        return [SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at,
+                           score=float(score) if score is not None else None)
+                for score, i in kept]
+
+    def _texts(self, value: dict[str, Any]) -> list[str]:
+        """The texts of ``value`` at the index's fields, as LangGraph picks them."""
+        return [text for _, field in self._fields for text in get_text_at_path(value, field)]
+
+    def _embed(self, texts: list[str]) -> None:
+        """Embed the texts not kept yet (in one call), keeping the newest."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            for text, vector in zip(missing, self._embeddings.embed_documents(missing),
+                                    strict=True):
+                self._vectors[text] = list(vector)
+        for text in texts:
+            self._vectors.move_to_end(text)
+        while len(self._vectors) > max(VECTORS_KEPT, len(texts)):
+            self._vectors.popitem(last=False)
 
     @staticmethod
     def _namespaces(conn: Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -209,6 +301,11 @@ class HayataStore(BaseStore):
         else:
             names = sorted(names)
         return names[op.offset:op.offset + op.limit]
+
+
+def _rebuilt(url: str, index: IndexConfig | None) -> HayataStore:
+    """A :class:`HayataStore` unpickled: its URL and index, no connection."""
+    return HayataStore(url, index=index)
 
 
 # -- a graph's store, rebuilt in every process --------------------------------------------

@@ -102,6 +102,54 @@ def test_search_order_filters_and_refusals(tmp_path: Path, system: hy.AgentSyste
         store.put(space, "k", {"v": 1}, ttl=5)
 
 
+TEXTS = {"a": "cat cat dog", "b": "fish fish", "c": "dog dog dog bird", "d": "cat",
+         "e": None, "f": "bird fish fish cat"}
+"""Texts whose stand-in vectors tie for none of the queries below (a tie may
+rank either way)."""
+
+
+def _fill(store: Any, space: tuple[str, ...]) -> None:
+    for key, text in TEXTS.items():
+        value: dict[str, Any] = {"n": len(key) + ord(key)}
+        if text is not None:
+            value["text"] = text
+        store.put(space, key, value)
+
+
+def _ranked(found: list[Any]) -> list[tuple[str, float | None]]:
+    return [(i.key, None if i.score is None else round(i.score, 9)) for i in found]
+
+
+def test_semantic_search_with_an_index_ranks_as_in_memory_store(
+        system: hy.AgentSystem) -> None:
+    space = ("sem", uuid.uuid4().hex[:6])
+    theirs = InMemoryStore(index=graphs.INDEX)
+    ours = hylg.HayataStore(system, index=graphs.INDEX)
+    _fill(theirs, space)
+    _fill(ours, space)
+    for query, options in (("cat", {}), ("dog and bird", {"limit": 3}),
+                           ("fish", {"offset": 2, "limit": 2}),
+                           ("cat", {"filter": {"n": {"$gt": 100}}}),
+                           ("nothing", {"limit": 10})):
+        mine = _ranked(ours.search(space, query=query, **options))
+        assert mine == _ranked(theirs.search(space, query=query, **options)), query
+    best = ours.search(space, query="cat", limit=2)
+    assert [i.key for i in best] == ["d", "a"] and best[0].score == pytest.approx(1.0)
+    with pytest.raises(hy.ConfigError, match="index") as refused:
+        ours.put(space, "g", {"text": "cat"}, index=["text"])
+    assert refused.value.details["field"] == "index"
+    with pytest.raises(hy.ConfigError, match="embed"):
+        hylg.HayataStore(system, index={"dims": 3})
+    # from a node: the index (its embedding function) goes to the node's process
+    user = f"u{uuid.uuid4().hex[:6]}"
+    _fill(theirs, ("memo", user))
+    _fill(ours, ("memo", user))
+    reference = graphs.seeker.compile(checkpointer=InMemorySaver(), store=theirs)
+    app = hylg.compile(graphs.seeker, system, id="seeker-index", store=ours)
+    given = {"user": user, "log": []}
+    assert app.invoke(given, _config()) == reference.invoke(given, _config())
+
+
 def test_stores_the_node_processes_cannot_share_are_refused(system: hy.AgentSystem) -> None:
     with pytest.raises(hy.ConfigError, match="HayataStore") as refused:
         hylg.compile(graphs.memo, system, id="memo-mem", store=InMemoryStore())
