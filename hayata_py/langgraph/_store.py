@@ -245,7 +245,7 @@ class HayataStore(BaseStore):
         best text, as ``InMemoryStore`` ranks them; items with no text to
         embed fill a page's room after the others (score None)."""
         texts = {id(i): self._texts(i.value) for i in found}
-        self._embed([t for item_texts in texts.values() for t in item_texts])
+        vectors = self._embed([t for item_texts in texts.values() for t in item_texts])
         query = self._embeddings.embed_query(op.query)
         flat_items: list[Item] = []
         flat_vectors: list[list[float]] = []
@@ -253,7 +253,7 @@ class HayataStore(BaseStore):
         for item in found:
             for text in texts[id(item)]:
                 flat_items.append(item)
-                flat_vectors.append(self._vectors[text])
+                flat_vectors.append(vectors[text])
             if not texts[id(item)]:
                 scoreless.append(item)
         scores = _cosine_similarity(query, flat_vectors)
@@ -278,17 +278,20 @@ class HayataStore(BaseStore):
         """The texts of ``value`` at the index's fields, as LangGraph picks them."""
         return [text for _, field in self._fields for text in get_text_at_path(value, field)]
 
-    def _embed(self, texts: list[str]) -> None:
-        """Embed the texts not kept yet (in one call), keeping the newest."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+    def _embed(self, texts: list[str]) -> dict[str, list[float]]:
+        """The vectors of ``texts``: those not kept yet embedded in one call,
+        the newest :data:`VECTORS_KEPT` kept."""
+        found = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
         if missing:
-            for text, vector in zip(missing, self._embeddings.embed_documents(missing),
-                                    strict=True):
-                self._vectors[text] = list(vector)
-        for text in texts:
+            found.update(zip(missing, map(list, self._embeddings.embed_documents(missing)),
+                             strict=True))
+        for text, vector in found.items():
+            self._vectors[text] = vector
             self._vectors.move_to_end(text)
-        while len(self._vectors) > max(VECTORS_KEPT, len(texts)):
+        while len(self._vectors) > VECTORS_KEPT:
             self._vectors.popitem(last=False)
+        return found
 
     @staticmethod
     def _namespaces(conn: Connection, op: ListNamespacesOp) -> list[tuple[str, ...]]:

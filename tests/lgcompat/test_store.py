@@ -135,6 +135,10 @@ def test_semantic_search_with_an_index_ranks_as_in_memory_store(
         assert mine == _ranked(theirs.search(space, query=query, **options)), query
     best = ours.search(space, query="cat", limit=2)
     assert [i.key for i in best] == ["d", "a"] and best[0].score == pytest.approx(1.0)
+    # each text is embedded once per process: again, only the query is
+    before = len(graphs.EMBEDDED)
+    assert _ranked(ours.search(space, query="cat", limit=2)) == _ranked(best)
+    assert graphs.EMBEDDED[before:] == ["cat"]
     with pytest.raises(hy.ConfigError, match="index") as refused:
         ours.put(space, "g", {"text": "cat"}, index=["text"])
     assert refused.value.details["field"] == "index"
