@@ -441,13 +441,14 @@ class HayataGraph:
 
     # -- the thread's checkpoints ----------------------------------------------------
 
-    def _checkpoints(self, thread: str, config: Any) -> bytes | None:
+    def _checkpoints(self, thread: str, config: Any, *, live: bool = False) -> bytes | None:
         """What a read of ``config`` needs: the newest checkpoints, or the whole
-        history for a ``checkpoint_id`` or a graph with history channels."""
+        history for a ``checkpoint_id`` or a graph with history channels;
+        ``live``: those of a run going on too, at the superstep it is in."""
         configurable = config.get("configurable") or {}
         if configurable.get("checkpoint_id") or self._history_channels:
-            return self.threads.history(thread)
-        return self.threads.latest(thread)[0]
+            return self.threads.history(thread, live=live)
+        return self.threads.latest(thread, live=live)[0]
 
     def _graph(self, snapshot: bytes | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         def points(value: Sequence[str] | str | None) -> Any:
@@ -472,7 +473,7 @@ class HayataGraph:
         """The thread's state as LangGraph's ``get_state`` gives it."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        return self._graph(self._checkpoints(thread, config)).get_state(
+        return self._graph(self._checkpoints(thread, config, live=True)).get_state(
             config, subgraphs=subgraphs)
 
     def get_state_history(self, config: Any, *, filter: dict[str, Any] | None = None,
@@ -481,7 +482,7 @@ class HayataGraph:
         """The thread's checkpoints, newest first, as LangGraph gives them."""
         config = _merged(self.config, config)
         thread = thread_of(config)
-        graph = self._graph(self.threads.history(thread))
+        graph = self._graph(self.threads.history(thread, live=True))
         yield from graph.get_state_history(config, filter=filter, before=before, limit=limit)
 
     def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:

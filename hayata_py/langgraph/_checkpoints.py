@@ -45,25 +45,28 @@ class ThreadCheckpoints:
             return None
         return None
 
-    def latest(self, thread: str, invocations: list[tuple[str, str]] | None = None
-               ) -> tuple[bytes | None, str | None]:
+    def latest(self, thread: str, invocations: list[tuple[str, str]] | None = None, *,
+               live: bool = False) -> tuple[bytes | None, str | None]:
         """The thread's newest checkpoints (those its latest run made, the head
         the thread is at among them) and the invocation holding them;
-        ``invocations``: the thread's, if just read."""
+        ``invocations``: the thread's, if just read. ``live``: a run that goes
+        on counts too, with the superstep it is in (as LangGraph's checkpoints
+        show a run mid-way); else its run before it (what a new run starts from)."""
         if invocations is None:
             invocations = self.invocations(thread)
         unfinished = self.unfinished(thread, invocations)
         for invocation, status in invocations:
-            if status == "running" and invocation != unfinished:
+            if status == "running" and invocation != unfinished and not live:
                 continue
             made, _ = self._link(invocation)
             if made is not None:
                 return made, invocation
         return None, None
 
-    def history(self, thread: str) -> bytes | None:
-        """All the thread's checkpoints: the runs' own, along the chain of runs."""
-        made, invocation = self.latest(thread)
+    def history(self, thread: str, *, live: bool = False) -> bytes | None:
+        """All the thread's checkpoints: the runs' own, along the chain of runs
+        (``live``: as :meth:`latest`)."""
+        made, invocation = self.latest(thread, live=live)
         if made is None or invocation is None:
             return None
         links = [made]

@@ -1,13 +1,15 @@
 """The ``debug``, ``tasks`` and ``checkpoints`` stream modes against LangGraph's
 own: the same chunks in the same order, of the same shape (keys and types;
 ids and timestamps differ, each runtime makes its own), and the values in
-them the same. And ``durability``: LangGraph's values are taken, others refused."""
+them the same. And ``durability``: LangGraph's values are taken, others
+refused; whatever it is, a run going on shows in ``get_state``."""
 
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from langgraph.types import Command, Interrupt
 
 import hayata_py as hy
 from hayata_py import langgraph as hylg
+from tests.helpers import eventually, in_thread
 from tests.lgcompat import graphs
 
 pytestmark = pytest.mark.timeout(120)
@@ -133,3 +136,21 @@ def test_durability_values_taken_others_refused(system: hy.AgentSystem) -> None:
         assert refused.value.details["field"] == "durability"
         assert "sync" in str(refused.value)
     assert app.get_state(thread).values == {}  # nothing ran
+
+
+def test_get_state_of_a_run_going_on_shows_the_superstep_it_is_in(
+        system: hy.AgentSystem) -> None:
+    """As LangGraph's checkpoints show a run mid-way: the last superstep's
+    values, the node running as ``next``; a new run still starts from the end."""
+    app = hylg.compile(graphs.slow, system, id="slow-live")
+    config = _config()
+    run = in_thread(lambda: app.invoke({"steps": []}, config))
+    try:
+        eventually(lambda: app.get_state(config).next == ("b",), timeout=60,
+                   message="node b seen running")
+        assert app.get_state(config).values == {"steps": ["a"]}
+        assert [s.next for s in app.get_state_history(config)][:2] == [("b",), ("a",)]
+    finally:
+        Path(os.environ["LGCOMPAT_DIR"], "release").touch()
+    assert run.result(timeout=60) == {"steps": ["a", "b", "c"]}
+    assert app.get_state(config).next == ()
