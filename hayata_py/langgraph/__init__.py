@@ -31,8 +31,9 @@ from hayata_py._policy import RetryPolicy
 from hayata_py.langgraph._app import HayataGraph, thread_of
 from hayata_py.langgraph._errors import RetryableTaskError, TaskUncertain
 from hayata_py.langgraph._graphref import builder_of, graph_path, resolve
+from hayata_py.langgraph._store import HayataStore, store_spec
 
-__all__ = ["HayataGraph", "TaskUncertain", "acompile", "compile", "thread_of"]
+__all__ = ["HayataGraph", "HayataStore", "TaskUncertain", "acompile", "compile", "thread_of"]
 
 _STARTED: weakref.WeakKeyDictionary[AgentSystem, dict[str, AgentConfig]] = \
     weakref.WeakKeyDictionary()
@@ -52,7 +53,7 @@ async def acompile(graph: Any, system: AgentSystem | AsyncAgentSystem, **kwargs:
 
 
 def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | None = None,
-            checkpointer: Any = None,
+            checkpointer: Any = None, store: Any = None,
             interrupt_before: Sequence[str] | str | None = None,
             interrupt_after: Sequence[str] | str | None = None,
             uncertain: str = "raise", timeout: float = 300.0,
@@ -70,6 +71,13 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
       second ``compile`` with the id of a running agent shares it if its agent
       options are the same (``hy.ConfigError("id")`` if not).
     - ``checkpointer``: must be None: hayata's store keeps the checkpoints.
+    - ``store``: LangGraph's store, which nodes reach by ``get_store()``,
+      ``runtime.store`` or a ``store`` parameter: :class:`HayataStore`
+      (``HayataStore(system)``: durable, in hayata's database), another
+      ``BaseStore`` that pickles (each node process unpickles its own copy),
+      or a ``"package.module:name"`` path to a store or a function returning
+      one. An ``InMemoryStore`` is refused: the nodes run in other processes.
+      A compiled graph's own store is used when this is None.
     - ``interrupt_before`` / ``interrupt_after``: static breakpoints, as LangGraph's.
     - ``uncertain``: ``"raise"``: a task a crash left uncertain raises
       :class:`TaskUncertain` on ``invoke(None, config)``; ``"interrupt"``: the
@@ -85,6 +93,7 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     if checkpointer is not None:
         raise ConfigError("checkpointer", "hayata's durable store is the checkpointer of a "
                           "graph run by hayata_py.langgraph: leave checkpointer out (None)")
+    spec = store_spec(store)
     if uncertain not in ("raise", "interrupt"):
         raise ConfigError("uncertain", f"must be 'raise' or 'interrupt', got {uncertain!r}")
     async_system = system if isinstance(system, AsyncAgentSystem) else None
@@ -102,13 +111,19 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     given = resolve(path)
     if isinstance(given, CompiledStateGraph):
         # a compiled graph: its breakpoints carry over; what hayata replaces is refused
-        for name, value in (("checkpointer", given.checkpointer), ("store", given.store),
-                            ("cache", given.cache)):
+        for name, value in (("checkpointer", given.checkpointer), ("cache", given.cache)):
             if value not in (None, False):
                 raise ConfigError(name, f"the compiled graph has a {name}: hayata's store "
-                                  "keeps the checkpoints and LangGraph's store and cache are "
-                                  "not carried over; compile it without one (or pass the "
+                                  "keeps the checkpoints and LangGraph's cache is not "
+                                  "carried over; compile it without one (or pass the "
                                   "builder)")
+        if spec is None and given.store is not None:
+            try:
+                spec = store_spec(given.store)
+            except ConfigError as exc:
+                raise ConfigError("store", f"the compiled graph's store is refused: "
+                                  f"{exc.message.removeprefix('store: ')}; "
+                                  "compile(..., store=...) replaces it") from exc
         interrupt_before = interrupt_before or given.interrupt_before_nodes or None
         interrupt_after = interrupt_after or given.interrupt_after_nodes or None
     compiled_graph = builder.compile()
@@ -135,7 +150,7 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     raise_nodes = set(user_retry) if config.default_retry is None else set(config.nodes)
     return HayataGraph(path, system, agent, interrupt_before=interrupt_before,
                        interrupt_after=interrupt_after, uncertain=uncertain, timeout=timeout,
-                       raise_nodes=raise_nodes, async_system=async_system)
+                       raise_nodes=raise_nodes, async_system=async_system, store=spec)
 
 
 def _mapped_retries(builder: Any) -> dict[str, RetryPolicy]:

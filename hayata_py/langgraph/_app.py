@@ -42,6 +42,9 @@ from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
 _MODES = frozenset(("values", "updates", "custom", "messages", "debug", "tasks", "checkpoints"))
+DURABILITY = ("sync", "async", "exit")
+"""LangGraph's ``durability`` values: each is accepted, and hayata always
+records a task before and after it runs (at least ``"sync"``)."""
 
 
 def _merged(base: dict[str, Any], config: Any) -> dict[str, Any]:
@@ -64,6 +67,15 @@ def thread_of(config: Any) -> str:
                           "string of at most 256 characters (the hayata thread the graph "
                           f"runs on), got {thread!r:.80}")
     return thread
+
+
+def _check_durability(durability: Any) -> None:
+    """LangGraph's ``durability`` values pass (hayata's records are always at
+    least ``"sync"``); anything else is refused before the run starts."""
+    if durability is not None and durability not in DURABILITY:
+        raise ConfigError("durability", f"must be one of {list(DURABILITY)} (or left out), "
+                          f"got {durability!r:.80}; hayata records every task durably "
+                          "before and after it runs, whichever of them is given")
 
 
 def _stored(value: Any, field: str) -> bytes:
@@ -102,7 +114,8 @@ class HayataGraph:
                  interrupt_before: Sequence[str] | str | None,
                  interrupt_after: Sequence[str] | str | None, uncertain: str,
                  timeout: float, raise_nodes: Collection[str] = (),
-                 async_system: AsyncAgentSystem | None = None) -> None:
+                 async_system: AsyncAgentSystem | None = None,
+                 store: bytes | None = None) -> None:
         self.path = path
         self.system = system
         self.async_system = async_system
@@ -113,6 +126,8 @@ class HayataGraph:
         self.uncertain = uncertain
         self.timeout = timeout
         self.raise_nodes = sorted(raise_nodes)
+        self.store = store
+        """The graph's store as its runs carry it (``compile(..., store=...)``)."""
         self.config: dict[str, Any] = {}
         self.threads = ThreadCheckpoints(agent)
         self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
@@ -125,7 +140,7 @@ class HayataGraph:
                            interrupt_before=self.interrupt_before,
                            interrupt_after=self.interrupt_after, uncertain=self.uncertain,
                            timeout=self.timeout, raise_nodes=self.raise_nodes,
-                           async_system=self.async_system)
+                           async_system=self.async_system, store=self.store)
         copy.config = _merged(self.config, {**(config or {}), **kwargs})
         return copy
 
@@ -164,6 +179,7 @@ class HayataGraph:
         thread = thread_of(config)
         if kwargs:
             raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        _check_durability(durability)
         mode_list = [stream_mode or "values"] if isinstance(stream_mode, str | None) \
             else list(stream_mode)
         unknown = [m for m in mode_list if m not in _MODES]
@@ -201,6 +217,7 @@ class HayataGraph:
         thread = thread_of(config)
         if kwargs:
             raise ConfigError(next(iter(kwargs)), "not supported by hayata_py.langgraph")
+        _check_durability(durability)
         settings = self._settings(config, thread, ["updates", "values"], interrupt_before,
                                   interrupt_after, output=True)
         settings["context"] = None if context is None else _stored(context, "context")
@@ -292,7 +309,7 @@ class HayataGraph:
                 "interrupt_before": points(interrupt_before or self.interrupt_before),
                 "interrupt_after": points(interrupt_after or self.interrupt_after),
                 "checkpoint_id": checkpoint_id, "raise_nodes": self.raise_nodes,
-                "output": output}
+                "output": output, "store": self.store}
 
     def _follow(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
         """The run's chunks in LangGraph's order: each step's lead task first

@@ -73,6 +73,7 @@ from hayata_py.langgraph._snapshot import (
     subgraph_saver,
     trim_saver,
 )
+from hayata_py.langgraph._store import load_store
 
 Chunk = tuple[tuple[str, ...], str, Any]
 """A stream chunk as LangGraph's loop emits it: (namespace, mode, payload)."""
@@ -100,11 +101,15 @@ class Settings:
     """Stream the chunks of subgraphs too (``stream(..., subgraphs=True)``)."""
     context: bytes | None = None
     """The run's ``context=`` (LangGraph's runtime context), pickled."""
+    store: bytes | None = None
+    """The graph's store, as :func:`~hayata_py.langgraph._store.store_spec` gives it."""
 
     def runtime(self, graph: Any, **parts: Any) -> Runtime[Any]:
         """The ``Runtime`` the run's tasks get: its context (coerced to the
         graph's context schema, as LangGraph does) and ``parts``."""
         context = load_value(self.context) if self.context is not None else None
+        if self.store is not None:
+            parts["store"] = load_store(self.store)
         if context is None and not parts:
             return DEFAULT_RUNTIME
         return DEFAULT_RUNTIME.merge(Runtime(
@@ -233,7 +238,8 @@ def _loop(settings: Settings, saver: Any, input: Any, stream: Callable[[Chunk], 
     config[CONF][CONFIG_KEY_RUNTIME] = runtime or settings.runtime(graph)
     return _Loop(
         input, stream=StreamProtocol(stream, modes), config=config,
-        store=None, cache=None, checkpointer=saver, nodes=graph.nodes, specs=graph.channels,
+        store=load_store(settings.store), cache=None, checkpointer=saver, nodes=graph.nodes,
+        specs=graph.channels,
         output_keys=graph.output_channels if settings.output else graph.stream_channels_asis,
         input_keys=graph.input_channels,
         stream_keys=graph.stream_channels_asis,

@@ -56,7 +56,7 @@ def settings_of(data: dict[str, Any]) -> Settings:
                     raise_nodes=tuple(data.get("raise_nodes") or ()),
                     output=bool(data.get("output")),
                     subgraphs=bool(data.get("subgraphs")),
-                    context=data.get("context"))
+                    context=data.get("context"), store=data.get("store"))
 
 
 def decide(ctx: PolicyContext) -> Next | Map | Finish:

@@ -33,7 +33,7 @@ from starlette.applications import Starlette
 
 from hayata_py._api import AgentSystem
 from hayata_py._errors import ConfigError
-from hayata_py.langgraph import HayataGraph
+from hayata_py.langgraph import HayataGraph, HayataStore
 from hayata_py.langgraph import compile as compile_graph
 from hayata_py.serve._app import Server, build_app
 from hayata_py.serve._claim import claim, write_record
@@ -85,7 +85,8 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
                 url: str = "", exit_with_owner: bool = False) -> Served:
     """Start the agent system, one agent per graph of ``config`` (a
     ``langgraph.json``), and build the app serving them. Runs left running by a
-    stopped server are carried on once the app starts. With ``api_key`` every
+    stopped server are carried on once the app starts. The graphs' nodes get the
+    store ``/store/items`` serves (``get_store()``). With ``api_key`` every
     request but ``GET /ok`` must carry it (``x-api-key``); CORS answers for
     ``cors_origins`` and the config's ``http.cors.allow_origins``, if any.
 
@@ -99,10 +100,13 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
     origins = [*cors_origins, *config_cors_origins(config)]
     system = AgentSystem(data_dir, store_url=store_url, exit_with_owner=exit_with_owner)
     try:
+        # every graph's nodes get the store /store/items serves (get_store())
+        store = HayataStore(system)
         graphs: dict[str, HayataGraph] = {
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
-                                         uncertain="interrupt", auto_recover=True,
-                                         max_invocations=MAX_RUNS, lease_seconds=lease)
+                                         store=store, uncertain="interrupt",
+                                         auto_recover=True, max_invocations=MAX_RUNS,
+                                         lease_seconds=lease)
             for spec in specs}
         db = ServeDB(system.store_url)
     except BaseException:

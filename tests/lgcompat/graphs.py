@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-from langgraph.config import get_stream_writer
+from langgraph.config import get_store, get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import CachePolicy, Command, RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
@@ -558,3 +559,95 @@ with_context.add_edge(START, "greet")
 
 compiled_with_breakpoint = sequence.compile(interrupt_before=["b"])
 compiled_with_store = sequence.compile(store=InMemoryStore())
+
+
+# --- nodes using LangGraph's store (get_store(), runtime.store, a store parameter) ---------
+
+class MemoState(TypedDict):
+    user: str
+    log: Annotated[list[Any], operator.add]
+
+
+def memo_put(state: MemoState) -> dict[str, Any]:
+    store = get_store()
+    seed = store.get(("memo", state["user"]), "seed")
+    for n in (1, 2, 3):
+        store.put(("memo", state["user"], "notes"), f"k{n}", {"n": n, "text": f"note {n}"})
+    store.put(("memo", state["user"], "notes"), "k2", {"n": 20, "text": "note 2 again"})
+    return {"log": [["seed", seed.value if seed is not None else None]]}
+
+
+def memo_get(state: MemoState, runtime: Runtime[None]) -> dict[str, Any]:
+    store = runtime.store
+    assert store is not None
+    item = store.get(("memo", state["user"], "notes"), "k2")
+    assert item is not None
+    found = store.search(("memo", state["user"], "notes"), filter={"n": {"$gte": 2}})
+    everything = store.search(("memo", state["user"]), limit=2, offset=1)
+    names = store.list_namespaces(prefix=("memo", state["user"]))
+    short = store.list_namespaces(prefix=("memo", state["user"]), max_depth=2)
+    return {"log": [["get", item.namespace, item.key, item.value],
+                    ["search", sorted((i.key, i.value["n"], i.score) for i in found)],
+                    ["page", len(everything)], ["namespaces", names], ["depth", short]]}
+
+
+def memo_forget(state: MemoState, store: BaseStore) -> dict[str, Any]:
+    store.delete(("memo", state["user"], "notes"), "k1")
+    keys = sorted(i.key for i in store.search(("memo", state["user"], "notes")))
+    return {"log": [["after delete", keys, store.get(("memo", state["user"], "notes"), "k1")]]}
+
+
+async def memo_async(state: MemoState) -> dict[str, Any]:
+    store = get_store()
+    await store.aput(("memo", state["user"]), "async", {"n": 0})
+    item = await store.aget(("memo", state["user"]), "async")
+    found = await store.asearch(("memo", state["user"]), filter={"n": 0})
+    return {"log": [["async", item.value if item else None, [i.key for i in found]]]}
+
+
+memo = StateGraph(MemoState)
+memo.add_node("put", memo_put)
+memo.add_node("get", memo_get)
+memo.add_node("forget", memo_forget)
+memo.add_node("aside", memo_async)
+memo.add_edge(START, "put")
+memo.add_edge("put", "get")
+memo.add_edge("get", "forget")
+memo.add_edge("forget", "aside")
+
+shared_in_memory = InMemoryStore()
+"""A store each process would have its own of (refused by hylg.compile)."""
+
+STORE_URL = ""
+"""The database of :func:`hayata_store` (tests set it)."""
+
+
+def hayata_store() -> BaseStore:
+    """A store by path: a function every process calls once."""
+    from hayata_py.langgraph import HayataStore
+
+    return HayataStore(STORE_URL)
+
+
+EMBEDDED: list[str] = []
+"""The texts :func:`embed_words` embedded in this process."""
+
+
+def embed_words(texts: list[str]) -> list[list[float]]:
+    """A stand-in embedding: how often each of four words occurs, and a bias."""
+    EMBEDDED.extend(texts)
+    return [[text.count(word) + 0.0 for word in ("cat", "dog", "fish", "bird")] + [0.3]
+            for text in texts]
+
+
+INDEX = {"embed": embed_words, "dims": 5, "fields": ["text"]}
+
+
+def seek(state: MemoState) -> dict[str, Any]:
+    found = get_store().search(("memo", state["user"]), query="a dog and a cat", limit=3)
+    return {"log": [[(i.key, None if i.score is None else round(i.score, 9)) for i in found]]}
+
+
+seeker = StateGraph(MemoState)
+seeker.add_node("seek", seek)
+seeker.add_edge(START, "seek")
