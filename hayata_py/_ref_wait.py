@@ -18,7 +18,9 @@ import contextlib
 import dataclasses
 import itertools
 import random
+import threading
 import time
+import weakref
 from typing import Any, Protocol
 
 from hayata_py._errors import HayataError, TimeoutError_
@@ -33,6 +35,10 @@ WAIT_CHECK_PERIOD = 0.5
 """How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""
 REMOTE_ASK_TIMEOUT = 2.0
 """How long a look-up waits for an actor on another system."""
+LOOKUP_FRESH = WAIT_CHECK_PERIOD / 2
+"""How long one look-up of an agent's process answers every wait on it: the
+waits on one agent (a thousand invocations at once) ask its supervisor a few
+times a second between them, not each twice a second."""
 
 
 class WaitingRef(Protocol):
@@ -117,15 +123,51 @@ def settle(agent: WaitingRef, invocation_id: str, result: AgentResult, source: A
     inbox.settle(invocation_id, result, until, sending, source)
 
 
-def restarted_since(agent: WaitingRef, address: Any, probe: Any = None) -> bool:
-    """True if the agent now runs as another process than ``address``
-    (asked through ``probe``, default this thread's endpoint)."""
-    try:
-        current, pid = agent.system._agent_address(agent.id, via=probe,
-                                                  timeout=REMOTE_ASK_TIMEOUT)
-    except HayataError:
+class _Lookup:
+    """The latest look-up of one agent's process, shared by the waits on it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.at = -LOOKUP_FRESH
+        self.found: tuple[Any, int | None] | None = None
+
+
+_LOOKUPS: weakref.WeakKeyDictionary[Any, dict[str, _Lookup]] = weakref.WeakKeyDictionary()
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def agent_now(agent: WaitingRef, probe: Any = None) -> tuple[Any, int | None] | None:
+    """The agent's current address and pid (asked through ``probe``, default
+    this thread's endpoint), or None when there is no answer now (between two
+    processes): one answer, at most :data:`LOOKUP_FRESH` s old, serves every
+    wait of this process on the agent."""
+    with _LOOKUPS_LOCK:
+        lookup = _LOOKUPS.setdefault(agent.system, {}).setdefault(agent.id, _Lookup())
+    with lookup.lock:  # the others waiting take its answer
+        if time.monotonic() - lookup.at < LOOKUP_FRESH:
+            return lookup.found
+        try:
+            lookup.found = agent.system._agent_address(agent.id, via=probe,
+                                                       timeout=REMOTE_ASK_TIMEOUT)
+        except HayataError:
+            lookup.found = None
+        lookup.at = time.monotonic()
+        return lookup.found
+
+
+def moved(agent: WaitingRef, address: Any, found: tuple[Any, int | None] | None) -> bool:
+    """True if ``found`` (:func:`agent_now`) is another process than
+    ``address``; the handle then asks that one."""
+    if found is None:
         return False  # between two processes, or no answer now: look again later
+    current, pid = found
     if current != address:
         agent._address, agent._pid = current, pid
         return True
     return False
+
+
+def restarted_since(agent: WaitingRef, address: Any, probe: Any = None) -> bool:
+    """True if the agent now runs as another process than ``address``
+    (asked through ``probe``, default this thread's endpoint)."""
+    return moved(agent, address, agent_now(agent, probe))
