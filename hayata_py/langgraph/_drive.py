@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import copy
 import dataclasses
+import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -330,7 +331,7 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
                         if result is not None and result.subgraphs:
                             merge_saver(saver, load_saver(result.subgraphs))
                         if result is None and task.name == START:
-                            result = _run_start(task)
+                            result = _run_start(task, settings)
                         if result is None and task.id in asked:
                             interrupts.extend(asked[task.id])
                             continue
@@ -417,16 +418,18 @@ def _prepare(loop: SyncPregelLoop, task_id: str, path: tuple[str, str | int] | N
     return task
 
 
-def _run_start(task: PregelExecutableTask) -> TaskResult | None:
-    """Run the graph's ``__start__`` task here (it maps the input to channels,
-    and runs the path functions of conditional edges from START): no process
-    is worth a hop for it. None if it raised: then it runs as a task."""
+def _run_start(task: PregelExecutableTask, settings: Settings) -> TaskResult:
+    """Run the graph's ``__start__`` task here, as LangGraph's runner runs it
+    (with its retry policy): it maps the input to channels and runs the path
+    functions of conditional edges from START, so no process is worth a hop
+    for it, and it has none. An error becomes its ``ERROR`` write (an
+    ``interrupt()`` its interrupt), as a node's does."""
     try:
         run_with_retry(task, None)
-    except Exception:  # noqa: BLE001 - any error: the task runs in a node instead
-        task.writes.clear()
-        return None
-    result = _done(task)
+    except Exception as exc:  # noqa: BLE001 - any error, as LangGraph's runner
+        result = _raised(task, exc, settings, sys.maxsize)
+    else:
+        result = _done(task)
     task.writes.clear()
     return result
 
