@@ -7,8 +7,9 @@ the reply) that the actor system and the agent it asked still run; after an
 agent restart it asks the successor. A result waited for is then handed to
 this system's ``hy.CALLER`` stream of the invocation, if it follows one.
 :class:`~hayata_py._async.AsyncAgentRef` waits the same way on an event loop,
-with the same request numbers and check period and these :func:`settle` and
-:func:`restarted_since`. The functions take the ref through :class:`WaitingRef`:
+with the same request numbers and check period and these :func:`settle`,
+:func:`agent_now` (one look-up of the agent serves all the waits on it) and
+:func:`moved`. The functions take the ref through :class:`WaitingRef`:
 ``_ref`` imports this module, never the other way.
 """
 
@@ -21,6 +22,7 @@ import random
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from hayata_py._errors import HayataError, TimeoutError_
@@ -77,10 +79,15 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
                 raise system_died(agent.system, invocation_id)
             if reply is None:
                 # Is the agent we asked still there? Asked through a private
-                # endpoint: on this one the checks would take (and drop) the
-                # reply we wait for if it arrived meanwhile.
-                probe = probe or endpoint.new_endpoint()
-                if restarted_since(agent, asked, probe):
+                # endpoint (made when this wait is the one to ask): on this one
+                # the checks would take (and drop) the reply we wait for if it
+                # arrived meanwhile.
+                def private() -> Any:
+                    nonlocal probe
+                    probe = probe or endpoint.new_endpoint()
+                    return probe
+
+                if moved(agent, asked, agent_now(agent, private)):
                     # Its successor answers (at once if the invocation now
                     # needs recover()).
                     asked = agent._address
@@ -136,19 +143,21 @@ _LOOKUPS: weakref.WeakKeyDictionary[Any, dict[str, _Lookup]] = weakref.WeakKeyDi
 _LOOKUPS_LOCK = threading.Lock()
 
 
-def agent_now(agent: WaitingRef, probe: Any = None) -> tuple[Any, int | None] | None:
-    """The agent's current address and pid (asked through ``probe``, default
-    this thread's endpoint), or None when there is no answer now (between two
-    processes): one answer, at most :data:`LOOKUP_FRESH` s old, serves every
-    wait of this process on the agent."""
+def agent_now(agent: WaitingRef, probe: Callable[[], Any] | None = None
+              ) -> tuple[Any, int | None] | None:
+    """The agent's current address and pid (asked through the endpoint
+    ``probe()`` gives, default this thread's), or None when there is no answer
+    now (between two processes): one answer, at most :data:`LOOKUP_FRESH` s
+    old, serves every wait of this process on the agent."""
     with _LOOKUPS_LOCK:
         lookup = _LOOKUPS.setdefault(agent.system, {}).setdefault(agent.id, _Lookup())
     with lookup.lock:  # the others waiting take its answer
         if time.monotonic() - lookup.at < LOOKUP_FRESH:
             return lookup.found
         try:
-            lookup.found = agent.system._agent_address(agent.id, via=probe,
-                                                       timeout=REMOTE_ASK_TIMEOUT)
+            lookup.found = agent.system._agent_address(
+                agent.id, via=probe() if probe is not None else None,
+                timeout=REMOTE_ASK_TIMEOUT)
         except HayataError:
             lookup.found = None
         lookup.at = time.monotonic()
@@ -165,9 +174,3 @@ def moved(agent: WaitingRef, address: Any, found: tuple[Any, int | None] | None)
         agent._address, agent._pid = current, pid
         return True
     return False
-
-
-def restarted_since(agent: WaitingRef, address: Any, probe: Any = None) -> bool:
-    """True if the agent now runs as another process than ``address``
-    (asked through ``probe``, default this thread's endpoint)."""
-    return moved(agent, address, agent_now(agent, probe))
