@@ -15,6 +15,7 @@ with the same request numbers and check period and these :func:`settle`,
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import itertools
@@ -103,6 +104,59 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
     return result
 
 
+def received(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None
+             ) -> AgentResult:
+    """:func:`wait` through this system's receiver, as
+    :class:`~hayata_py._async.AsyncAgentRef` waits: the request goes out
+    without waiting for the agent to take it, and the reply comes back on the
+    receiver's endpoint. Many threads waiting at once (a thousand ``invoke``
+    calls) then share one endpoint instead of making one each, every ``tell``
+    of which blocks until the busy agent takes it in."""
+    deadline = time.monotonic() + timeout
+    inbox, receiver = agent.system._caller_inbox()
+    asked = agent._current_address()
+    ref = next(_REFS)
+    future = inbox.expect_reply(ref)
+
+    def ask(address: Any, message: Any) -> None:
+        pending = future
+
+        def undeliverable(_status: Any) -> None:
+            if not pending.done():
+                pending.set_result(None)
+
+        receiver.send(address, message, undeliverable)
+
+    try:
+        ask(asked, WaitResult(invocation_id, ref=ref) if run is None
+            else dataclasses.replace(run, ref=ref))
+        while True:
+            remaining = time_left(deadline, agent.id, invocation_id, timeout)
+            try:
+                reply, done = future.result(min(remaining, WAIT_CHECK_PERIOD)), True
+            except concurrent.futures.TimeoutError:
+                reply, done = None, False
+            if isinstance(reply, ResultReply) and reply.invocation_id == invocation_id:
+                break
+            if run is not None and isinstance(reply, HayataError):
+                raise reply  # the agent refused the run
+            if done:  # undeliverable (or a stray answer): look for a successor now
+                future = inbox.expect_reply(ref)
+            if not admin_alive(agent.system):
+                raise system_died(agent.system, invocation_id)
+            # asked through this thread's endpoint: the reply does not come to it
+            if moved(agent, asked, agent_now(agent)):
+                asked = agent._address
+                ask(asked, WaitResult(invocation_id, ref=ref))
+    finally:
+        inbox.drop_reply(ref)
+    if run is not None and not reply.known:
+        raise run_lost(agent.id, invocation_id)
+    result = waited_result(reply, invocation_id)
+    settle(agent, invocation_id, result, asked, deadline)
+    return result
+
+
 def time_left(deadline: float, agent_id: str, invocation_id: str, timeout: float) -> float:
     """Seconds left of a wait for the invocation's result (sync or asyncio) until
     ``deadline`` (``time.monotonic()``); :class:`TimeoutError_` once none are."""
@@ -147,21 +201,44 @@ def agent_now(agent: WaitingRef, probe: Callable[[], Any] | None = None
               ) -> tuple[Any, int | None] | None:
     """The agent's current address and pid (asked through the endpoint
     ``probe()`` gives, default this thread's), or None when there is no answer
-    now (between two processes): one answer, at most :data:`LOOKUP_FRESH` s
-    old, serves every wait of this process on the agent."""
+    now (between two processes, or another wait is asking): one answer, at
+    most :data:`LOOKUP_FRESH` s old, serves every wait of this process on the
+    agent, and no wait blocks on another's ask."""
     with _LOOKUPS_LOCK:
         lookup = _LOOKUPS.setdefault(agent.system, {}).setdefault(agent.id, _Lookup())
-    with lookup.lock:  # the others waiting take its answer
+    if time.monotonic() - lookup.at < LOOKUP_FRESH:
+        return lookup.found
+    if not lookup.lock.acquire(blocking=False):
+        return None  # another wait asks now: no answer yet, this one listens on
+    try:
         if time.monotonic() - lookup.at < LOOKUP_FRESH:
             return lookup.found
         try:
-            lookup.found = agent.system._agent_address(
+            found = agent.system._agent_address(
                 agent.id, via=probe() if probe is not None else None,
                 timeout=REMOTE_ASK_TIMEOUT)
         except HayataError:
-            lookup.found = None
-        lookup.at = time.monotonic()
-        return lookup.found
+            found = None
+        lookup.found, lookup.at = found, time.monotonic()
+        return found
+    finally:
+        lookup.lock.release()
+
+
+_ADMIN_SEEN: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def admin_alive(system: RefSystem) -> bool:
+    """Whether the actor system's admin runs: looked at (one read of
+    ``/proc``) at most every :data:`LOOKUP_FRESH` s for all the waits of this
+    process on ``system``."""
+    now = time.monotonic()
+    if now - _ADMIN_SEEN.get(system, -LOOKUP_FRESH) < LOOKUP_FRESH:
+        return True
+    if alive(system.admin_pid):
+        _ADMIN_SEEN[system] = now
+        return True
+    return False
 
 
 def moved(agent: WaitingRef, address: Any, found: tuple[Any, int | None] | None) -> bool:
