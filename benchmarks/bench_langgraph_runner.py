@@ -11,8 +11,9 @@ node is an ``async def`` waiting 200 ms (LangGraph: ``ainvoke`` with
 ``AsyncSqliteSaver``, ``asyncio.gather``; hayata: ``max_invocations=C``,
 ``edge_concurrency={"llm": C}``, C caller threads, or with ``--callers async``
 ``ainvoke`` on an ``AsyncAgentSystem`` with ``asyncio.gather``), wall time and the memory
-(PSS) of all the processes of each side. The latency rows also give the CPU
-time of an invocation (all the processes of each side). Results:
+(PSS) of all the processes of each side, each side in a fresh process of
+its own. The latency rows also give the CPU time of an invocation (all the
+processes of each side). Results:
 ``benchmarks/results/langgraph_runner.json``.
 """
 
@@ -20,8 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -156,11 +160,10 @@ async def _hayata_async(count: int, folder: Path) -> tuple[float, float, list[An
     return wall, peak[0], list(results)
 
 
-def many_threads(count: int, folder: Path, system: hy.AgentSystem, callers: str
-                 ) -> dict[str, Any]:
+def _langgraph_many(count: int, folder: Path) -> tuple[float, float]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async def langgraph() -> tuple[float, float]:
+    async def run() -> tuple[float, float]:
         async with AsyncSqliteSaver.from_conn_string(str(folder / "llm.db")) as saver:
             graph: Any = lg_graphs.llm.compile(checkpointer=saver)
             await graph.ainvoke({"steps": []}, _config(), durability="sync")
@@ -181,13 +184,34 @@ def many_threads(count: int, folder: Path, system: hy.AgentSystem, callers: str
             await sampler
             return wall, peak[0]
 
-    lg_wall, lg_pss = asyncio.run(langgraph())
+    return asyncio.run(run())
 
+
+def _hayata_many(count: int, folder: Path, callers: str) -> tuple[float, float]:
     if callers == "async":
         wall, peak, results = asyncio.run(_hayata_async(count, folder))
     else:
-        wall, peak, results = _hayata_threads(count, system)
+        with hy.AgentSystem(folder / "threads-data") as system:
+            wall, peak, results = _hayata_threads(count, system)
     assert all(r == {"steps": ["llm"]} for r in results)
+    return wall, peak
+
+
+def _one_side(side: str, count: int, folder: Path, callers: str) -> tuple[float, float]:
+    """One side of the many-threads row in a process of its own (this module
+    run with ``--many-side``), so neither side's PSS holds what the other side
+    or the latency rows left in the caller's heap."""
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_langgraph_runner", "--many-side", side,
+         "--threads", str(count), "--callers", callers, "--folder", str(folder)],
+        check=True, capture_output=True, text=True, timeout=3600)
+    wall, peak = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(wall), float(peak)
+
+
+def many_threads(count: int, folder: Path, callers: str) -> dict[str, Any]:
+    lg_wall, lg_pss = _one_side("langgraph", count, folder, callers)
+    wall, peak = _one_side("hayata", count, folder, callers)
     return {"row": f"{count} threads, async 200 ms model node", "callers": callers,
             "hayata_s": wall,
             "langgraph_s": lg_wall, "ratio": wall / lg_wall, "hayata_pss_mb": peak,
@@ -202,7 +226,17 @@ def main() -> None:
     parser.add_argument("--callers", choices=("threads", "async"), default="threads",
                         help="the many-threads row's hayata callers: a thread each "
                         "calling invoke, or ainvoke on an AsyncAgentSystem")
+    parser.add_argument("--many-side", choices=("langgraph", "hayata"),
+                        help=argparse.SUPPRESS)  # one side of that row, in its own process
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.many_side:
+        folder = Path(args.folder)
+        count = args.threads
+        result = (_langgraph_many(count, folder) if args.many_side == "langgraph"
+                  else _hayata_many(count, folder, args.callers))
+        print(json.dumps(result))
+        return
     samples = args.samples or (10 if args.quick else 40)
     threads = args.threads or (100 if args.quick else 1000)
     load_before = os.getloadavg()
@@ -220,7 +254,7 @@ def main() -> None:
                       f"{fmt(row['langgraph_ms']['median'])} ms  ratio {fmt(row['ratio'])}x; "
                       f"CPU {fmt(row['hayata_cpu_ms'])} vs {fmt(row['langgraph_cpu_ms'])} "
                       f"ms/invocation ({fmt(row['cpu_ratio'])}x)", flush=True)
-            row = many_threads(threads, folder, system, args.callers)
+            row = many_threads(threads, folder, args.callers)
             rows.append(row)
             print(f"{row['row']}: hayata {fmt(row['hayata_s'])} s  langgraph "
                   f"{fmt(row['langgraph_s'])} s  ratio {fmt(row['ratio'])}x; PSS "

@@ -79,6 +79,8 @@ class AsyncAgentSystem:
         self._args, self._kwargs = args, kwargs
         self._sync: AgentSystem | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._lookups: dict[str, asyncio.Future[tuple[Any, int | None] | None]] = {}
+        self._admin_seen = -_ref_wait.LOOKUP_FRESH
 
     async def __aenter__(self) -> AsyncAgentSystem:
         await self.start()
@@ -125,6 +127,31 @@ class AsyncAgentSystem:
             raise HayataError("the AsyncAgentSystem is not started", code="not_started")
         return await asyncio.get_running_loop().run_in_executor(
             self._pool, functools.partial(function, *args, **kwargs))
+
+    async def _agent_now(self, ref: AgentRef) -> tuple[Any, int | None] | None:
+        """:func:`hayata_py._ref_wait.agent_now` on the pool, one at a time per
+        agent: the waits that look meanwhile await the same answer."""
+        looking = self._lookups.get(ref.id)
+        if looking is None or looking.get_loop() is not asyncio.get_running_loop():
+            looking = self._lookups[ref.id] = asyncio.ensure_future(
+                self.call(_ref_wait.agent_now, ref))
+            looking.add_done_callback(functools.partial(self._looked, ref.id))
+        return await asyncio.shield(looking)
+
+    def _looked(self, agent_id: str, done: asyncio.Future[Any]) -> None:
+        if self._lookups.get(agent_id) is done:
+            del self._lookups[agent_id]
+
+    def _admin_alive(self) -> bool:
+        """Whether the actor system's admin runs (looked at, for every wait,
+        at most every :data:`~hayata_py._ref_wait.LOOKUP_FRESH` s)."""
+        now = time.monotonic()
+        if now - self._admin_seen < _ref_wait.LOOKUP_FRESH:
+            return True
+        if alive(self.sync.admin_pid):
+            self._admin_seen = now
+            return True
+        return False
 
     async def start_agent(self, config: AgentConfig) -> AsyncAgentRef:
         """See :meth:`AgentSystem.start_agent`."""
@@ -301,9 +328,9 @@ class AsyncAgentRef:
                 if done:  # undeliverable (or a stray answer): look for a successor now
                     future = inbox.expect_reply(ref)
                     answer = asyncio.wrap_future(future)
-                if not alive(system.admin_pid):
+                if not self.system._admin_alive():
                     raise system_died(system, invocation_id)
-                if await self.system.call(_ref_wait.restarted_since, self.sync, asked):
+                if _ref_wait.moved(self.sync, asked, await self.system._agent_now(self.sync)):
                     asked = self.sync._address
                     ask(asked, WaitResult(invocation_id, ref=ref))
         finally:
@@ -311,8 +338,9 @@ class AsyncAgentRef:
         if run is not None and not reply.known:
             raise run_lost(self.id, invocation_id)
         result = waited_result(reply, invocation_id)
-        await self.system.call(_ref_wait.settle, self.sync, invocation_id, result, asked,
-                               deadline)
+        if inbox.follows(invocation_id):  # else settle has nothing to do
+            await self.system.call(_ref_wait.settle, self.sync, invocation_id, result, asked,
+                                   deadline)
         return result
 
     def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT

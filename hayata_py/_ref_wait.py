@@ -7,18 +7,23 @@ the reply) that the actor system and the agent it asked still run; after an
 agent restart it asks the successor. A result waited for is then handed to
 this system's ``hy.CALLER`` stream of the invocation, if it follows one.
 :class:`~hayata_py._async.AsyncAgentRef` waits the same way on an event loop,
-with the same request numbers and check period and these :func:`settle` and
-:func:`restarted_since`. The functions take the ref through :class:`WaitingRef`:
+with the same request numbers and check period and these :func:`settle`,
+:func:`agent_now` (one look-up of the agent serves all the waits on it) and
+:func:`moved`. The functions take the ref through :class:`WaitingRef`:
 ``_ref`` imports this module, never the other way.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import itertools
 import random
+import threading
 import time
+import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from hayata_py._errors import HayataError, TimeoutError_
@@ -33,6 +38,10 @@ WAIT_CHECK_PERIOD = 0.5
 """How often a waiting :meth:`AgentRef.wait` checks that the agent still runs."""
 REMOTE_ASK_TIMEOUT = 2.0
 """How long a look-up waits for an actor on another system."""
+LOOKUP_FRESH = WAIT_CHECK_PERIOD / 2
+"""How long one look-up of an agent's process answers every wait on it: the
+waits on one agent (a thousand invocations at once) ask its supervisor a few
+times a second between them, not each twice a second."""
 
 
 class WaitingRef(Protocol):
@@ -71,10 +80,15 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
                 raise system_died(agent.system, invocation_id)
             if reply is None:
                 # Is the agent we asked still there? Asked through a private
-                # endpoint: on this one the checks would take (and drop) the
-                # reply we wait for if it arrived meanwhile.
-                probe = probe or endpoint.new_endpoint()
-                if restarted_since(agent, asked, probe):
+                # endpoint (made when this wait is the one to ask): on this one
+                # the checks would take (and drop) the reply we wait for if it
+                # arrived meanwhile.
+                def private() -> Any:
+                    nonlocal probe
+                    probe = probe or endpoint.new_endpoint()
+                    return probe
+
+                if moved(agent, asked, agent_now(agent, private)):
                     # Its successor answers (at once if the invocation now
                     # needs recover()).
                     asked = agent._address
@@ -83,6 +97,59 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
         if probe is not None:
             with contextlib.suppress(Exception):
                 probe.exit_clone()
+    if run is not None and not reply.known:
+        raise run_lost(agent.id, invocation_id)
+    result = waited_result(reply, invocation_id)
+    settle(agent, invocation_id, result, asked, deadline)
+    return result
+
+
+def received(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None
+             ) -> AgentResult:
+    """:func:`wait` through this system's receiver, as
+    :class:`~hayata_py._async.AsyncAgentRef` waits: the request goes out
+    without waiting for the agent to take it, and the reply comes back on the
+    receiver's endpoint. Many threads waiting at once (a thousand ``invoke``
+    calls) then share one endpoint instead of making one each, every ``tell``
+    of which blocks until the busy agent takes it in."""
+    deadline = time.monotonic() + timeout
+    inbox, receiver = agent.system._caller_inbox()
+    asked = agent._current_address()
+    ref = next(_REFS)
+    future = inbox.expect_reply(ref)
+
+    def ask(address: Any, message: Any) -> None:
+        pending = future
+
+        def undeliverable(_status: Any) -> None:
+            if not pending.done():
+                pending.set_result(None)
+
+        receiver.send(address, message, undeliverable)
+
+    try:
+        ask(asked, WaitResult(invocation_id, ref=ref) if run is None
+            else dataclasses.replace(run, ref=ref))
+        while True:
+            remaining = time_left(deadline, agent.id, invocation_id, timeout)
+            try:
+                reply, done = future.result(min(remaining, WAIT_CHECK_PERIOD)), True
+            except concurrent.futures.TimeoutError:
+                reply, done = None, False
+            if isinstance(reply, ResultReply) and reply.invocation_id == invocation_id:
+                break
+            if run is not None and isinstance(reply, HayataError):
+                raise reply  # the agent refused the run
+            if done:  # undeliverable (or a stray answer): look for a successor now
+                future = inbox.expect_reply(ref)
+            if not admin_alive(agent.system):
+                raise system_died(agent.system, invocation_id)
+            # asked through this thread's endpoint: the reply does not come to it
+            if moved(agent, asked, agent_now(agent)):
+                asked = agent._address
+                ask(asked, WaitResult(invocation_id, ref=ref))
+    finally:
+        inbox.drop_reply(ref)
     if run is not None and not reply.known:
         raise run_lost(agent.id, invocation_id)
     result = waited_result(reply, invocation_id)
@@ -117,14 +184,69 @@ def settle(agent: WaitingRef, invocation_id: str, result: AgentResult, source: A
     inbox.settle(invocation_id, result, until, sending, source)
 
 
-def restarted_since(agent: WaitingRef, address: Any, probe: Any = None) -> bool:
-    """True if the agent now runs as another process than ``address``
-    (asked through ``probe``, default this thread's endpoint)."""
+class _Lookup:
+    """The latest look-up of one agent's process, shared by the waits on it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.at = -LOOKUP_FRESH
+        self.found: tuple[Any, int | None] | None = None
+
+
+_LOOKUPS: weakref.WeakKeyDictionary[Any, dict[str, _Lookup]] = weakref.WeakKeyDictionary()
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def agent_now(agent: WaitingRef, probe: Callable[[], Any] | None = None
+              ) -> tuple[Any, int | None] | None:
+    """The agent's current address and pid (asked through the endpoint
+    ``probe()`` gives, default this thread's), or None when there is no answer
+    now (between two processes, or another wait is asking): one answer, at
+    most :data:`LOOKUP_FRESH` s old, serves every wait of this process on the
+    agent, and no wait blocks on another's ask."""
+    with _LOOKUPS_LOCK:
+        lookup = _LOOKUPS.setdefault(agent.system, {}).setdefault(agent.id, _Lookup())
+    if time.monotonic() - lookup.at < LOOKUP_FRESH:
+        return lookup.found
+    if not lookup.lock.acquire(blocking=False):
+        return None  # another wait asks now: no answer yet, this one listens on
     try:
-        current, pid = agent.system._agent_address(agent.id, via=probe,
-                                                  timeout=REMOTE_ASK_TIMEOUT)
-    except HayataError:
+        if time.monotonic() - lookup.at < LOOKUP_FRESH:
+            return lookup.found
+        try:
+            found = agent.system._agent_address(
+                agent.id, via=probe() if probe is not None else None,
+                timeout=REMOTE_ASK_TIMEOUT)
+        except HayataError:
+            found = None
+        lookup.found, lookup.at = found, time.monotonic()
+        return found
+    finally:
+        lookup.lock.release()
+
+
+_ADMIN_SEEN: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def admin_alive(system: RefSystem) -> bool:
+    """Whether the actor system's admin runs: looked at (one read of
+    ``/proc``) at most every :data:`LOOKUP_FRESH` s for all the waits of this
+    process on ``system``."""
+    now = time.monotonic()
+    if now - _ADMIN_SEEN.get(system, -LOOKUP_FRESH) < LOOKUP_FRESH:
+        return True
+    if alive(system.admin_pid):
+        _ADMIN_SEEN[system] = now
+        return True
+    return False
+
+
+def moved(agent: WaitingRef, address: Any, found: tuple[Any, int | None] | None) -> bool:
+    """True if ``found`` (:func:`agent_now`) is another process than
+    ``address``; the handle then asks that one."""
+    if found is None:
         return False  # between two processes, or no answer now: look again later
+    current, pid = found
     if current != address:
         agent._address, agent._pid = current, pid
         return True

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from langgraph.constants import START
 from langgraph.graph.state import CompiledStateGraph
 
 from hayata_py._api import AgentSystem
@@ -133,8 +134,9 @@ def compile(graph: Any, system: AgentSystem | AsyncAgentSystem, *, id: str | Non
     retry = {**_mapped_retries(builder), **user_retry}
     if retry:
         options["retry"] = retry
+    # every LangGraph node but __start__, which the decision policy runs itself
     nodes = {name: ASYNC_NODE_FUNCTION if _is_async(builder, name) else NODE_FUNCTION
-             for name in compiled_graph.nodes}
+             for name in compiled_graph.nodes if name != START}
     config = AgentConfig(id=agent_id, nodes=nodes,
                          decision_policy=POLICY, **options)
     started = _STARTED.setdefault(system, {})

@@ -16,10 +16,12 @@ from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
+from hayata_py import _ref_wait
 from hayata_py._api import AgentSystem
 from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
 from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
 from hayata_py._ref import AgentRef
+from hayata_py._ref_checks import check_timeout, checked_invoke
 from hayata_py.langgraph._checkpoints import ThreadCheckpoints
 from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
@@ -259,8 +261,11 @@ class HayataGraph:
                                quiet=quiet)
         if unfinished is None:
             payload = self._new_run(input, settings, thread, invocations)
-            if quiet:
-                result = self.agent.invoke(payload, thread=thread, timeout=self.timeout)
+            if quiet:  # hayata's invoke, its reply through the system's receiver
+                run = checked_invoke(payload, thread, "reject")
+                assert run.invocation_id is not None
+                result = _ref_wait.received(self.agent, run.invocation_id,
+                                            check_timeout(self.timeout), run)
                 return self._ended(result.invocation_id, result, quiet=True)
             return self._follow(
                 self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread))

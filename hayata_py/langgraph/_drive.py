@@ -24,10 +24,12 @@ run's, and the checkpoint's record of what the breakpoints have seen is kept.
 
 from __future__ import annotations
 
+import binascii
 import concurrent.futures
 import contextlib
 import copy
 import dataclasses
+import sys
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +47,8 @@ from langgraph._internal._constants import (
     INTERRUPT,
     NO_WRITES,
     NS_SEP,
+    PULL,
+    PUSH,
     RESUME,
 )
 from langgraph.channels.delta import DeltaChannel
@@ -52,6 +56,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.constants import START
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.pregel._algo import checkpoint_null_version, prepare_single_task
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.pregel._retry import _should_retry_on, arun_with_retry, run_with_retry
@@ -171,10 +176,13 @@ class Carry:
 
 @dataclass(frozen=True)
 class Todo:
-    """A task LangGraph's loop wants run: its id and its node's name."""
+    """A task LangGraph's loop wants run: its id, its node's name and its
+    path in the superstep (``("__pregel_pull", node)`` or
+    ``("__pregel_push", index)``; None for another kind)."""
 
     id: str
     name: str
+    path: tuple[str, str | int] | None = None
 
 
 @dataclass
@@ -329,12 +337,12 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
                         if result is not None and result.subgraphs:
                             merge_saver(saver, load_saver(result.subgraphs))
                         if result is None and task.name == START:
-                            result = _run_start(task)
+                            result = _run_start(task, settings)
                         if result is None and task.id in asked:
                             interrupts.extend(asked[task.id])
                             continue
                         if result is None:
-                            missing.append(Todo(task.id, task.name))
+                            missing.append(Todo(task.id, task.name, _plain_path(task.path)))
                         elif result.failed:
                             # as LangGraph's runner commits a task that raised
                             errors.extend(v for c, v in result.writes if c == ERROR)
@@ -383,16 +391,51 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
                    loop.output)
 
 
-def _run_start(task: PregelExecutableTask) -> TaskResult | None:
-    """Run the graph's ``__start__`` task here (it maps the input to channels,
-    and runs the path functions of conditional edges from START): no process
-    is worth a hop for it. None if it raised: then it runs as a task."""
+def _plain_path(path: tuple[Any, ...]) -> tuple[str, str | int] | None:
+    """A task's path when it alone names the task to prepare: a node's
+    (PULL) or a ``Send``'s (PUSH by index); else None."""
+    if len(path) == 2 and ((path[0] == PULL and isinstance(path[1], str))
+                           or (path[0] == PUSH and type(path[1]) is int)):
+        return (path[0], path[1])
+    return None
+
+
+def _prepare(loop: SyncPregelLoop, task_id: str, path: tuple[str, str | int] | None
+             ) -> PregelExecutableTask | None:
+    """Task ``task_id`` of the superstep the open loop is at: prepared alone
+    from its ``path`` as ``tick`` prepares each task of the superstep (None:
+    not this way, so ``tick`` prepares them all). Its id, which LangGraph
+    derives from the checkpoint, the step and the path, proves it the same."""
+    if path is None or loop.step > loop.stop:
+        return None
+    checkpoint = loop.checkpoint
+    task = prepare_single_task(
+        path, None, checkpoint=checkpoint,
+        checkpoint_id_bytes=binascii.unhexlify(checkpoint["id"].replace("-", "")),
+        checkpoint_null_version=checkpoint_null_version(checkpoint),
+        pending_writes=loop.checkpoint_pending_writes, processes=loop.nodes,
+        channels=loop.channels, managed=loop.managed, config=loop.config, step=loop.step,
+        stop=loop.stop, for_execution=True, store=loop.store, checkpointer=loop.checkpointer,
+        manager=loop.manager, input_cache={}, cache_policy=loop.cache_policy,
+        retry_policy=loop.retry_policy)
+    if not isinstance(task, PregelExecutableTask) or task.id != task_id:
+        return None
+    loop.tasks = {task.id: task}
+    return task
+
+
+def _run_start(task: PregelExecutableTask, settings: Settings) -> TaskResult:
+    """Run the graph's ``__start__`` task here, as LangGraph's runner runs it
+    (with its retry policy): it maps the input to channels and runs the path
+    functions of conditional edges from START, so no process is worth a hop
+    for it, and it has none. An error becomes its ``ERROR`` write (an
+    ``interrupt()`` its interrupt), as a node's does."""
     try:
         run_with_retry(task, None)
-    except Exception:  # noqa: BLE001 - any error: the task runs in a node instead
-        task.writes.clear()
-        return None
-    result = _done(task)
+    except Exception as exc:  # noqa: BLE001 - any error, as LangGraph's runner
+        result = _raised(task, exc, settings, sys.maxsize)
+    else:
+        result = _done(task)
     task.writes.clear()
     return result
 
@@ -414,16 +457,18 @@ def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
 
 @contextlib.contextmanager
 def open_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-              emit: Callable[[Chunk], None] | None) -> Iterator[PregelExecutableTask]:
+              emit: Callable[[Chunk], None] | None,
+              path: tuple[str, str | int] | None = None) -> Iterator[PregelExecutableTask]:
     """The executable task ``task_id`` of the superstep the loop is at, built
-    by LangGraph's loop opened on ``snapshot`` with LangGraph's own config."""
-    with _opened(settings, snapshot, carry, task_id, emit) as (task, _):
+    by LangGraph's loop opened on ``snapshot`` with LangGraph's own config
+    (``path``: the task's, if known: only it is prepared)."""
+    with _opened(settings, snapshot, carry, task_id, emit, path) as (task, _):
         yield task
 
 
 @contextlib.contextmanager
 def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-            emit: Callable[[Chunk], None] | None
+            emit: Callable[[Chunk], None] | None, path: tuple[str, str | int] | None = None
             ) -> Iterator[tuple[PregelExecutableTask, InMemorySaver]]:
     saver = load_saver(snapshot)
     modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
@@ -452,8 +497,10 @@ def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             # a subgraph run by the task streams into this (as Pregel.stream sets it)
             loop.config[CONF][CONFIG_KEY_STREAM] = StreamProtocol(
                 emit, set(settings.modes))  # type: ignore[arg-type]
-        loop.tick()
-        task = loop.tasks.get(task_id)
+        task = _prepare(loop, task_id, path)
+        if task is None:
+            loop.tick()
+            task = loop.tasks.get(task_id)
         if task is None:
             raise LookupError(f"task {task_id} is not one of the superstep's tasks "
                               f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
@@ -509,7 +556,8 @@ def _raised(task: PregelExecutableTask, exc: Exception, settings: Settings,
 
 
 def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-             emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
+             emit: Callable[[Chunk], None] | None, attempt: int = 1,
+             path: tuple[str, str | int] | None = None) -> TaskResult:
     """Run one task of the superstep the loop is at, in this process, as
     LangGraph's runner runs it; ``emit`` gets its ``custom`` and ``messages``
     chunks (None: the run does not stream them).
@@ -518,8 +566,9 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
     runner records it; but when the node's ``retry_policy`` retries it and
     ``attempt`` (hayata's, 1-based) is below that policy's ``max_attempts``,
     :class:`RetryableTaskError` is raised instead so hayata retries the task
-    durably; a node in ``settings.raise_nodes`` raises its exception as it is."""
-    with _opened(settings, snapshot, carry, task_id, emit) as (task, saver):
+    durably; a node in ``settings.raise_nodes`` raises its exception as it is.
+    ``path``: the task's (:class:`Todo`), if known."""
+    with _opened(settings, snapshot, carry, task_id, emit, path) as (task, saver):
         try:
             run_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
@@ -528,9 +577,10 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
 
 
 async def arun_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
-                    emit: Callable[[Chunk], None] | None, attempt: int = 1) -> TaskResult:
+                    emit: Callable[[Chunk], None] | None, attempt: int = 1,
+                    path: tuple[str, str | int] | None = None) -> TaskResult:
     """:func:`run_task` for an ``async def`` node, on the caller's event loop."""
-    with _opened(settings, snapshot, carry, task_id, emit) as (task, saver):
+    with _opened(settings, snapshot, carry, task_id, emit, path) as (task, saver):
         try:
             await arun_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner

@@ -12,9 +12,10 @@ Data of a step (all of it what the store can hold):
   thread's newest checkpoints); ``prev`` is the invocation whose result holds
   the thread's checkpoints before ``s`` (a chain, newest first);
 - a step's input: ``{"r", "s", "k": carry, "tasks": {node: task id},
-  "lead": node, "c": pickled chunks}``; the *lead* task of a step (the first
-  one) streams the chunks the previous superstep produced before it runs,
-  and hands the snapshot and carry back in its result;
+  "paths": {node: task path}, "lead": node, "c": pickled chunks}`` (``paths``:
+  where the node finds its task without preparing the superstep's others);
+  the *lead* task of a step (the first one) streams the chunks the previous
+  superstep produced before it runs, and hands the snapshot and carry back in its result;
 - a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted,
   "f": failed}`` (+ ``"g"``: its subgraphs' checkpoints; + ``"s"``, ``"k"`` for
   the lead task);
@@ -118,17 +119,20 @@ def _answer(settings: dict[str, Any], outcome: Outcome, prev: str | None
     base = {"r": settings, "s": outcome.snapshot, "k": outcome.carry.as_dict()}
     names = [task.name for task in outcome.todo]
     if len(set(names)) == 1 and len(names) > 1:
-        items = [{**base, "tasks": {task.name: task.id}, "lead": task.name if i == 0 else None,
-                  "c": chunks if i == 0 else None} for i, task in enumerate(outcome.todo)]
+        items = [{**base, "tasks": {task.name: task.id}, "paths": {task.name: task.path},
+                  "lead": task.name if i == 0 else None, "c": chunks if i == 0 else None}
+                 for i, task in enumerate(outcome.todo)]
         return Map(names[0], items)
     # distinct nodes run as one parallel step; when a superstep runs one node
     # several times beside others, one task of each node runs now and the rest
     # in the next steps (the loop applies the superstep's writes once all ran)
     first: dict[str, str] = {}
+    paths: dict[str, Any] = {}
     for task in outcome.todo:
-        first.setdefault(task.name, task.id)
+        if task.name not in first:
+            first[task.name], paths[task.name] = task.id, task.path
     order = list(first)
-    step_input = {**base, "tasks": first, "lead": order[0], "c": chunks}
+    step_input = {**base, "tasks": first, "paths": paths, "lead": order[0], "c": chunks}
     # always a list: a parallel step's results do not touch the agent state,
     # so the thread's hayata state stays empty (the checkpoints are in results)
     return Next(order, step_input)
@@ -167,11 +171,19 @@ def _result(step: dict[str, Any], task_id: str, lead: bool, result: TaskResult
     return out
 
 
+def _path(step: dict[str, Any], node: str) -> tuple[str, str | int] | None:
+    """The node's task path in the step's input (none in a step recorded
+    without paths: then the node prepares the whole superstep to find it)."""
+    path = (step.get("paths") or {}).get(node)
+    return tuple(path) if path is not None else None
+
+
 def run_node(ctx: NodeContext) -> dict[str, Any]:
     """Every LangGraph node's hayata function: run this node's task of the superstep."""
     settings, step, lead, emit = _prepare(ctx)
     task_id: str = step["tasks"][ctx.node_id]
-    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit, ctx.attempt)
+    result = run_task(settings, step["s"], Carry.of(step["k"]), task_id, emit, ctx.attempt,
+                      _path(step, ctx.node_id))
     return _result(step, task_id, lead, result)
 
 
@@ -180,5 +192,5 @@ async def arun_node(ctx: NodeContext) -> dict[str, Any]:
     settings, step, lead, emit = _prepare(ctx)
     task_id: str = step["tasks"][ctx.node_id]
     result = await arun_task(settings, step["s"], Carry.of(step["k"]), task_id, emit,
-                             ctx.attempt)
+                             ctx.attempt, _path(step, ctx.node_id))
     return _result(step, task_id, lead, result)
