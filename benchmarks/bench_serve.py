@@ -44,6 +44,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -267,6 +268,7 @@ async def stream_phase(url: str, count: int, delay: float, limit: int, timeout: 
     """``count`` threads each streaming one run, all at once (each cut after
     ``timeout`` s from the phase's start: a ``TimeoutError``)."""
     sdk = client(url, count + limit)
+    errors: collections.Counter[str] = collections.Counter()
     try:
         thread_ids = await new_threads(sdk, count, limit)
         start = time.perf_counter()
@@ -281,6 +283,8 @@ async def stream_phase(url: str, count: int, delay: float, limit: int, timeout: 
                     first = time.perf_counter() - sent
                 if part.event == "values":
                     values = part.data
+                elif part.event == "error":
+                    errors[_error_text(part.data)] += 1
             done = isinstance(values, dict) and values.get("steps") == DONE_STEPS
             return first if first is not None else float("nan"), \
                 time.perf_counter() - sent, done
@@ -292,12 +296,30 @@ async def stream_phase(url: str, count: int, delay: float, limit: int, timeout: 
     finally:
         await sdk.http.client.aclose()
     good = [r for r in results if not isinstance(r, BaseException) and r[2]]
-    errors = [r for r in results if isinstance(r, BaseException)]
+    for r in results:
+        if isinstance(r, BaseException):
+            errors[_error_text(r)] += 1
     return {"runs": count, "completed": len(good), "failed": count - len(good),
             "timed_out": sum(1 for r in results if isinstance(r, TimeoutError)),
-            "first_error": repr(errors[0]) if errors else None, "wall_s": wall,
+            "errors": _top(errors), "wall_s": wall,
             "runs_per_s": len(good) / wall,
             "first_event_ms": _p(r[0] for r in good), "end_ms": _p(r[1] for r in good)}
+
+
+def _error_text(error: Any) -> str:
+    """A failure, short, without the ids that make every one different."""
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}"
+    elif isinstance(error, dict):
+        text = f"{error.get('error')}: {error.get('message')}"
+    else:
+        text = str(error)
+    return re.sub(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}|"
+                  r"[0-9a-f]{32}", "<id>", text)[:200]
+
+
+def _top(errors: collections.Counter[str]) -> dict[str, int]:
+    return dict(errors.most_common(5))
 
 
 def _p(values: Iterable[float]) -> dict[str, float]:
@@ -310,6 +332,7 @@ async def background_phase(url: str, count: int, delay: float, limit: int, timeo
     """``count`` runs created (``limit`` requests at once), then joined; a run
     not joined ``timeout`` s after the phase's start counts as failed."""
     sdk = client(url, limit + 10)
+    errors: collections.Counter[str] = collections.Counter()
     try:
         thread_ids = await new_threads(sdk, count, limit)
         sent: list[float] = [0.0] * count
@@ -334,6 +357,8 @@ async def background_phase(url: str, count: int, delay: float, limit: int, timeo
                 run = runs[index]
                 assert not isinstance(run, BaseException)
                 values = await sdk.runs.join(thread_ids[index], run["run_id"])
+                if isinstance(values, dict) and "__error__" in values:
+                    errors[_error_text(values["__error__"])] += 1
                 return time.perf_counter() - sent[index], \
                     isinstance(values, dict) and values.get("steps") == DONE_STEPS
             return call
@@ -344,10 +369,12 @@ async def background_phase(url: str, count: int, delay: float, limit: int, timeo
     finally:
         await sdk.http.client.aclose()
     good = [j for j in joined if not isinstance(j, BaseException) and j[1]]
-    errors = [r for r in [*runs, *joined] if isinstance(r, BaseException)]
+    for r in [*runs, *joined]:
+        if isinstance(r, BaseException):
+            errors[_error_text(r)] += 1
     return {"runs": count, "completed": len(good), "failed": count - len(good),
             "timed_out": sum(1 for r in [*runs, *joined] if isinstance(r, TimeoutError)),
-            "first_error": repr(errors[0]) if errors else None, "create_s": created,
+            "errors": _top(errors), "create_s": created,
             "wall_s": wall, "runs_per_s": len(good) / wall,
             "accept_ms": _p(accepted[i] for i in ok), "end_ms": _p(j[0] for j in good)}
 
@@ -527,14 +554,14 @@ class Args:
 
 
 def one_side(side: str, args: Args) -> dict[str, Any]:
-    workdir = new_workdir(side)
-    server = start_server(side, workdir, free_port(), args.lgdev, args.lg_jobs)
+    """Each phase on a freshly started server of ``side`` (a fresh folder)."""
     out: dict[str, Any] = {"side": side}
-    try:
-        idle = Sampler(server)
-        idle.sample()
-        out["idle_pss_mb"], out["idle_processes"] = idle.peak_pss, idle.peak_procs
-        for phase in args.phases:
+    for phase in args.phases:
+        workdir = new_workdir(side)
+        server = start_server(side, workdir, free_port(), args.lgdev, args.lg_jobs)
+        try:
+            idle = Sampler(server)
+            idle.sample()
             load = os.getloadavg()[0]
             with Sampler(server) as sampler:
                 if phase == "stream":
@@ -543,22 +570,21 @@ def one_side(side: str, args: Args) -> dict[str, Any]:
                 else:
                     row = asyncio.run(background_phase(server.url, args.runs, args.delay,
                                                        args.concurrency, args.phase_timeout))
-            row.update(peak_pss_mb=sampler.peak_pss, peak_processes=sampler.peak_procs,
-                       server_cpu_s=sampler.cpu_s,
-                       cpu_ms_per_run=sampler.cpu_s * 1000 / max(row["completed"], 1),
-                       load_1m=load)
-            out[phase] = row
-            print(f"  {side:9} {phase:10} {fmt(row['runs_per_s'], 1)} runs/s "
-                  f"({row['completed']}/{row['runs']} ok, {fmt(row['wall_s'], 1)} s), end p50 "
-                  f"{fmt(row['end_ms']['p50'], 0)} p99 {fmt(row['end_ms']['p99'], 0)} ms, "
-                  f"PSS {fmt(sampler.peak_pss, 0)} MB, {sampler.peak_procs} procs, "
-                  f"CPU {fmt(row['cpu_ms_per_run'], 1)} ms/run, "
-                  f"load {load:.1f}", flush=True)
-            if row["first_error"]:
-                print(f"    first error: {row['first_error']}", flush=True)
-    finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        finally:
+            server.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+        row.update(idle_pss_mb=idle.peak_pss, idle_processes=idle.peak_procs,
+                   peak_pss_mb=sampler.peak_pss, peak_processes=sampler.peak_procs,
+                   server_cpu_s=sampler.cpu_s,
+                   cpu_ms_per_run=sampler.cpu_s * 1000 / max(row["runs"], 1), load_1m=load)
+        out[phase] = row
+        print(f"  {side:9} {phase:10} {fmt(row['runs_per_s'], 1)} runs/s "
+              f"({row['completed']}/{row['runs']} ok, {fmt(row['wall_s'], 1)} s), end p50 "
+              f"{fmt(row['end_ms']['p50'], 0)} p99 {fmt(row['end_ms']['p99'], 0)} ms, "
+              f"PSS {fmt(sampler.peak_pss, 0)} MB, {sampler.peak_procs} procs, "
+              f"CPU {fmt(row['cpu_ms_per_run'], 1)} ms/run, load {load:.1f}", flush=True)
+        for message, count in row["errors"].items():
+            print(f"    {count} x {message}", flush=True)
     return out
 
 
