@@ -456,7 +456,11 @@ async def kill_drill(side: str, lgdev: Path, jobs: int, streams: int, runs: int,
         kill_at = time.perf_counter() - started
         server.kill()
         server.process.wait(timeout=30)
-        ended_before = sum(1 for k in executions(log) if k[1] == "last" and k[2] == "end")
+        at_kill = executions(log)
+        ended_before = sum(1 for k in at_kill if k[1] == "last" and k[2] == "end")
+        # nodes the kill caught between their start and end lines
+        caught = sum(1 for (lab, node, ph), n in at_kill.items()
+                     if ph == "start" and n > at_kill.get((lab, node, "end"), 0))
         for task in stream_tasks:
             task.cancel()
         await asyncio.gather(*stream_tasks, return_exceptions=True)
@@ -523,7 +527,8 @@ async def kill_drill(side: str, lgdev: Path, jobs: int, streams: int, runs: int,
     return {"side": side, "streams": streams, "background": runs,
             "accepted": len(accepted), "kill_at_s": kill_at,
             "ended_before_kill": ended_before,
-            "in_flight_at_kill": len(accepted) - ended_before, "processes_left_after_kill": left,
+            "in_flight_at_kill": len(accepted) - ended_before,
+            "nodes_caught_mid_run": caught, "processes_left_after_kill": left,
             "restart_s": restart_s, "settle_s": settle_s,
             "runs_lost": outcomes.get("lost", 0), "outcomes": dict(outcomes),
             "nodes_started_twice": twice["start"], "nodes_ended_twice": twice["end"],
@@ -662,7 +667,8 @@ def report(summary: list[dict[str, Any]], kills: dict[str, dict[str, Any]],
                      cell(row["hayata"]), cell(row["ratio"], 2)])
     text = table(["row", "langgraph dev", "hayata serve", "hayata/langgraph"], rows)
     if kills:
-        keys = ["accepted", "kill_at_s", "ended_before_kill", "in_flight_at_kill", "runs_lost",
+        keys = ["accepted", "kill_at_s", "ended_before_kill", "in_flight_at_kill",
+                "nodes_caught_mid_run", "runs_lost",
                 "nodes_started_twice", "nodes_ended_twice", "streams_cut", "streams_resumed",
                 "restart_s", "settle_s", "outcomes"]
         krows = [[k, *(str(round(v, 1) if isinstance(v := kills.get(s, {}).get(k), float)
