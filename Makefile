@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner bench-serve chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -125,6 +125,17 @@ BENCH_SERVICE_ARGS ?=
 bench-service: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks.bench_service $(BENCH_SERVICE_ARGS)
+
+# The same graph served by `langgraph dev` (from LGDEV_VENV, made if missing)
+# and by `hayata serve`, the same langgraph-sdk load on both, rounds
+# alternating: 1,000 streamed runs, 10,000 background runs, then a kill -9 of
+# each server mid-load and a restart (runs lost, nodes run twice, streams
+# resumed); writes benchmarks/results/serve/bench_serve.json and .txt.
+# E.g. BENCH_SERVE_ARGS=--quick, or --runs 1000 --rounds 1.
+BENCH_SERVE_ARGS ?=
+bench-serve: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench,serve]'
+	$(PY) -m benchmarks.bench_serve --venv $(LGDEV_VENV) $(BENCH_SERVE_ARGS)
 
 # The long chaos campaign (>= 1,000 faults on SQLite and PostgreSQL); figures in
 # benchmarks/results/chaos/. FAULTS_PER_KIND=100 gives 5 kinds x 2 stores x 100;
