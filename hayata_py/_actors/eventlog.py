@@ -13,7 +13,12 @@ transaction with those of every other invocation of the agent, at most
 :data:`FLUSH_DELAY` seconds after the first of them when a live subscriber
 waits for one (a streamed run: it sees an event only once it is stored), at
 most :data:`QUIET_DELAY` seconds otherwise (the agent arms a wakeup); readers
-of the log in other processes poll it about as often. The end of a
+of the log in other processes poll it about as often. A wakeup writes
+only when some event has waited its time: the events of a run that ended
+before (carried by its result's commit) leave a wakeup armed, and the run
+after it, still within its own delay, is not written for it (a sequential
+caller's short runs would otherwise each pay a commit of their own every
+:data:`QUIET_DELAY`). The end of a
 run rides on the commit of its result: the events still gathering and the
 terminal event are written in the same transaction as the terminal record
 (:meth:`take`, :meth:`written`; ``TaskStore.finish_invocation(events=...)``),
@@ -66,6 +71,7 @@ class _Pending:
     token: int
     to: Any  # the live subscriber, or None
     message: AgentEvent | AgentResult
+    due: float = math.inf  # written by then (monotonic); a held result: with its events
 
 
 class EventLog:
@@ -109,13 +115,18 @@ class EventLog:
                 self.sent[invocation_id] = cmd.sequence
                 self.send(to, message)
             return
+        due = time.monotonic() + (QUIET_DELAY if to is None else FLUSH_DELAY)
         self.pending.setdefault(invocation_id, []).append(_Pending(
-            StoredEvent(invocation_id, cmd.sequence, cmd.type, cmd.data), token, to, message))
-        self._due_in(QUIET_DELAY if to is None else FLUSH_DELAY)
+            StoredEvent(invocation_id, cmd.sequence, cmd.type, cmd.data), token, to, message,
+            due))
+        self._due_at(due)
 
     def _due_in(self, seconds: float) -> None:
         """Make sure the pending events are written within ``seconds``."""
-        at = time.monotonic() + seconds
+        self._due_at(time.monotonic() + seconds)
+
+    def _due_at(self, at: float) -> None:
+        """Make sure the pending events are written by ``at`` (monotonic)."""
         if at < self.flush_at and not self.stopping:
             self.flush_at = at
             self.arm(at)
@@ -136,9 +147,11 @@ class EventLog:
         send them (``ok``), or put them back to be written on their own."""
         if not ok:
             if taken:  # before anything of the invocation emitted since
+                soon = time.monotonic() + FLUSH_DELAY
+                for p in taken:
+                    p.due = min(p.due, soon)
                 self.pending[invocation_id] = taken + self.pending.get(invocation_id, [])
-            if taken:
-                self._due_in(FLUSH_DELAY)
+                self._due_at(soon)
             return
         self._deliver(taken, set())
         if terminal is not None:
@@ -189,9 +202,18 @@ class EventLog:
                 self.flush()
 
     def due(self) -> None:
-        """A wakeup: write what has waited long enough."""
-        if time.monotonic() >= self.flush_at:
+        """A wakeup: write every pending event (one transaction) once one of them
+        has waited its time; else wait for the first that will."""
+        now = time.monotonic()
+        if now < self.flush_at:
+            return
+        first = min((p.due for p in self._all()), default=math.inf)
+        if first <= now:
             self.flush()
+            return
+        self.flush_at = math.inf
+        if first < math.inf:
+            self._due_at(first)
 
     def flush(self) -> None:
         """Write every pending event in one transaction, then send them (and the

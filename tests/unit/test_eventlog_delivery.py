@@ -221,3 +221,42 @@ def test_an_event_nobody_waits_for_live_waits_longer_for_its_write() -> None:
     log.emit("quiet", 1, Emit(3, "node_started", {}), None, 1)
     assert len(armed) == 2 and log.flush_at == armed[-1]  # not pushed back
     assert FLUSH_DELAY < QUIET_DELAY
+
+
+def test_a_wakeup_writes_only_events_that_waited_their_time() -> None:
+    """A run whose events rode on its result's commit leaves its wakeup armed;
+    when it fires, the next run's events (emitted since, not yet due) are not
+    written for it: the wakeup moves to when they are due, and they are
+    written then if their run is still going."""
+    armed: list[float] = []
+    store = Log()
+    log = EventLog(store, Quiet(), lambda _to, _m: None, armed.append)
+    log.emit("first", 1, Emit(1, "node_started", {}), None, 1)
+    taken = log.take("first")  # its run ends: its events go with its result
+    log.written("first", taken, None, True)
+    log.emit("second", 1, Emit(1, "node_started", {}), None, 1)
+    second_due = log.pending["second"][0].due
+    assert second_due > armed[0]
+    log.flush_at = time.monotonic()  # the first run's wakeup fires, early for the second
+    log.due()
+    assert store.rows == {}  # nothing written for a run still within its delay
+    assert log.flush_at == second_due and armed[-1] == second_due
+    log.pending["second"][0].due = time.monotonic()  # now it has waited its time
+    log.flush_at = time.monotonic()
+    log.due()
+    assert list(store.rows) == [("second", 1)]
+    assert log.flush_at == float("inf") and not log.pending
+
+
+def test_a_refused_result_commit_puts_its_events_back_due_soon() -> None:
+    """Events a run's result commit could not carry are written on their own
+    within FLUSH_DELAY, not after the rest of their QUIET_DELAY."""
+    armed: list[float] = []
+    store = Log()
+    log = EventLog(store, Quiet(), lambda _to, _m: None, armed.append)
+    log.emit("a", 1, Emit(1, "node_started", {}), None, 1)
+    taken = log.take("a")
+    before = time.monotonic()
+    log.written("a", taken, None, False)
+    assert log.pending["a"][0].due <= time.monotonic() + FLUSH_DELAY
+    assert before + FLUSH_DELAY <= log.flush_at <= time.monotonic() + FLUSH_DELAY
