@@ -16,9 +16,10 @@ hayata_py / LangGraph ratios. Results: ``benchmarks/results/langgraph.json``.
 1. ``seq3`` latency: hayata ``run`` + ``wait`` (two asks), and
    ``run(subscriber=hy.CALLER)`` + ``messages()``; LangGraph ``invoke``.
    Also, on the hayata side, a policy that finishes at once (fixed cost of an
-   invocation) and bare Thespian floors: an echo ask, and a ring of 14
-   transmissions (the critical path of a 3-step invocation: caller -> agent,
-   4 hops per step agent -> node -> edge -> reducer -> agent, agent -> caller).
+   invocation; by ``run`` + ``wait`` and by ``invoke``) and bare Thespian
+   floors: an echo ask, and a ring of 14 transmissions (the critical path of
+   a 3-step invocation: caller -> agent, 4 hops per step agent -> node ->
+   edge -> reducer -> agent, agent -> caller).
 2. ``fanout8`` latency (8 trivial branches then a join).
 3. ``sleep8`` wall time (8 branches sleeping 50 ms; floor 50 ms). LangGraph is
    run with its default thread pool (``max_concurrency`` unset) and with
@@ -199,6 +200,7 @@ def w1_sequential(tmp: str, samples: int, warmup: int) -> dict[str, Any]:
             "hayata_caller_messages": _hy_caller(seq),
             "langgraph_invoke": _lg_call(lg, "seq3", {"input": "x"}),
             "hayata_finish_only": _hy_wait(fin),
+            **({"hayata_finish_only_invoke": _hy_invoke(fin)} if HAS_INVOKE else {}),
             "thespian_echo_ask": lambda: thespian.ask(relays[0], G.Ring((), None, "x"), 10),
             "thespian_ring_14_hops": lambda: thespian.ask(relays[0], ring, 10),
         }
@@ -482,8 +484,10 @@ def _print(data: dict[str, Any]) -> None:
         if "hayata_invoke" in s:
             print(_row("invoke", s["hayata_invoke"], s["langgraph_invoke"]))
         print(_row("CALLER+messages", s["hayata_caller_messages"], s["langgraph_invoke"]))
-        for k in ("hayata_finish_only", "thespian_echo_ask", "thespian_ring_14_hops"):
-            print(_row(k, s[k], None))
+        for k in ("hayata_finish_only", "hayata_finish_only_invoke", "thespian_echo_ask",
+                  "thespian_ring_14_hops"):
+            if k in s:
+                print(_row(k, s[k], None))
     if "w2_fanout" in data:
         s = data["w2_fanout"]["latency_ms"]
         print("W2 fanout8+join latency (ms)")
