@@ -16,6 +16,7 @@ serve("langgraph.json", data_dir="hayata-data", port=2024)
 - :mod:`._security`: the API key rule and check, CORS.
 - :mod:`._uncertain`: the ``/hayata/`` endpoints: resolve a task a crash left
   uncertain, or abandon the run waiting on it.
+- :mod:`._message_parts`: the ``messages`` mode (the message so far) from logged chunks.
 - :mod:`._claim`: one server per data dir; a killed server's leftovers reclaimed.
 """
 

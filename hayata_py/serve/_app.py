@@ -24,6 +24,7 @@ from hayata_py.langgraph import HayataGraph
 from hayata_py.serve._db import ACTIVE, RunRow, ServeDB, ThreadRow
 from hayata_py.serve._graphs import GraphSpec, schemas
 from hayata_py.serve._items import Items
+from hayata_py.serve._message_parts import MessageParts
 from hayata_py.serve._runs import TERMINAL, Runner
 from hayata_py.serve._security import ApiKeyCheck, cors_middleware
 from hayata_py.serve._uncertain import abandon, parse_abandon, parse_answer, resolve, ways_out
@@ -255,6 +256,10 @@ class Server:
         run ends; ``id:`` is each event's sequence in the run's durable log."""
         wanted = set(modes if modes is not None else run.kwargs.get("stream_mode")
                      or ["values"])
+        # "messages" alone: the messages so far (messages/partial); with
+        # "messages-tuple": each chunk as it was logged
+        parts = MessageParts() if "messages" in wanted and "messages-tuple" not in wanted \
+            else None
         if "messages-tuple" in wanted:
             wanted.add("messages")
         wanted |= {"metadata", "error"} if modes is None else {"error"}
@@ -263,13 +268,20 @@ class Server:
         async def events() -> AsyncIterator[bytes]:
             waker = runner.wakers.watch(run.run_id)
             last, quiet_since, finished = after, time.monotonic(), False
+            if parts is not None and after > 0:
+                parts.prime(await off(_logged_messages, db, run.run_id, after))
             try:
                 while True:
                     waker.clear()
                     rows = await off(db.events_after, run.run_id, last)
                     for seq, event, data in rows:
                         last = seq
-                        if event in wanted:
+                        if event == "messages" and parts is not None:
+                            quiet_since = time.monotonic()
+                            for part, part_data in parts.events(data):
+                                yield (f"event: {part}\r\ndata: {part_data}\r\nid: {seq}"
+                                       "\r\n\r\n").encode()
+                        elif event in wanted:
                             quiet_since = time.monotonic()
                             yield (f"event: {event}\r\ndata: {data}\r\nid: {seq}\r\n\r\n"
                                    ).encode()
@@ -294,6 +306,20 @@ class Server:
                         await on_drop()
 
         return events()
+
+
+def _logged_messages(db: ServeDB, run_id: str, upto: int) -> list[str]:
+    """The data of the run's logged ``messages`` events up to sequence ``upto``."""
+    found: list[str] = []
+    after = 0
+    while batch := db.events_after(run_id, after):
+        for seq, event, data in batch:
+            if seq > upto:
+                return found
+            after = seq
+            if event == "messages":
+                found.append(data)
+    return found
 
 
 def _version() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
 
@@ -88,6 +89,23 @@ def test_messages_tuple_mode(client: SyncLangGraphClient, thread_id: str) -> Non
     assert "".join(c["content"] for c in chunks) == CHAT_REPLY
     assert len(chunks) > 1, "the reply streams in more than one token"
     assert {pair[1]["langgraph_node"] for pair in pairs} == {"respond"}  # type: ignore[index]
+
+
+def test_messages_mode_sends_the_message_so_far(client: SyncLangGraphClient,
+                                                thread_id: str) -> None:
+    """``messages``: ``messages/metadata`` once per message, then ``messages/partial``
+    with the reply so far (a whole ``ai`` message, growing), one id throughout."""
+    parts = stream(client, thread_id, CHAT, HI, "messages")
+    kinds = names(parts[1:])
+    assert kinds[0] == "messages/metadata" and set(kinds[1:]) == {"messages/partial"}
+    assert len(kinds) > 2, "the reply streams in more than one part"
+    (message_id, meta), = of(parts, "messages/metadata")[0].items()  # type: ignore[union-attr]
+    assert meta["metadata"]["langgraph_node"] == "respond"
+    sofar = [part[0] for part in of(parts, "messages/partial")]  # type: ignore[index]
+    assert {m["type"] for m in sofar} == {"ai"} and {m["id"] for m in sofar} == {message_id}
+    contents = [m["content"] for m in sofar]
+    assert all(b.startswith(a) for a, b in itertools.pairwise(contents))
+    assert contents[-1] == CHAT_REPLY
 
 
 def test_messages_are_langchain_shaped(client: SyncLangGraphClient, thread_id: str) -> None:
