@@ -6,9 +6,9 @@
 # Serves drill 12's graph (examples/drills/lg_drill.py: plan -> charge ->
 # notify; charge waits for the gate file $D/lg-gate, which never opens) as
 # assistant "order"; streams a run with curl -N and langgraph-sdk's
-# join_stream; kills -9 the server process while charge runs, shows what
-# happens to its actor processes, kills what is left of them (a whole-host
-# crash), restarts the server on the same data dir; the streams resume from
+# join_stream; kills -9 the server process while charge runs, shows that its
+# actor processes end with it (and kills them, as a whole-host crash would,
+# should any be left after 5 s), restarts the server on the same data dir; the streams resume from
 # Last-Event-ID; the run asks about the uncertain charge node, which is
 # resolved with curl through POST /hayata/threads/{t}/tasks/{task}/resolve;
 # the same run goes on to notify and its stream ends normally.
