@@ -83,10 +83,13 @@ def take_acks(self: Any, target: Any) -> None:
         return
     waiting = [fd for fd, intent in self._transmitIntents.items()
                if intent.targetAddr == target and intent.stage == _WAIT_FOR_ACK]
-    if not waiting or not select.select(waiting, [], [], 0)[0]:
+    if not waiting:
+        return
+    ready = _readable(waiting)
+    if not ready:
         return
     with exclusive_processing(self):
-        for fd in select.select(waiting, [], [], 0)[0]:
+        for fd in ready:
             self._processIntents(fd)  # Thespian's step for a readable socket: its ACK
     done, self._finished_intents = self._finished_intents, []
     for intent, status in done:  # as the loop does after each turn
@@ -118,3 +121,12 @@ def _await_acks(self: Any, target: Any) -> None:
         with exclusive_processing(self):
             for fd in written:
                 self._processIntents(fd)
+
+
+def _readable(fds: list[int]) -> list[int]:
+    """Those of ``fds`` with something to read (or closed), now; ``poll``, not
+    ``select``: a descriptor may be above 1023."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _events in poller.poll(0)]

@@ -64,3 +64,35 @@ def test_nothing_is_done_off_the_main_thread_or_while_the_run_is_aborted() -> No
     assert answers == [False]
     transport._aborting_run = False
     assert P.push_transmits(transport, "a", 1.0) is False
+
+
+def test_take_acks_steps_only_the_sockets_with_an_ack_to_read() -> None:
+    import socket
+
+    ready, ours = socket.socketpair()
+    idle, other = socket.socketpair()
+    try:
+        ours.send(b"ack")  # the target's ACK is there to read on `ready`
+        stepped: list[int] = []
+        told: list[Any] = []
+        done = types.SimpleNamespace(tx_done=told.append)
+        transport = types.SimpleNamespace(
+            _transmitIntents={ready.fileno(): _intent("a", T._XMITStepWaitForAck),
+                              idle.fileno(): _intent("a", T._XMITStepWaitForAck)},
+            _finished_intents=[],
+            _exclusively_processing=lambda: True, _not_processing=lambda: None)
+
+        def step(fd: int) -> bool:
+            stepped.append(fd)
+            transport._finished_intents.append((done, "sent"))
+            return True
+
+        transport._processIntents = step
+        P.take_acks(transport, "b")  # another target: nothing read
+        assert stepped == []
+        P.take_acks(transport, "a")
+        assert stepped == [ready.fileno()]
+        assert told == ["sent"] and transport._finished_intents == []
+    finally:
+        for s in (ready, ours, idle, other):
+            s.close()
