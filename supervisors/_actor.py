@@ -112,6 +112,24 @@ class SupervisedActor(Actor):  # type: ignore[misc]
         else:
             self._sa_exit_now()
 
+    def send_now(self, target: Any, message: Any, seconds: float) -> bool:
+        """Send ``message`` to ``target`` and, from inside a handler, have it go out
+        now: Thespian sends a target one message at a time, the next only once
+        the target has acknowledged the one before, which only the actor's loop
+        reads, after the handler. Here the ACKs are read in place (waiting up to
+        ``seconds`` for them); what arrives meanwhile stays queued, in order.
+        False if it was still unwritten after ``seconds`` (it goes later, in
+        order), or if this cannot be done here (not the main thread, another
+        transport, the ``push_transmits`` patch skipped): then it is only sent."""
+        transport: Any = getattr(getattr(self, "_myRef", None), "transport", None)
+        push = getattr(transport, "push_transmits", None)
+        if push is None:
+            self.send(target, message)
+            return False
+        transport.take_acks(target)
+        self.send(target, message)
+        return bool(push(target, seconds))
+
     def crash(self, reason: str) -> None:
         """End this actor with an abnormal exit and ``reason`` (as if a handler raised)."""
         self._sa_fail(reason)

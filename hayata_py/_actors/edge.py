@@ -20,6 +20,7 @@ the Outcomes sent (:class:`~hayata_py._actors.edge_reports.Reports`).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,17 +45,32 @@ from hayata_py._errors import ErrorInfo
 from hayata_py._policy import NodeContext
 from supervisors import SupervisedActor, host_id
 
+PUSH_WAIT = 1.0
+"""Seconds a partial result may wait to be written to its agent before the node
+goes on (the agent reads the one before; it goes later, in order)."""
+
 
 class OneTask:
     """The one-task path: ``started`` recorded, the call (it blocks the edge),
-    its end recorded, then its Outcome."""
+    its end recorded, then its Outcome.
+
+    The call blocks the edge's loop, and Thespian sends an agent one message at
+    a time (the next once the agent has acknowledged the one before, which only
+    the loop reads): so each partial result is sent with ``send_now``
+    (:meth:`supervisors.SupervisedActor.send_now`: it goes out at once), or the
+    agent would get all but the first when the node returns. Once one could not
+    go out in ``PUSH_WAIT`` seconds (the agent does not read), the task's later
+    partials are only sent; so is one published from another thread (only the
+    main thread can turn the edge's transport)."""
 
     def __init__(self, name: EdgeName, records: TaskRecords, reports: Reports,
-                 send: Callable[[Any, Any], None]) -> None:
+                 send: Callable[[Any, Any], None],
+                 send_now: Callable[[Any, Any, float], bool]) -> None:
         self.name = name
         self.records = records
         self.reports = reports
         self.send = send
+        self.send_now = send_now
         self.current: RunTask | None = None
         """The task being called (its streamer publishes only while it is)."""
 
@@ -68,7 +84,7 @@ class OneTask:
         """Run ``execute`` whose start was recorded (``error``: it was refused, and
         its Outcome is sent now); what it ended with, its end not yet recorded."""
         streamer = Streamer(self.name.edge_id, execute, lambda: self.current is execute,
-                            lambda p: self.send(execute.agent, p)) if execute.stream else None
+                            self._publisher(execute.agent)) if execute.stream else None
         span = self.reports.span(execute)
         if error is not None:
             self.reports.report(execute, span, None, error, streamer)
@@ -79,6 +95,19 @@ class OneTask:
         finally:
             self.current = None
         return Ran(execute, span, result, error, streamer)
+
+    def _publisher(self, agent: Any) -> Callable[[Any], None]:
+        """Send a partial to ``agent`` now (until one could not go out in time)."""
+        pushing = True
+
+        def publish(partial: Any) -> None:
+            nonlocal pushing
+            if pushing and threading.current_thread() is threading.main_thread():
+                pushing = self.send_now(agent, partial, PUSH_WAIT)
+            else:  # from a thread the node started: it goes when the node returns
+                self.send(agent, partial)
+
+        return publish
 
     def finish(self, ended: Ran) -> None:
         """Record ``ended``'s end on its own, then send its Outcome."""
@@ -101,7 +130,7 @@ class EdgeActor(SupervisedActor):
         self.name = EdgeName()
         self.records = TaskRecords(self.log)
         self.reports = Reports(self.name, self.send)
-        self.one = OneTask(self.name, self.records, self.reports, self.send)
+        self.one = OneTask(self.name, self.records, self.reports, self.send, self.send_now)
         self.chain = Chain(self.one, self.records, self.reports)
         self.loop: ConcurrentRuns | None = None
         """The tasks on the event loop thread of an edge that runs several at once."""

@@ -18,7 +18,8 @@ it does not match depends on what relies on it:
   actor port open to the network, a parent that never hears of a child's
   death, a leaked process per start), not slow, so it must not start;
 - a **speed** patch (the transport's selector, loop and frame reads, lazy
-  debug text, address pickles, each actor loop's frame-stack chunk) is
+  debug text, address pickles, each actor loop's frame-stack chunk, a
+  handler's sends pushed out while it runs) is
   skipped: Thespian's own code runs, slower but right, and the skip is logged
   once, at import (structlog ``thespian_patch_skipped``).
 
@@ -36,6 +37,7 @@ One module per concern:
   convention timings, admin port and Thespian's logging (settings, not
   patches);
 - ``poll_selector``, ``transport_loop``, ``frame_read``: the transport's loop;
+  ``push_transmits``: a handler's sends to one target go out while it runs;
   ``lazy_identify``: debug text; ``address_pickle``: address pickles;
   ``stack_chunk``: each actor loop's frame-stack chunk.
 """

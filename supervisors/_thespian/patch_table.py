@@ -29,6 +29,7 @@ from supervisors._thespian import (
     frame_read,
     lazy_identify,
     poll_selector,
+    push_transmits,
     stack_chunk,
     transport_loop,
 )
@@ -195,6 +196,23 @@ PATCHES: tuple[Patch, ...] = (
         # Thespian's __getstate__, and no __setstate__ of its own (the empty source).
         written_against=_at(_IP, "IPActorAddress.__getstate__", "IPActorAddress.__setstate__"),
         fingerprint="4169b1689e5c",
+    ),
+    Patch(
+        name="push_transmits",
+        kind=PatchKind.SPEED,
+        does="a handler can have its sends to one target go out while it runs, without "
+             "dispatching what arrives (push_transmits)",
+        replaces=(
+            Replacement(Place(_TCP, "TCPTransport.push_transmits"),
+                        push_transmits.push_transmits),
+            Replacement(Place(_TCP, "TCPTransport.take_acks"), push_transmits.take_acks),
+        ),
+        written_against=_at(_TCP, "TCPTransport._runWithExpiry", "TCPTransport._next_XMIT_1",
+                            "TCPTransport._next_XMIT_3", "TCPTransport._next_XMIT_4",
+                            "TCPTransport._check_XMIT_4_done", "TCPTransport._processIntents",
+                            "TCPTransport._processIntentTimeouts", "TCPTransport._finishIntent",
+                            "TCPTransport.set_watch"),
+        fingerprint="3be4c99318f2",
     ),
 )
 """Every patch, in the order it is installed."""
