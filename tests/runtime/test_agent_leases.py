@@ -113,9 +113,13 @@ def test_another_system_learns_of_an_invocation_started_after_it_and_takes_it_ov
         assert other.unfinished() == []
         inv = runner.run({"effects": str(effects), "gates": {"right": str(gate)}})
         store = open_store(url)
-        right = task_id_for(inv, 1, "right")
+        right, left = task_id_for(inv, 1, "right"), task_id_for(inv, 1, "left")
         eventually(lambda: (t := store.get_task(right)) is not None and t.status == "started",
                    timeout=30, message="right in flight")
+        # left, its ungated sibling, must have ended before the kill, or the
+        # kill leaves it uncertain too
+        eventually(lambda: (t := store.get_task(left)) is not None and t.status == "completed",
+                   timeout=30, message="left completed")
         [busy] = other.unfinished()
         assert (busy.invocation_id, busy.recovery) == (inv, "busy")
         first.kill()
