@@ -22,6 +22,7 @@ from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
 from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
 from hayata_py._ref import AgentRef
 from hayata_py._ref_checks import check_timeout, checked_invoke
+from hayata_py._stream_end import file_ended
 from hayata_py.langgraph._checkpoints import ThreadCheckpoints
 from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
@@ -441,16 +442,26 @@ class HayataGraph:
         ask whether anything still runs it (a dead agent: ``recovery_required``,
         a dead system: ``no_system``); ``TimeoutError`` after ``timeout`` s of silence."""
         heard = time.monotonic()
+        ended: AgentResult | None = None  # its agent answered its result already
         while True:
             try:
                 for message in self.agent.messages(invocation, timeout=1.0):
-                    heard = time.monotonic()
+                    heard, ended = time.monotonic(), None
                     yield message
                     if isinstance(message, AgentResult):
                         return
             except TimeoutError:
+                if ended is not None:
+                    # The invocation has ended (its end is in the store) and the
+                    # live channel still lacks part of its stream (a message lost
+                    # under load): the rest comes from the store's event log.
+                    if not file_ended(self.agent, invocation):
+                        yield ended  # no log to read: its result ends the stream
+                        return
+                    ended = None
+                    continue
                 try:
-                    self.agent.wait(invocation, timeout=0.5)
+                    ended = self.agent.wait(invocation, timeout=0.5)
                 except TimeoutError:
                     if time.monotonic() - heard > self.timeout:
                         raise
