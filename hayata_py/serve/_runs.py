@@ -47,6 +47,8 @@ _ON_REQUEST = ("debug", "tasks", "checkpoints")
 """Modes the runner streams only for a run that asks for them."""
 LEASE_SECONDS = 10.0
 """A server's lease on its runs (and its graphs' invocations), by default."""
+SETTLE_READS = 3
+"""Reads of a thread's state a run's end tries for its status before it gives up."""
 FOLLOW_INTERVAL = 0.1
 """Seconds between two looks at the logs of watched runs another server carries out."""
 
@@ -364,7 +366,13 @@ class Runner:
                 isinstance(last_values, dict) and "__interrupt__" in last_values):
             base = last_values if isinstance(last_values, dict) else {}
             self._append(run, [("values", {**base, "__interrupt__": interrupts})])
-        self._finish(run, "error" if error else "success", error)
+        # Whether the graph stopped before a node, from its stream when it
+        # tells: an interrupt did; with no static interrupt point, a graph that
+        # ended without one ran to its end (only else is its state read).
+        static = any((kwargs.get("interrupt_before"), kwargs.get("interrupt_after"),
+                      graph.interrupt_before, graph.interrupt_after))
+        stopped = True if interrupts else (None if static else False)
+        self._finish(run, "error" if error else "success", error, stopped=stopped)
 
     def _until_claimable(self, run: RunRow) -> None:
         """Wait while another system's lease still holds the thread's unfinished
@@ -383,10 +391,13 @@ class Runner:
             self._stop.wait(min(0.2, self.lease_seconds / 10))
         raise RunLost(f"server {self.server_id} stopped")
 
-    def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None) -> None:
+    def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None, *,
+                stopped: bool | None = None) -> None:
+        """End ``run`` ``status``; ``stopped``: whether its graph stopped before a
+        node, if its stream told (else the thread's state is read)."""
         cancelled = run.run_id in self._cancelled
         if not cancelled:
-            self.settle(run.thread_id, error=error)
+            self.settle(run.thread_id, error=error, stopped=stopped)
             self.db.set_run_status(run.run_id, status, only_from=["running"],
                                    owner=self.server_id)
         elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
@@ -396,10 +407,12 @@ class Runner:
             self.db.delete_thread(run.thread_id, keep_runs=True)
 
     def settle(self, thread_id: str, *, error: dict[str, Any] | None = None,
-                       cancelled: bool = False) -> None:
+               cancelled: bool = False, stopped: bool | None = None) -> None:
         """The thread's status after a run: busy while another run waits,
         ``error`` after a failed run, ``interrupted`` when its graph stopped
-        before a node (or the run was cancelled), else ``idle``."""
+        before a node (or the run was cancelled), else ``idle``. ``stopped``:
+        whether the graph stopped before a node, when the run's stream told;
+        None: its state says (read again while the read fails, a busy agent)."""
         thread = self.db.get_thread(thread_id)
         if thread is None:
             return
@@ -408,10 +421,27 @@ class Runner:
         elif error is not None:
             status = "error"
         else:
-            status = "interrupted" if self.next_nodes(thread.graph_id, thread_id) else "idle"
+            if stopped is None:
+                stopped = self._stopped(thread.graph_id, thread_id)
+            status = "interrupted" if stopped else "idle"
         if any(r.status == "pending" for r in self.db.active_runs(thread_id)):
             status = "busy"
         self.db.update_thread(thread_id, status=status, error=error)
+
+    def _stopped(self, graph_id: str | None, thread_id: str) -> bool:
+        """Whether the thread's graph stopped before a node (its state's
+        ``next``). A read that fails (its agent too busy to answer in time) is
+        tried again, up to ``SETTLE_READS`` times; then the thread counts as
+        at its end: the run's status follows its graph, never this read."""
+        for attempt in range(1, SETTLE_READS + 1):
+            try:
+                return bool(self.next_nodes(graph_id, thread_id))
+            except (HayataError, TimeoutError) as exc:
+                log.warning("hayata serve: reading thread %s's state failed (%d of %d): %s",
+                            thread_id, attempt, SETTLE_READS, exc)
+                if attempt < SETTLE_READS and self._stop.wait(0.1 * attempt):
+                    break
+        return False
 
     def next_nodes(self, graph_id: str | None, thread_id: str) -> list[str]:
         graph = self.graphs.get(graph_id or "")
