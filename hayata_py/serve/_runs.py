@@ -22,6 +22,7 @@ follower that polls the log of the runs being watched (one query a tick).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -47,6 +48,8 @@ _ON_REQUEST = ("debug", "tasks", "checkpoints")
 """Modes the runner streams only for a run that asks for them."""
 LEASE_SECONDS = 10.0
 """A server's lease on its runs (and its graphs' invocations), by default."""
+READY_BATCH = 500
+"""Pending runs the scheduler reads at most per look (the oldest of each thread)."""
 SETTLE_READS = 3
 """Reads of a thread's state a run's end tries for its status before it gives up."""
 FOLLOW_INTERVAL = 0.1
@@ -108,6 +111,50 @@ class _Wakers:
             loop.call_soon_threadsafe(event.set)
 
 
+class _EventWriter:
+    """Appends the stream events of all the runs of a server, those that wait
+    at one time in one transaction (a thousand streams: a few transactions a
+    tick, not one per event). Each :meth:`append` returns once its events are
+    in the store, as one transaction of its own would."""
+
+    def __init__(self, db: ServeDB) -> None:
+        self.db = db
+        self._queue: list[tuple[str, list[tuple[str, Any]], str,
+                                concurrent.futures.Future[int]]] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def append(self, run_id: str, items: list[tuple[str, Any]], owner: str) -> int:
+        future: concurrent.futures.Future[int] = concurrent.futures.Future()
+        with self._cond:
+            self._queue.append((run_id, items, owner, future))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._write, daemon=True,
+                                                name="hayata-serve-events")
+                self._thread.start()
+            self._cond.notify()
+        return future.result()
+
+    def _write(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                batch, self._queue = self._queue, []
+            try:
+                outcomes = self.db.append_batch(
+                    [(run_id, items, owner) for run_id, items, owner, _ in batch])
+            except BaseException as exc:  # noqa: BLE001 - each writer gets the error
+                for *_, future in batch:
+                    future.set_exception(exc)
+                continue
+            for (*_, future), outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, RunLost):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+
+
 class Runner:
     """The scheduler and the workers of a server's runs.
 
@@ -127,6 +174,7 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.follow_interval = follow_interval
         self.wakers = _Wakers()
+        self._events = _EventWriter(db)
         self._kick = threading.Event()
         self._stop = threading.Event()
         self._busy: set[str] = set()  # threads a worker of this process runs
@@ -135,6 +183,7 @@ class Runner:
         self._resume: set[str] = set()
         self._lock = threading.Lock()
         self._renewed = 0.0
+        self._next_takeover = 0.0
         self._workers: list[threading.Thread] = []
         self._scheduler = threading.Thread(target=self._schedule, name="hayata-serve-runs",
                                            daemon=True)
@@ -227,37 +276,40 @@ class Runner:
         return leases.get(run.owner, 0.0) < time.time()
 
     def _start_ready(self) -> None:
+        self._take_over()
         now = time.time()
-        started: set[str] = set()
-        leases: dict[str, float] | None = None
-        for run in self.db.runs_with_status(["pending", "running"]):
-            if run.status == "running":
-                started.add(run.thread_id)
-                if run.run_id in self._local:
-                    continue
-                if leases is None and run.owner not in (None, self.server_id):
-                    leases = self.db.server_leases()
-                with self._lock:
-                    if not self._orphaned(run, leases or {}) or run.thread_id in self._busy \
-                            or not self.db.claim_run(run.run_id, self.server_id,
-                                                     status="running", previous=run.owner):
-                        continue
-                    if run.owner not in (None, self.server_id):
-                        log.warning("hayata serve: taking over run %s of server %s (its "
-                                    "lease expired)", run.run_id, run.owner)
-                    self._resume.add(run.run_id)
-                    self._launch(run)
-                continue
+        for run in self.db.ready_runs(READY_BATCH):
             with self._lock:
-                if run.thread_id in self._busy or run.thread_id in started \
-                        or run.not_before > now:
-                    started.add(run.thread_id)
+                if run.thread_id in self._busy or run.not_before > now:
                     continue
                 if not self.db.claim_run(run.run_id, self.server_id, status="pending",
                                          previous=run.owner):
                     continue
                 self._launch(run)
-            started.add(run.thread_id)
+
+    def _take_over(self) -> None:
+        """Carry on the running runs nobody carries out (this server's before a
+        restart, those of servers whose lease expired): looked for at start and
+        then every tenth of ``lease_seconds``, at most every second)."""
+        if time.monotonic() < self._next_takeover:
+            return
+        self._next_takeover = time.monotonic() + min(self.lease_seconds / 10, 1.0)
+        leases: dict[str, float] | None = None
+        for run in self.db.runs_with_status(["running"]):
+            if run.run_id in self._local:
+                continue
+            if leases is None and run.owner not in (None, self.server_id):
+                leases = self.db.server_leases()
+            with self._lock:
+                if not self._orphaned(run, leases or {}) or run.thread_id in self._busy \
+                        or not self.db.claim_run(run.run_id, self.server_id,
+                                                 status="running", previous=run.owner):
+                    continue
+                if run.owner not in (None, self.server_id):
+                    log.warning("hayata serve: taking over run %s of server %s (its "
+                                "lease expired)", run.run_id, run.owner)
+                self._resume.add(run.run_id)
+                self._launch(run)
 
     def _launch(self, run: RunRow) -> None:
         """A worker for ``run``, claimed by this server (under ``_lock``)."""
@@ -293,7 +345,7 @@ class Runner:
     def _append(self, run: RunRow, items: list[tuple[str, Any]]) -> None:
         if run.run_id in self._cancelled:
             return
-        self.db.append_events(run.run_id, items, owner=self.server_id)
+        self._events.append(run.run_id, items, self.server_id)
         self.wakers.wake(run.run_id)
 
     def _work(self, run: RunRow) -> None:
