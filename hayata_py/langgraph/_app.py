@@ -81,6 +81,21 @@ def _check_durability(durability: Any) -> None:
                           "before and after it runs, whichever of them is given")
 
 
+STARTS_IN_FLIGHT = 32
+"""Streamed runs of one agent whose ``Run`` this process has sent and the agent
+not yet accepted, at most: a thousand runs started at once wait their turn
+here, not for the agent's answer (which has a timeout) behind all the others."""
+_STARTS: dict[tuple[int, str], threading.BoundedSemaphore] = {}
+_STARTS_LOCK = threading.Lock()
+
+
+def _starts(agent: AgentRef) -> threading.BoundedSemaphore:
+    """The semaphore the streamed runs of ``agent`` take to send their ``Run``."""
+    with _STARTS_LOCK:
+        return _STARTS.setdefault((id(agent.system), agent.id),
+                                  threading.BoundedSemaphore(STARTS_IN_FLIGHT))
+
+
 def _stored(value: Any, field: str) -> bytes:
     """``value`` as the bytes a run carries; a clear error if it cannot be."""
     try:
@@ -133,6 +148,7 @@ class HayataGraph:
         """The graph's store as its runs carry it (``compile(..., store=...)``)."""
         self.config: dict[str, Any] = {}
         self.threads = ThreadCheckpoints(agent)
+        self._starting = _starts(agent)
         self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
                                      builder_of(path).compile().channels.values())
 
@@ -268,8 +284,10 @@ class HayataGraph:
                 result = _ref_wait.received(self.agent, run.invocation_id,
                                             check_timeout(self.timeout), run)
                 return self._ended(result.invocation_id, result, quiet=True)
-            return self._follow(
-                self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread))
+            with self._starting:  # a bounded queue of Runs at the agent
+                invocation = self.agent.run(payload, subscriber=CALLER, stream=True,
+                                            thread=thread)
+            return self._follow(invocation)
         asking = self.uncertain == "interrupt"
         if asking and isinstance(input, Command) and input.resume is not None:
             if not answer(self.agent, unfinished, input.resume):
