@@ -461,6 +461,7 @@ class HayataGraph:
         a dead system: ``no_system``); ``TimeoutError`` after ``timeout`` s of silence."""
         heard = time.monotonic()
         ended: AgentResult | None = None  # its agent answered its result already
+        filed = False
         while True:
             try:
                 for message in self.agent.messages(invocation, timeout=1.0):
@@ -472,11 +473,12 @@ class HayataGraph:
                 if ended is not None:
                     # The invocation has ended (its end is in the store) and the
                     # live channel still lacks part of its stream (a message lost
-                    # under load): the rest comes from the store's event log.
-                    if not file_ended(self.agent, invocation):
-                        yield ended  # no log to read: its result ends the stream
+                    # under load): the rest comes from the store's event log;
+                    # with no log to read (or still nothing), its result ends it.
+                    if filed or not file_ended(self.agent, invocation):
+                        yield ended
                         return
-                    ended = None
+                    filed, ended = True, None
                     continue
                 try:
                     ended = self.agent.wait(invocation, timeout=0.5)
