@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,6 +55,17 @@ from hayata_py.store import TaskClass, TaskRecord, classify_task
 ASK_TIMEOUT = 30.0
 
 
+_LOOKUP_LOCKS: weakref.WeakKeyDictionary[Any, dict[str, threading.Lock]] = \
+    weakref.WeakKeyDictionary()
+_LOOKUP_LOCKS_LOCK = threading.Lock()
+
+
+def _lookup_lock(system: Any, agent_id: str) -> threading.Lock:
+    """The lock one look-up of ``agent_id`` on ``system`` holds at a time."""
+    with _LOOKUP_LOCKS_LOCK:
+        return _LOOKUP_LOCKS.setdefault(system, {}).setdefault(agent_id, threading.Lock())
+
+
 class AgentRef:
     """A handle on one agent: run it, read its results and status.
 
@@ -69,10 +82,18 @@ class AgentRef:
 
     def _current_address(self) -> Any:
         """The agent's address, looked up again if the cached process is gone
-        (an ask to a dead actor can take the whole timeout to fail)."""
-        if self._address is None or self._pid is None or not alive(self._pid):
-            self._address, self._pid = self.system._agent_address(self.id)
-        return self._address
+        (an ask to a dead actor can take the whole timeout to fail). Threads
+        sharing this ref share one look-up: the others wait for its answer
+        instead of each asking the supervisor (a thousand runs at once)."""
+        address, pid = self._address, self._pid
+        if address is not None and pid is not None and alive(pid):
+            return address
+        with _lookup_lock(self.system, self.id):
+            address, pid = self._address, self._pid
+            if address is None or pid is None or not alive(pid):
+                address, pid = self.system._agent_address(self.id)
+                self._address, self._pid = address, pid
+        return address
 
     def _ask(self, message: Any, timeout: float = ASK_TIMEOUT,
              accept: Callable[[Any], bool] = lambda _reply: True, address: Any = None) -> Any:
@@ -98,7 +119,10 @@ class AgentRef:
             remaining = deadline - time.monotonic()
             reply = endpoint.listen(remaining) if remaining > 0 else None
         if reply is None or isinstance(reply, PoisonMessage):
-            self._address = None
+            if isinstance(reply, PoisonMessage) or self._pid is None or not alive(self._pid):
+                # gone: the next call looks it up (one still running is only
+                # busy; forgetting it would send every caller to its supervisor)
+                self._address = None
             raise TimeoutError_(f"agent {self.id!r} did not answer "
                                 f"{type(message).__name__} within {timeout}s")
         return reply

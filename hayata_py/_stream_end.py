@@ -31,7 +31,7 @@ from hayata_py._eventlog_read import run_end
 from hayata_py._ref_checks import alive
 from hayata_py._ref_wait import REMOTE_ASK_TIMEOUT, WaitingRef
 
-__all__ = ["CHECK_PERIOD", "file_from_log"]
+__all__ = ["CHECK_PERIOD", "file_ended", "file_from_log"]
 
 CHECK_PERIOD = 0.5
 """How often a reader waiting for a stream's next message checks its source."""
@@ -51,6 +51,21 @@ def file_from_log(agent: WaitingRef, invocation_id: str) -> bool:
         events, result = run_end(store, invocation_id, source.first, source.taken, source.run)
     except Exception:  # noqa: BLE001 - the store is away: the next check reads again
         return False
+    inbox.file_end(invocation_id, source.address, events if source.streamed else [], result)
+    return True
+
+
+def file_ended(agent: WaitingRef, invocation_id: str) -> bool:
+    """``invocation_id`` has ended (its agent answered its result, so its end
+    is in the store's log) but its stream here still lacks part of the run (a
+    message lost on the way): file the rest from the log. True if it did;
+    False when this system follows no such stream or has no store."""
+    inbox = agent.system._inbox
+    source = inbox.source(invocation_id)
+    store = agent.system.store
+    if source is None or store is None:
+        return False
+    events, result = run_end(store, invocation_id, source.first, source.taken, source.run)
     inbox.file_end(invocation_id, source.address, events if source.streamed else [], result)
     return True
 

@@ -176,6 +176,13 @@ def _mapped_retries(builder: Any) -> dict[str, RetryPolicy]:
     return mapped
 
 
+def async_nodes(graph: Any) -> list[str]:
+    """The ``async def`` nodes of ``graph`` (as :func:`compile` takes it): those
+    whose tasks an edge may run many at once (``edge_concurrency``)."""
+    builder = builder_of(graph_path(graph))
+    return [name for name in builder.nodes if _is_async(builder, name)]
+
+
 def _is_async(builder: Any, name: str) -> bool:
     """Whether LangGraph would run node ``name`` only as a coroutine (an
     ``async def`` node): its task then runs on its edge's event loop."""

@@ -22,6 +22,7 @@ from hayata_py._async import AsyncAgentRef, AsyncAgentSystem
 from hayata_py._errors import ConfigError, HayataError, RecoveryRejected
 from hayata_py._ref import AgentRef
 from hayata_py._ref_checks import check_timeout, checked_invoke
+from hayata_py._stream_end import file_ended
 from hayata_py.langgraph._checkpoints import ThreadCheckpoints
 from hayata_py.langgraph._errors import TaskUncertain
 from hayata_py.langgraph._graphref import builder_of
@@ -80,6 +81,21 @@ def _check_durability(durability: Any) -> None:
                           "before and after it runs, whichever of them is given")
 
 
+STARTS_IN_FLIGHT = 32
+"""Streamed runs of one agent whose ``Run`` this process has sent and the agent
+not yet accepted, at most: a thousand runs started at once wait their turn
+here, not for the agent's answer (which has a timeout) behind all the others."""
+_STARTS: dict[tuple[int, str], threading.BoundedSemaphore] = {}
+_STARTS_LOCK = threading.Lock()
+
+
+def _starts(agent: AgentRef) -> threading.BoundedSemaphore:
+    """The semaphore the streamed runs of ``agent`` take to send their ``Run``."""
+    with _STARTS_LOCK:
+        return _STARTS.setdefault((id(agent.system), agent.id),
+                                  threading.BoundedSemaphore(STARTS_IN_FLIGHT))
+
+
 def _stored(value: Any, field: str) -> bytes:
     """``value`` as the bytes a run carries; a clear error if it cannot be."""
     try:
@@ -132,6 +148,7 @@ class HayataGraph:
         """The graph's store as its runs carry it (``compile(..., store=...)``)."""
         self.config: dict[str, Any] = {}
         self.threads = ThreadCheckpoints(agent)
+        self._starting = _starts(agent)
         self._history_channels = any(isinstance(channel, DeltaChannel) for channel in
                                      builder_of(path).compile().channels.values())
 
@@ -267,8 +284,10 @@ class HayataGraph:
                 result = _ref_wait.received(self.agent, run.invocation_id,
                                             check_timeout(self.timeout), run)
                 return self._ended(result.invocation_id, result, quiet=True)
-            return self._follow(
-                self.agent.run(payload, subscriber=CALLER, stream=True, thread=thread))
+            with self._starting:  # a bounded queue of Runs at the agent
+                invocation = self.agent.run(payload, subscriber=CALLER, stream=True,
+                                            thread=thread)
+            return self._follow(invocation)
         asking = self.uncertain == "interrupt"
         if asking and isinstance(input, Command) and input.resume is not None:
             if not answer(self.agent, unfinished, input.resume):
@@ -441,16 +460,28 @@ class HayataGraph:
         ask whether anything still runs it (a dead agent: ``recovery_required``,
         a dead system: ``no_system``); ``TimeoutError`` after ``timeout`` s of silence."""
         heard = time.monotonic()
+        ended: AgentResult | None = None  # its agent answered its result already
+        filed = False
         while True:
             try:
                 for message in self.agent.messages(invocation, timeout=1.0):
-                    heard = time.monotonic()
+                    heard, ended = time.monotonic(), None
                     yield message
                     if isinstance(message, AgentResult):
                         return
             except TimeoutError:
+                if ended is not None:
+                    # The invocation has ended (its end is in the store) and the
+                    # live channel still lacks part of its stream (a message lost
+                    # under load): the rest comes from the store's event log;
+                    # with no log to read (or still nothing), its result ends it.
+                    if filed or not file_ended(self.agent, invocation):
+                        yield ended
+                        return
+                    filed, ended = True, None
+                    continue
                 try:
-                    self.agent.wait(invocation, timeout=0.5)
+                    ended = self.agent.wait(invocation, timeout=0.5)
                 except TimeoutError:
                     if time.monotonic() - heard > self.timeout:
                         raise

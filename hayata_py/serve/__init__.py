@@ -29,17 +29,18 @@ import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 
 from hayata_py._api import AgentSystem
 from hayata_py._errors import ConfigError
-from hayata_py.langgraph import HayataGraph, HayataStore
+from hayata_py.langgraph import HayataGraph, HayataStore, async_nodes
 from hayata_py.langgraph import compile as compile_graph
 from hayata_py.serve._app import Server, build_app
 from hayata_py.serve._claim import claim, write_record
 from hayata_py.serve._db import ServeDB
-from hayata_py.serve._graphs import assistant_id, read_config
+from hayata_py.serve._graphs import GraphSpec, assistant_id, read_config
 from hayata_py.serve._runs import LEASE_SECONDS, Runner
 from hayata_py.serve._security import API_KEY_ENV, check_exposure, config_cors_origins
 
@@ -49,6 +50,20 @@ log = logging.getLogger("hayata.serve")
 
 MAX_RUNS = 1000
 """Runs of one graph carried out at once (each on its own thread)."""
+EDGE_CONCURRENCY = 250
+"""Tasks one edge of a served graph's ``async def`` node runs at once, unless
+the config's ``"hayata"`` key sets that node's ``edge_concurrency``: the
+``MAX_RUNS`` runs of a graph waiting in one such node take a few processes."""
+
+
+def agent_options(spec: GraphSpec) -> dict[str, Any]:
+    """The agent options ``spec``'s graph is served with: ``EDGE_CONCURRENCY``
+    for each ``async def`` node, under what the config sets."""
+    given = spec.options
+    edges = {name: EDGE_CONCURRENCY for name in async_nodes(spec.path)}
+    edges.update(given.get("edge_concurrency") or {})
+    options = {**given, "edge_concurrency": edges} if edges else dict(given)
+    return options
 
 
 @dataclass
@@ -107,7 +122,7 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
                                          store=store, uncertain="interrupt",
                                          auto_recover=True, max_invocations=MAX_RUNS,
-                                         lease_seconds=lease)
+                                         lease_seconds=lease, **agent_options(spec))
             for spec in specs}
         db = ServeDB(system.store_url)
     except BaseException:

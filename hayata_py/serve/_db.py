@@ -242,6 +242,25 @@ class ServeDB:
             return [_run(r) for r in conn.execute(query)]
         return self.holder.run(read, write=False)
 
+    def ready_runs(self, limit: int) -> list[RunRow]:
+        """The pending runs that may start: the oldest pending run of each
+        thread with no running run, oldest first, at most ``limit`` (one read of
+        the rows it returns only). A run whose ``not_before`` is still ahead is
+        returned too: it holds its thread's later runs back."""
+        def read(conn: Connection) -> list[RunRow]:
+            running = sa.select(runs.c.thread_id).where(runs.c.status == "running")
+            older = runs.alias("older")
+            first = ~sa.exists().where(
+                older.c.thread_id == runs.c.thread_id, older.c.status == "pending",
+                sa.or_(older.c.created_at < runs.c.created_at,
+                       sa.and_(older.c.created_at == runs.c.created_at,
+                               older.c.run_id < runs.c.run_id)))
+            query = runs.select().where(
+                runs.c.status == "pending", runs.c.thread_id.not_in(running), first
+            ).order_by(runs.c.created_at, runs.c.run_id).limit(limit)
+            return [_run(r) for r in conn.execute(query)]
+        return self.holder.run(read, write=False)
+
     def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = (),
                        owner: str | None = None) -> bool:
         """Set the run's status (when it is in ``only_from``, if given, and
@@ -339,6 +358,46 @@ class ServeDB:
                                                     event=name, data=json.dumps(data),
                                                     created_at=now))
             return int(last) + len(items)
+        return self.holder.run(write, write=True)
+
+    def append_batch(self, batch: Sequence[tuple[str, Sequence[tuple[str, Any]], str]]
+                     ) -> list[int | RunLost]:
+        """:meth:`append_events` of several runs in one transaction: for each
+        ``(run_id, items, owner)`` the run's last sequence, or the
+        :class:`RunLost` that run's items were refused with (the others are
+        written all the same)."""
+        def write(conn: Connection) -> list[int | RunLost]:
+            ids = sorted({run_id for run_id, _, _ in batch})
+            holders = {row.run_id: row for row in conn.execute(
+                sa.select(runs.c.run_id, runs.c.owner, runs.c.status)
+                .where(runs.c.run_id.in_(ids)).with_for_update())}
+            lasts = dict(conn.execute(
+                sa.select(events.c.run_id, sa.func.max(events.c.seq))
+                .where(events.c.run_id.in_(ids)).group_by(events.c.run_id)).all())
+            now = time.time()
+            rows: list[dict[str, Any]] = []
+            out: list[int | RunLost] = []
+            for run_id, items, owner in batch:
+                holder = holders.get(run_id)
+                if holder is None:
+                    out.append(RunLost(f"run {run_id} was deleted"))
+                    continue
+                if holder.owner != owner:
+                    out.append(RunLost(f"run {run_id} is carried out by {holder.owner}, "
+                                       f"not {owner}"))
+                    continue
+                if holder.status != "running":
+                    out.append(RunLost(f"run {run_id} is {holder.status}"))
+                    continue
+                last = int(lasts.get(run_id) or 0)
+                for offset, (name, data) in enumerate(items, start=1):
+                    rows.append({"run_id": run_id, "seq": last + offset, "event": name,
+                                 "data": json.dumps(data), "created_at": now})
+                lasts[run_id] = last + len(items)
+                out.append(last + len(items))
+            if rows:
+                conn.execute(events.insert(), rows)
+            return out
         return self.holder.run(write, write=True)
 
     def events_after(self, run_id: str, after: int, limit: int = 500

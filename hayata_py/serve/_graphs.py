@@ -8,7 +8,7 @@ import os
 import sys
 import typing
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,9 @@ class GraphSpec:
     graph_id: str
     path: str
     """``"module:name"``, importable by every node process."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The graph's agent options from the config's ``"hayata"`` key
+    (``edge_concurrency``, ``node_concurrency``: node name -> count)."""
 
     @property
     def assistant_id(self) -> str:
@@ -67,7 +70,13 @@ def read_config(file: str | os.PathLike[str]) -> tuple[list[GraphSpec], list[str
         else:
             _importable(path.parent)
             module = where
-        specs.append(GraphSpec(graph_id, f"{module}:{name}"))
+        specs.append(GraphSpec(graph_id, f"{module}:{name}",
+                               _options(raw.get("hayata"), graph_id)))
+    unknown = sorted(set(raw.get("hayata") or {}) - set(graphs)) \
+        if isinstance(raw.get("hayata"), dict) else []
+    if unknown:
+        raise ConfigError(f"hayata.{unknown[0]}", f"names no graph of {path.name} "
+                          f"(its graphs: {sorted(graphs)})")
     notes = [f"{key!r} in {path.name} is ignored by hayata serve"
              for key in IGNORED if isinstance(raw, dict) and key in raw]
     http = raw.get("http") if isinstance(raw, dict) else None
@@ -78,6 +87,36 @@ def read_config(file: str | os.PathLike[str]) -> tuple[list[GraphSpec], list[str
         notes += [f"'http.cors.{key}' in {path.name} is ignored by hayata serve"
                   for key in (cors if isinstance(cors, dict) else {}) if key != "allow_origins"]
     return specs, notes
+
+
+OPTIONS = ("edge_concurrency", "node_concurrency")
+"""The agent options a graph may set under the config's ``"hayata"`` key."""
+
+
+def _options(hayata: Any, graph_id: str) -> dict[str, Any]:
+    """``hayata.<graph_id>`` of the config: ``{"edge_concurrency": {node: n},
+    "node_concurrency": {node: n}}``, each optional; ConfigError naming the key."""
+    if hayata is None:
+        return {}
+    if not isinstance(hayata, dict):
+        raise ConfigError("hayata", "must be an object: graph id -> its options "
+                          f"({', '.join(OPTIONS)}), got {hayata!r:.80}")
+    given = hayata.get(graph_id) or {}
+    if not isinstance(given, dict):
+        raise ConfigError(f"hayata.{graph_id}", f"must be an object with {', '.join(OPTIONS)}"
+                          f", got {given!r:.80}")
+    options: dict[str, Any] = {}
+    for key, value in given.items():
+        if key not in OPTIONS:
+            raise ConfigError(f"hayata.{graph_id}.{key}", f"is not a served graph's option; "
+                              f"use one of {list(OPTIONS)}")
+        if not isinstance(value, dict) or not all(
+                isinstance(n, str) and isinstance(c, int) and not isinstance(c, bool)
+                and c >= 1 for n, c in value.items()):
+            raise ConfigError(f"hayata.{graph_id}.{key}", "must map node names to counts "
+                              f">= 1, got {value!r:.80}")
+        options[key] = dict(value)
+    return options
 
 
 def _importable(directory: Path) -> None:

@@ -22,6 +22,7 @@ follower that polls the log of the runs being watched (one query a tick).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -47,6 +48,10 @@ _ON_REQUEST = ("debug", "tasks", "checkpoints")
 """Modes the runner streams only for a run that asks for them."""
 LEASE_SECONDS = 10.0
 """A server's lease on its runs (and its graphs' invocations), by default."""
+READY_BATCH = 500
+"""Pending runs the scheduler reads at most per look (the oldest of each thread)."""
+SETTLE_READS = 3
+"""Reads of a thread's state a run's end tries for its status before it gives up."""
 FOLLOW_INTERVAL = 0.1
 """Seconds between two looks at the logs of watched runs another server carries out."""
 
@@ -106,6 +111,50 @@ class _Wakers:
             loop.call_soon_threadsafe(event.set)
 
 
+class _EventWriter:
+    """Appends the stream events of all the runs of a server, those that wait
+    at one time in one transaction (a thousand streams: a few transactions a
+    tick, not one per event). Each :meth:`append` returns once its events are
+    in the store, as one transaction of its own would."""
+
+    def __init__(self, db: ServeDB) -> None:
+        self.db = db
+        self._queue: list[tuple[str, list[tuple[str, Any]], str,
+                                concurrent.futures.Future[int]]] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def append(self, run_id: str, items: list[tuple[str, Any]], owner: str) -> int:
+        future: concurrent.futures.Future[int] = concurrent.futures.Future()
+        with self._cond:
+            self._queue.append((run_id, items, owner, future))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._write, daemon=True,
+                                                name="hayata-serve-events")
+                self._thread.start()
+            self._cond.notify()
+        return future.result()
+
+    def _write(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                batch, self._queue = self._queue, []
+            try:
+                outcomes = self.db.append_batch(
+                    [(run_id, items, owner) for run_id, items, owner, _ in batch])
+            except BaseException as exc:  # noqa: BLE001 - each writer gets the error
+                for *_, future in batch:
+                    future.set_exception(exc)
+                continue
+            for (*_, future), outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, RunLost):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+
+
 class Runner:
     """The scheduler and the workers of a server's runs.
 
@@ -125,6 +174,7 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.follow_interval = follow_interval
         self.wakers = _Wakers()
+        self._events = _EventWriter(db)
         self._kick = threading.Event()
         self._stop = threading.Event()
         self._busy: set[str] = set()  # threads a worker of this process runs
@@ -133,6 +183,7 @@ class Runner:
         self._resume: set[str] = set()
         self._lock = threading.Lock()
         self._renewed = 0.0
+        self._next_takeover = 0.0
         self._workers: list[threading.Thread] = []
         self._scheduler = threading.Thread(target=self._schedule, name="hayata-serve-runs",
                                            daemon=True)
@@ -225,37 +276,40 @@ class Runner:
         return leases.get(run.owner, 0.0) < time.time()
 
     def _start_ready(self) -> None:
+        self._take_over()
         now = time.time()
-        started: set[str] = set()
-        leases: dict[str, float] | None = None
-        for run in self.db.runs_with_status(["pending", "running"]):
-            if run.status == "running":
-                started.add(run.thread_id)
-                if run.run_id in self._local:
-                    continue
-                if leases is None and run.owner not in (None, self.server_id):
-                    leases = self.db.server_leases()
-                with self._lock:
-                    if not self._orphaned(run, leases or {}) or run.thread_id in self._busy \
-                            or not self.db.claim_run(run.run_id, self.server_id,
-                                                     status="running", previous=run.owner):
-                        continue
-                    if run.owner not in (None, self.server_id):
-                        log.warning("hayata serve: taking over run %s of server %s (its "
-                                    "lease expired)", run.run_id, run.owner)
-                    self._resume.add(run.run_id)
-                    self._launch(run)
-                continue
+        for run in self.db.ready_runs(READY_BATCH):
             with self._lock:
-                if run.thread_id in self._busy or run.thread_id in started \
-                        or run.not_before > now:
-                    started.add(run.thread_id)
+                if run.thread_id in self._busy or run.not_before > now:
                     continue
                 if not self.db.claim_run(run.run_id, self.server_id, status="pending",
                                          previous=run.owner):
                     continue
                 self._launch(run)
-            started.add(run.thread_id)
+
+    def _take_over(self) -> None:
+        """Carry on the running runs nobody carries out (this server's before a
+        restart, those of servers whose lease expired): looked for at start and
+        then every tenth of ``lease_seconds``, at most every second)."""
+        if time.monotonic() < self._next_takeover:
+            return
+        self._next_takeover = time.monotonic() + min(self.lease_seconds / 10, 1.0)
+        leases: dict[str, float] | None = None
+        for run in self.db.runs_with_status(["running"]):
+            if run.run_id in self._local:
+                continue
+            if leases is None and run.owner not in (None, self.server_id):
+                leases = self.db.server_leases()
+            with self._lock:
+                if not self._orphaned(run, leases or {}) or run.thread_id in self._busy \
+                        or not self.db.claim_run(run.run_id, self.server_id,
+                                                 status="running", previous=run.owner):
+                    continue
+                if run.owner not in (None, self.server_id):
+                    log.warning("hayata serve: taking over run %s of server %s (its "
+                                "lease expired)", run.run_id, run.owner)
+                self._resume.add(run.run_id)
+                self._launch(run)
 
     def _launch(self, run: RunRow) -> None:
         """A worker for ``run``, claimed by this server (under ``_lock``)."""
@@ -291,7 +345,7 @@ class Runner:
     def _append(self, run: RunRow, items: list[tuple[str, Any]]) -> None:
         if run.run_id in self._cancelled:
             return
-        self.db.append_events(run.run_id, items, owner=self.server_id)
+        self._events.append(run.run_id, items, self.server_id)
         self.wakers.wake(run.run_id)
 
     def _work(self, run: RunRow) -> None:
@@ -364,7 +418,13 @@ class Runner:
                 isinstance(last_values, dict) and "__interrupt__" in last_values):
             base = last_values if isinstance(last_values, dict) else {}
             self._append(run, [("values", {**base, "__interrupt__": interrupts})])
-        self._finish(run, "error" if error else "success", error)
+        # Whether the graph stopped before a node, from its stream when it
+        # tells: an interrupt did; with no static interrupt point, a graph that
+        # ended without one ran to its end (only else is its state read).
+        static = any((kwargs.get("interrupt_before"), kwargs.get("interrupt_after"),
+                      graph.interrupt_before, graph.interrupt_after))
+        stopped = True if interrupts else (None if static else False)
+        self._finish(run, "error" if error else "success", error, stopped=stopped)
 
     def _until_claimable(self, run: RunRow) -> None:
         """Wait while another system's lease still holds the thread's unfinished
@@ -383,10 +443,13 @@ class Runner:
             self._stop.wait(min(0.2, self.lease_seconds / 10))
         raise RunLost(f"server {self.server_id} stopped")
 
-    def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None) -> None:
+    def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None, *,
+                stopped: bool | None = None) -> None:
+        """End ``run`` ``status``; ``stopped``: whether its graph stopped before a
+        node, if its stream told (else the thread's state is read)."""
         cancelled = run.run_id in self._cancelled
         if not cancelled:
-            self.settle(run.thread_id, error=error)
+            self.settle(run.thread_id, error=error, stopped=stopped)
             self.db.set_run_status(run.run_id, status, only_from=["running"],
                                    owner=self.server_id)
         elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
@@ -396,10 +459,12 @@ class Runner:
             self.db.delete_thread(run.thread_id, keep_runs=True)
 
     def settle(self, thread_id: str, *, error: dict[str, Any] | None = None,
-                       cancelled: bool = False) -> None:
+               cancelled: bool = False, stopped: bool | None = None) -> None:
         """The thread's status after a run: busy while another run waits,
         ``error`` after a failed run, ``interrupted`` when its graph stopped
-        before a node (or the run was cancelled), else ``idle``."""
+        before a node (or the run was cancelled), else ``idle``. ``stopped``:
+        whether the graph stopped before a node, when the run's stream told;
+        None: its state says (read again while the read fails, a busy agent)."""
         thread = self.db.get_thread(thread_id)
         if thread is None:
             return
@@ -408,10 +473,27 @@ class Runner:
         elif error is not None:
             status = "error"
         else:
-            status = "interrupted" if self.next_nodes(thread.graph_id, thread_id) else "idle"
+            if stopped is None:
+                stopped = self._stopped(thread.graph_id, thread_id)
+            status = "interrupted" if stopped else "idle"
         if any(r.status == "pending" for r in self.db.active_runs(thread_id)):
             status = "busy"
         self.db.update_thread(thread_id, status=status, error=error)
+
+    def _stopped(self, graph_id: str | None, thread_id: str) -> bool:
+        """Whether the thread's graph stopped before a node (its state's
+        ``next``). A read that fails (its agent too busy to answer in time) is
+        tried again, up to ``SETTLE_READS`` times; then the thread counts as
+        at its end: the run's status follows its graph, never this read."""
+        for attempt in range(1, SETTLE_READS + 1):
+            try:
+                return bool(self.next_nodes(graph_id, thread_id))
+            except (HayataError, TimeoutError) as exc:
+                log.warning("hayata serve: reading thread %s's state failed (%d of %d): %s",
+                            thread_id, attempt, SETTLE_READS, exc)
+                if attempt < SETTLE_READS and self._stop.wait(0.1 * attempt):
+                    break
+        return False
 
     def next_nodes(self, graph_id: str | None, thread_id: str) -> list[str]:
         graph = self.graphs.get(graph_id or "")

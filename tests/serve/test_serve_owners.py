@@ -111,3 +111,43 @@ def test_a_run_cancelled_as_it_is_taken_up_never_starts(db: ServeDB) -> None:
     assert row is not None and row.status == "interrupted"
     assert graph.calls == [], "the cancelled run's invocation was started"
     assert db.events_after(run.run_id, 0) == [], "nothing logged for a run that never started"
+
+
+def _add(db: ServeDB, run_id: str, thread: str, created: float,
+         not_before: float = 0.0) -> None:
+    if db.get_thread(thread) is None:
+        db.create_thread(thread, {})
+    run = RunRow(run_id, thread, "a", "steps", "pending", "enqueue", {}, {}, not_before,
+                 created, created)
+    assert db.add_run(run, reject_if_busy=False) == "ok"
+
+
+def test_the_scheduler_reads_the_oldest_pending_run_of_each_idle_thread(db: ServeDB) -> None:
+    _add(db, "a1", "ta", 1.0)
+    _add(db, "a2", "ta", 2.0)
+    _add(db, "b1", "tb", 3.0)
+    _add(db, "c1", "tc", 0.5)
+    _add(db, "c2", "tc", 4.0)
+    _add(db, "d1", "td", 5.0, not_before=time.time() + 3600)  # held back: still read
+    _add(db, "d2", "td", 6.0)
+    assert db.claim_run("c1", "A", status="pending", previous=None)  # tc runs
+    assert [r.run_id for r in db.ready_runs(10)] == ["a1", "b1", "d1"]
+    assert [r.run_id for r in db.ready_runs(2)] == ["a1", "b1"]
+
+
+def test_events_of_several_runs_in_one_batch(db: ServeDB) -> None:
+    _add(db, "r1", "t1", 1.0)
+    _add(db, "r2", "t2", 2.0)
+    _add(db, "r3", "t3", 3.0)
+    for run_id in ("r1", "r2"):
+        assert db.claim_run(run_id, "A", status="pending", previous=None)
+    assert db.claim_run("r3", "B", status="pending", previous=None)
+    out = db.append_batch([("r1", [("values", 1), ("updates", 2)], "A"),
+                           ("r3", [("values", 3)], "A"),
+                           ("r2", [("values", 4)], "A"),
+                           ("r1", [("values", 5)], "A")])
+    assert out[0] == 2 and out[2] == 1 and out[3] == 3
+    assert isinstance(out[1], RunLost) and "carried out by B" in str(out[1])
+    assert [(s, e) for s, e, _ in db.events_after("r1", 0)] == [
+        (1, "values"), (2, "updates"), (3, "values")]
+    assert db.events_after("r3", 0) == []

@@ -1,0 +1,96 @@
+"""A run's status follows its graph's outcome: a read of the thread's state
+for the thread's status that fails (its agent too busy to answer in time)
+does not turn a run whose graph succeeded into an error."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hayata_py._errors import HayataError
+from hayata_py.serve import Served, open_server
+from hayata_py.serve._db import RunRow
+from tests.serve.launch import suite_workdir
+from tests.serve_api.support import ASK, STEPS, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    with suite_workdir() as workdir:
+        server = open_server(workdir / "langgraph.json", data_dir=workdir / "data")
+        loop = asyncio.new_event_loop()
+        try:
+            server.server.runner.start(loop)
+            yield server
+        finally:
+            server.close()
+            loop.close()
+
+
+def _run(served: Served, graph_id: str, kwargs: dict[str, Any]) -> RunRow:
+    """A run of ``graph_id`` on a new thread, carried out to its end."""
+    db, runner = served.server.db, served.server.runner
+    thread_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+    db.create_thread(thread_id, {})
+    now = time.time()
+    db.add_run(RunRow(run_id, thread_id, graph_id, graph_id, "pending", "reject", kwargs, {},
+                      now, now, now), reject_if_busy=True)
+    runner.kick()
+
+    def ended() -> RunRow | None:
+        row = db.get_run(run_id)
+        return row if row is not None and row.status not in ("pending", "running") else None
+
+    return wait_until(ended, f"run {run_id} of {graph_id} ending", timeout=60)
+
+
+def test_a_failing_state_read_leaves_a_finished_run_success(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+
+    def busy(*_args: Any, **_kwargs: Any) -> Any:
+        reads.append("get_state")
+        raise HayataError("agent 'serve.steps' did not answer GetResult within 30 s",
+                          code="timeout")
+
+    for graph in served.server.graphs.values():
+        monkeypatch.setattr(graph, "get_state", busy)
+    run = _run(served, STEPS, {"input": {"label": "s"}, "stream_mode": ["values"]})
+    assert run.status == "success"
+    thread = served.server.db.get_thread(run.thread_id)
+    assert thread is not None and thread.status == "idle"
+    # the stream told its graph ran to its end: its state was not read
+    assert reads == []
+    asked = _run(served, ASK, {"input": {"question": "go?"}, "stream_mode": ["values"]})
+    assert asked.status == "success"
+    thread = served.server.db.get_thread(asked.thread_id)
+    assert thread is not None and thread.status == "interrupted"
+
+
+def test_a_state_read_that_fails_once_is_read_again(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = served.server.graphs[STEPS]
+    real = graph.get_state
+    failures: list[str] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append("timeout")
+            raise HayataError("agent did not answer GetResult within 30 s", code="timeout")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(graph, "get_state", flaky)
+    # a static interrupt point: only the thread's state tells where it stopped
+    run = _run(served, STEPS, {"input": {"label": "i"}, "stream_mode": ["values"],
+                               "interrupt_before": ["middle"]})
+    assert failures == ["timeout"]
+    assert run.status == "success"
+    thread = served.server.db.get_thread(run.thread_id)
+    assert thread is not None and thread.status == "interrupted"
