@@ -66,6 +66,7 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
     endpoint.tell(asked, WaitResult(invocation_id, ref=ref) if run is None
                   else dataclasses.replace(run, ref=ref))
     probe: Any = None
+    answered = False
     try:
         while True:
             remaining = time_left(deadline, agent.id, invocation_id, timeout)
@@ -93,10 +94,16 @@ def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None)
                     # needs recover()).
                     asked = agent._address
                     endpoint.tell(asked, WaitResult(invocation_id, ref=ref))
+        answered = True
     finally:
         if probe is not None:
             with contextlib.suppress(Exception):
                 probe.exit_clone()
+        if not answered:
+            # The reply may still come, to an endpoint nobody reads until this
+            # thread listens again: unread, it would hold one of the agent's
+            # few sends in flight (supervisors.System.drop_endpoint).
+            endpoint.drop_endpoint()
     if run is not None and not reply.known:
         raise run_lost(agent.id, invocation_id)
     result = waited_result(reply, invocation_id)

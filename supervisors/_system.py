@@ -179,6 +179,25 @@ class System:
                     old.exit_clone()
         return endpoint
 
+    def drop_endpoint(self) -> None:
+        """Close this thread's private endpoint (the owner thread's is kept); the
+        thread's next call makes a new one. For a thread that stops listening
+        while a reply may still come (a wait that timed out): an unread reply
+        is never acknowledged, and Thespian holds an actor's unacknowledged
+        message for minutes; an actor with 20 of them (its
+        ``MAX_PENDING_TRANSMITS``) sends nothing else. To a closed endpoint
+        the send fails at once."""
+        if threading.get_ident() == self._owner_thread:
+            return
+        endpoint = getattr(self._local, "endpoint", None)
+        if endpoint is None:
+            return
+        self._local.endpoint = None
+        with self._clones_lock:
+            self._clones = [(t, e) for t, e in self._clones if e is not endpoint]
+        with contextlib.suppress(Exception):
+            endpoint.exit_clone()
+
     def new_endpoint(self) -> Any:
         """A private Thespian endpoint (``tell``/``ask``/``listen``): its replies
         never mix with another endpoint's. Close it with ``exit_clone()``."""

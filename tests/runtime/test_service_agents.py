@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -229,3 +230,34 @@ def test_a_task_waiting_for_a_free_edge_is_not_timed_out_by_the_wait(
     for n, inv in enumerate(runs):
         result = agent.wait(inv, timeout=60)
         assert result.ok and result.result == {"busy": n}, result.error
+
+
+def test_results_for_waits_that_timed_out_do_not_hold_up_the_agent(
+        agents: hy.AgentSystem, tmp_path: Path) -> None:
+    """25 threads each give up waiting for a running invocation and stop
+    listening. The agent's 25 results for those waits must not block its other
+    sends (Thespian holds an unacknowledged send for minutes, and an actor with
+    20 of them sends nothing else): later invocations run at once."""
+    gate = tmp_path / "gate"
+    agent = agents.start_agent(config(max_invocations=40, edge_concurrency={"agated": 30},
+                                      node_concurrency={"agated": 1}))
+    held = [agent.run({"tag": n, "steps": ["agated"], "gate": str(gate)}) for n in range(25)]
+    gave_up: list[str] = []
+
+    def impatient(inv: str) -> None:
+        with pytest.raises(TimeoutError):
+            agent.wait(inv, timeout=0.05)
+        gave_up.append(inv)
+
+    threads = [threading.Thread(target=impatient, args=(inv,)) for inv in held]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(gave_up) == sorted(held)
+    gate.touch()
+    for n, inv in enumerate(held):
+        assert agent.wait(inv, timeout=20).result == {"agated": n, "attempt": 1}
+    later = [agent.run({"tag": n, "steps": ["echo"]}, thread=None) for n in range(3)]
+    for n, inv in enumerate(later):
+        assert agent.wait(inv, timeout=10).result == {"echo": n}
