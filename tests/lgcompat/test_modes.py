@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +24,6 @@ pytestmark = pytest.mark.timeout(120)
 
 MODES = ["debug", "tasks", "checkpoints"]
 
-
-@pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hy.AgentSystem]:
-    folder = tmp_path_factory.mktemp("lgmodes")
-    old = os.environ.get("LGCOMPAT_DIR")
-    os.environ["LGCOMPAT_DIR"] = str(folder / "counts")
-    (folder / "counts").mkdir()
-    try:
-        with hy.AgentSystem(folder / "data") as agents:
-            yield agents
-    finally:
-        if old is None:
-            os.environ.pop("LGCOMPAT_DIR", None)
-        else:
-            os.environ["LGCOMPAT_DIR"] = old
 
 
 def _config() -> dict[str, Any]:

@@ -3,10 +3,8 @@ invocation has ended, what its stream lacks comes from the store's log."""
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,21 +16,6 @@ from tests.lgcompat import graphs
 
 pytestmark = pytest.mark.timeout(90)
 
-
-@pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hy.AgentSystem]:
-    folder = tmp_path_factory.mktemp("lgstreamend")
-    old = os.environ.get("LGCOMPAT_DIR")
-    os.environ["LGCOMPAT_DIR"] = str(folder / "counts")
-    (folder / "counts").mkdir()
-    try:
-        with hy.AgentSystem(folder / "data") as agents:
-            yield agents
-    finally:
-        if old is None:
-            os.environ.pop("LGCOMPAT_DIR", None)
-        else:
-            os.environ["LGCOMPAT_DIR"] = old
 
 
 def _config() -> dict[str, Any]:
