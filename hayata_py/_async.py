@@ -303,16 +303,7 @@ class AsyncAgentRef:
         ref = next(_ref_wait._REFS)
         future = inbox.expect_reply(ref)
         answer = asyncio.wrap_future(future)
-
-        def ask(address: Any, message: Any) -> None:
-            pending = future
-
-            def undeliverable(_status: Any) -> None:
-                if not pending.done():
-                    pending.set_result(None)
-
-            receiver.send(address, message, undeliverable)
-
+        ask = _ref_wait.asker(receiver, lambda: future)
         try:
             ask(asked, WaitResult(invocation_id, ref=ref) if run is None
                 else dataclasses.replace(run, ref=ref))

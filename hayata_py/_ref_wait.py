@@ -124,16 +124,7 @@ def received(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | N
     asked = agent._current_address()
     ref = next(_REFS)
     future = inbox.expect_reply(ref)
-
-    def ask(address: Any, message: Any) -> None:
-        pending = future
-
-        def undeliverable(_status: Any) -> None:
-            if not pending.done():
-                pending.set_result(None)
-
-        receiver.send(address, message, undeliverable)
-
+    ask = asker(receiver, lambda: future)
     try:
         ask(asked, WaitResult(invocation_id, ref=ref) if run is None
             else dataclasses.replace(run, ref=ref))
@@ -162,6 +153,24 @@ def received(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | N
     result = waited_result(reply, invocation_id)
     settle(agent, invocation_id, result, asked, deadline)
     return result
+
+
+def asker(receiver: Any, current: Callable[[], concurrent.futures.Future[Any]]
+          ) -> Callable[[Any, Any], None]:
+    """Send through the system's ``receiver``; a message it cannot deliver ends
+    the reply's future of the moment it was sent (``current()``: a wait makes a
+    new one after each undeliverable send) with None: look the agent up again."""
+
+    def ask(address: Any, message: Any) -> None:
+        pending = current()
+
+        def undeliverable(_status: Any) -> None:
+            if not pending.done():
+                pending.set_result(None)
+
+        receiver.send(address, message, undeliverable)
+
+    return ask
 
 
 def time_left(deadline: float, agent_id: str, invocation_id: str, timeout: float) -> float:
