@@ -15,16 +15,18 @@ was interrupted) is dropped, so it can never be mixed into the recovered one.
 Once its source process is gone, what it could not send any more is filed
 from the durable event log (:meth:`Inbox.file_end`, read by
 :mod:`hayata_py._stream_end`): a stream never waits for an agent that is gone.
-Thread-safe; blocking readers wait on a condition, asyncio
-readers register a wakeup callback.
+Thread-safe; a blocking reader waits on its own stream's condition (what
+arrives for one stream wakes only that stream's readers, not the thousand
+others waiting), asyncio readers register a wakeup callback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,7 +124,11 @@ class Inbox:
     """Streams of ``hy.CALLER`` runs and replies to the receiver's requests."""
 
     def __init__(self) -> None:
-        self._lock = threading.Condition()
+        self._lock = threading.RLock()
+        # Conditions (on ``_lock``) that blocking readers of an invocation's
+        # stream wait on, with how many wait: one stream's arrivals wake only
+        # its own readers.
+        self._waits: dict[str, tuple[threading.Condition, list[int]]] = {}
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
         self._early: OrderedDict[str, list[tuple[Any, Message]]] = OrderedDict()
         self._early_count = 0
@@ -156,10 +162,12 @@ class Inbox:
         if not stream.takes(sender, message):
             return  # from an earlier run of this invocation: stale
         stream.file(message)
-        self._wake(stream)
+        self._wake(message.invocation_id, stream)
 
-    def _wake(self, stream: _Stream) -> None:
-        self._lock.notify_all()
+    def _wake(self, invocation_id: str, stream: _Stream) -> None:
+        waiting = self._waits.get(invocation_id)
+        if waiting is not None:
+            waiting[0].notify_all()
         for wakeup in stream.wakeups:
             try:
                 wakeup()
@@ -186,7 +194,7 @@ class Inbox:
                     stream.file(message)
             while len(self._streams) > MAX_STREAMS:
                 self._streams.popitem(last=False)
-            self._wake(stream)
+            self._wake(invocation_id, stream)
 
     def take(self, invocation_id: str) -> Message | None:
         """The next message of the stream if it is here (None: not yet).
@@ -208,15 +216,33 @@ class Inbox:
         """Block until the next message of the stream (TimeoutError after ``timeout`` s)."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while True:
-                message = self.take(invocation_id)
-                if message is not None:
-                    return message
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._closed:
-                    raise TimeoutError_(f"no message for invocation {invocation_id} within "
-                                        f"{timeout}s", invocation_id=invocation_id)
-                self._lock.wait(remaining)
+            message = self.take(invocation_id)
+            if message is not None:
+                return message
+            with self._waiting(invocation_id) as condition:
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or self._closed:
+                        raise TimeoutError_(f"no message for invocation {invocation_id} "
+                                            f"within {timeout}s", invocation_id=invocation_id)
+                    condition.wait(remaining)
+                    message = self.take(invocation_id)
+                    if message is not None:
+                        return message
+
+    @contextlib.contextmanager
+    def _waiting(self, invocation_id: str) -> Iterator[threading.Condition]:
+        """The condition a reader of ``invocation_id`` waits on (held: ``_lock``)."""
+        waiting = self._waits.get(invocation_id)
+        if waiting is None:
+            waiting = self._waits[invocation_id] = (threading.Condition(self._lock), [0])
+        waiting[1][0] += 1
+        try:
+            yield waiting[0]
+        finally:
+            waiting[1][0] -= 1
+            if not waiting[1][0]:
+                del self._waits[invocation_id]
 
     def on_message(self, invocation_id: str, wakeup: Callable[[], object] | None) -> None:
         """Call ``wakeup`` (in the receiver thread; it must not block) whenever
@@ -248,7 +274,7 @@ class Inbox:
             for event in events:
                 stream.file(event)
             stream.file(result)
-            self._wake(stream)
+            self._wake(invocation_id, stream)
 
     def follows(self, invocation_id: str) -> bool:
         with self._lock:
@@ -266,12 +292,13 @@ class Inbox:
                 return
             if stream.result is None:
                 stream.result = result
-                self._wake(stream)
-            while not stream.complete() and self._streams.get(invocation_id) is stream:
-                remaining = until - time.monotonic()
-                if remaining <= 0 or self._closed or not sending():
-                    return
-                self._lock.wait(min(remaining, 0.2))
+                self._wake(invocation_id, stream)
+            with self._waiting(invocation_id) as condition:
+                while not stream.complete() and self._streams.get(invocation_id) is stream:
+                    remaining = until - time.monotonic()
+                    if remaining <= 0 or self._closed or not sending():
+                        return
+                    condition.wait(min(remaining, 0.2))
 
     # -- replies to requests sent from the receiver -------------------------------------
 
@@ -291,8 +318,10 @@ class Inbox:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            for stream in self._streams.values():
-                self._wake(stream)
+            for invocation_id, stream in self._streams.items():
+                self._wake(invocation_id, stream)
+            for condition, _count in self._waits.values():
+                condition.notify_all()
         for future in list(self._replies.values()):
             if not future.done():
                 future.set_result(None)
