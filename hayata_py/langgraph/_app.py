@@ -85,6 +85,9 @@ STARTS_IN_FLIGHT = 32
 """Streamed runs of one agent whose ``Run`` this process has sent and the agent
 not yet accepted, at most: a thousand runs started at once wait their turn
 here, not for the agent's answer (which has a timeout) behind all the others."""
+SILENCE_CHECK_MAX = 8.0
+"""Seconds of silence, at most, between two asks of a streamed run's agent
+whether it still runs the run."""
 _STARTS: dict[tuple[int, str], threading.BoundedSemaphore] = {}
 _STARTS_LOCK = threading.Lock()
 
@@ -458,14 +461,19 @@ class HayataGraph:
     def _messages(self, invocation: str) -> Iterator[AgentEvent | AgentResult]:
         """The run's events then its result; when nothing comes for a second,
         ask whether anything still runs it (a dead agent: ``recovery_required``,
-        a dead system: ``no_system``); ``TimeoutError`` after ``timeout`` s of silence."""
+        a dead system: ``no_system``), then again after twice as long a silence,
+        up to every ``SILENCE_CHECK_MAX`` s (a thousand long runs do not ask
+        their agent a thousand times a second); ``TimeoutError`` after
+        ``timeout`` s of silence."""
         heard = time.monotonic()
         ended: AgentResult | None = None  # its agent answered its result already
         filed = False
+        silence = 1.0
         while True:
             try:
-                for message in self.agent.messages(invocation, timeout=1.0):
-                    heard, ended = time.monotonic(), None
+                for message in self.agent.messages(invocation,
+                                                   timeout=1.0 if ended else silence):
+                    heard, ended, silence = time.monotonic(), None, 1.0
                     yield message
                     if isinstance(message, AgentResult):
                         return
@@ -485,6 +493,7 @@ class HayataGraph:
                 except TimeoutError:
                     if time.monotonic() - heard > self.timeout:
                         raise
+                    silence = min(2 * silence, SILENCE_CHECK_MAX)
 
     # -- the thread's checkpoints ----------------------------------------------------
 
