@@ -55,7 +55,11 @@ __all__ = ["Server", "build_app"]
 
 T = TypeVar("T")
 HEARTBEAT = 5.0
-"""Seconds of silence on a stream before a ``: heartbeat`` comment."""
+"""Seconds of silence on a stream before a ``: heartbeat`` comment; also how
+long a stream or a join waits for a wake (this server's runner wakes them for
+its own runs, its follower for another server's) before it reads the store anyway."""
+TAIL_BATCH = 500
+"""Events a stream reads from a run's log at most at once."""
 
 
 async def off(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -222,12 +226,13 @@ class Server:
         try:
             while True:
                 waker.clear()
-                run = await off(self.db.get_run, run_id)
-                if run is None or run.status in TERMINAL:
-                    return run
-                # on a timeout read the store again: another server may carry the run
+                status = await off(self.db.run_status, run_id)
+                if status is None or status in TERMINAL:
+                    return await off(self.db.get_run, run_id)
+                # woken by this server's runner, or by its follower when another
+                # server carries the run; on a timeout the store is read anyway
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waker.wait(), timeout=1.0)
+                    await asyncio.wait_for(waker.wait(), timeout=HEARTBEAT)
         finally:
             self.runner.wakers.unwatch(run_id, waker)
 
@@ -273,7 +278,7 @@ class Server:
             try:
                 while True:
                     waker.clear()
-                    rows = await off(db.events_after, run.run_id, last)
+                    status, rows = await off(db.run_tail, run.run_id, last, TAIL_BATCH)
                     for seq, event, data in rows:
                         last = seq
                         if event == "messages" and parts is not None:
@@ -285,16 +290,13 @@ class Server:
                             quiet_since = time.monotonic()
                             yield (f"event: {event}\r\ndata: {data}\r\nid: {seq}\r\n\r\n"
                                    ).encode()
-                    if rows:
+                    if len(rows) == TAIL_BATCH:
                         continue
-                    current = await off(db.get_run, run.run_id)
-                    if current is None or current.status in TERMINAL:
-                        if not await off(db.events_after, run.run_id, last, 1):
-                            finished = True
-                            return
-                        continue
+                    if status is None or status in TERMINAL:
+                        finished = True  # read before its events: they were all there
+                        return
                     try:
-                        await asyncio.wait_for(waker.wait(), timeout=0.5)
+                        await asyncio.wait_for(waker.wait(), timeout=HEARTBEAT)
                     except TimeoutError:
                         if time.monotonic() - quiet_since >= HEARTBEAT:
                             quiet_since = time.monotonic()

@@ -410,6 +410,28 @@ class ServeDB:
             return [(int(r.seq), r.event, r.data) for r in rows]
         return self.holder.run(read, write=False)
 
+    def run_tail(self, run_id: str, after: int, limit: int = 500
+                 ) -> tuple[str | None, list[tuple[int, str, str]]]:
+        """The run's status (None: no such run) and its events after ``after``
+        (as :meth:`events_after`), in one read: the status is read first, so a
+        terminal one comes with every event of the run after ``after`` (up to
+        ``limit``)."""
+        def read(conn: Connection) -> tuple[str | None, list[tuple[int, str, str]]]:
+            status = conn.execute(sa.select(runs.c.status)
+                                  .where(runs.c.run_id == run_id)).scalar()
+            rows = conn.execute(sa.select(events.c.seq, events.c.event, events.c.data)
+                                .where(events.c.run_id == run_id, events.c.seq > after)
+                                .order_by(events.c.seq).limit(limit))
+            return status, [(int(r.seq), r.event, r.data) for r in rows]
+        return self.holder.run(read, write=False)
+
+    def run_status(self, run_id: str) -> str | None:
+        """The run's status, None if there is no such run."""
+        def read(conn: Connection) -> str | None:
+            return conn.execute(sa.select(runs.c.status)
+                                .where(runs.c.run_id == run_id)).scalar()
+        return self.holder.run(read, write=False)
+
     def run_marks(self, run_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
         """Each run's last event sequence and status (one query): what a
         server following runs it does not carry out compares."""
