@@ -278,7 +278,9 @@ class Server:
             try:
                 while True:
                     waker.clear()
-                    status, rows = await off(db.run_tail, run.run_id, last, TAIL_BATCH)
+                    kept = runner.tail(run.run_id, last)
+                    status, rows = kept if kept is not None else \
+                        await off(db.run_tail, run.run_id, last, TAIL_BATCH)
                     for seq, event, data in rows:
                         last = seq
                         if event == "messages" and parts is not None:

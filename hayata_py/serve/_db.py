@@ -361,12 +361,13 @@ class ServeDB:
         return self.holder.run(write, write=True)
 
     def append_batch(self, batch: Sequence[tuple[str, Sequence[tuple[str, Any]], str]]
-                     ) -> list[int | RunLost]:
+                     ) -> list[list[tuple[int, str, str]] | RunLost]:
         """:meth:`append_events` of several runs in one transaction: for each
-        ``(run_id, items, owner)`` the run's last sequence, or the
+        ``(run_id, items, owner)`` the rows written (``(seq, event, data as
+        JSON text)``, as :meth:`events_after` reads them), or the
         :class:`RunLost` that run's items were refused with (the others are
         written all the same)."""
-        def write(conn: Connection) -> list[int | RunLost]:
+        def write(conn: Connection) -> list[list[tuple[int, str, str]] | RunLost]:
             ids = sorted({run_id for run_id, _, _ in batch})
             holders = {row.run_id: row for row in conn.execute(
                 sa.select(runs.c.run_id, runs.c.owner, runs.c.status)
@@ -376,7 +377,7 @@ class ServeDB:
                 .where(events.c.run_id.in_(ids)).group_by(events.c.run_id)).all())
             now = time.time()
             rows: list[dict[str, Any]] = []
-            out: list[int | RunLost] = []
+            out: list[list[tuple[int, str, str]] | RunLost] = []
             for run_id, items, owner in batch:
                 holder = holders.get(run_id)
                 if holder is None:
@@ -390,11 +391,12 @@ class ServeDB:
                     out.append(RunLost(f"run {run_id} is {holder.status}"))
                     continue
                 last = int(lasts.get(run_id) or 0)
-                for offset, (name, data) in enumerate(items, start=1):
-                    rows.append({"run_id": run_id, "seq": last + offset, "event": name,
-                                 "data": json.dumps(data), "created_at": now})
+                written = [(last + offset, name, json.dumps(data))
+                           for offset, (name, data) in enumerate(items, start=1)]
+                rows.extend({"run_id": run_id, "seq": seq, "event": name, "data": text,
+                             "created_at": now} for seq, name, text in written)
                 lasts[run_id] = last + len(items)
-                out.append(last + len(items))
+                out.append(written)
             if rows:
                 conn.execute(events.insert(), rows)
             return out

@@ -34,6 +34,7 @@ from langgraph.types import Command
 from hayata_py._errors import HayataError
 from hayata_py.langgraph import HayataGraph
 from hayata_py.serve._db import RunLost, RunRow, ServeDB
+from hayata_py.serve._tails import Row, Tails
 from hayata_py.serve._wire import jsonable
 
 __all__ = ["Runner", "run_config"]
@@ -120,12 +121,13 @@ class _EventWriter:
     def __init__(self, db: ServeDB) -> None:
         self.db = db
         self._queue: list[tuple[str, list[tuple[str, Any]], str,
-                                concurrent.futures.Future[int]]] = []
+                                concurrent.futures.Future[list[Row]]]] = []
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def append(self, run_id: str, items: list[tuple[str, Any]], owner: str) -> int:
-        future: concurrent.futures.Future[int] = concurrent.futures.Future()
+    def append(self, run_id: str, items: list[tuple[str, Any]], owner: str) -> list[Row]:
+        """Log ``items`` as ``run_id``'s next events; the rows written."""
+        future: concurrent.futures.Future[list[Row]] = concurrent.futures.Future()
         with self._cond:
             self._queue.append((run_id, items, owner, future))
             if self._thread is None:
@@ -174,6 +176,7 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.follow_interval = follow_interval
         self.wakers = _Wakers()
+        self.tails = Tails()
         self._events = _EventWriter(db)
         self._kick = threading.Event()
         self._stop = threading.Event()
@@ -315,6 +318,7 @@ class Runner:
         """A worker for ``run``, claimed by this server (under ``_lock``)."""
         self._busy.add(run.thread_id)
         self._local.add(run.run_id)
+        self.tails.open(run.run_id)
         self.wakers.wake(run.run_id)
         worker = threading.Thread(target=self._work, args=(run,),
                                   name=f"hayata-serve-run-{run.run_id}", daemon=True)
@@ -345,7 +349,7 @@ class Runner:
     def _append(self, run: RunRow, items: list[tuple[str, Any]]) -> None:
         if run.run_id in self._cancelled:
             return
-        self._events.append(run.run_id, items, self.server_id)
+        self.tails.logged(run.run_id, self._events.append(run.run_id, items, self.server_id))
         self.wakers.wake(run.run_id)
 
     def _work(self, run: RunRow) -> None:
@@ -362,6 +366,7 @@ class Runner:
                 self._busy.discard(run.thread_id)
                 self._local.discard(run.run_id)
                 self._cancelled.discard(run.run_id)
+            self.tails.close(run.run_id)
             self.kick()
 
     def _carry_out(self, run: RunRow) -> None:
@@ -450,8 +455,9 @@ class Runner:
         cancelled = run.run_id in self._cancelled
         if not cancelled:
             self.settle(run.thread_id, error=error, stopped=stopped)
-            self.db.set_run_status(run.run_id, status, only_from=["running"],
-                                   owner=self.server_id)
+            if self.db.set_run_status(run.run_id, status, only_from=["running"],
+                                      owner=self.server_id):
+                self.tails.ended(run.run_id, status)
         elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
             self.settle(run.thread_id, cancelled=True)
         self.wakers.wake(run.run_id)
@@ -504,6 +510,14 @@ class Runner:
 
     def is_cancelled(self, run_id: str) -> bool:
         return run_id in self._cancelled
+
+    def tail(self, run_id: str, seq: int) -> tuple[str, list[Row]] | None:
+        """The run's status and its log's rows after ``seq`` when this server
+        carries the run out and has them at hand (:class:`Tails`); None: read
+        the store (also while the run is being cancelled)."""
+        if run_id in self._cancelled:
+            return None
+        return self.tails.after(run_id, seq)
 
 
     # -- a run that waited on a task a crash left uncertain ------------------------

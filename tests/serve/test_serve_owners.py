@@ -146,7 +146,8 @@ def test_events_of_several_runs_in_one_batch(db: ServeDB) -> None:
                            ("r3", [("values", 3)], "A"),
                            ("r2", [("values", 4)], "A"),
                            ("r1", [("values", 5)], "A")])
-    assert out[0] == 2 and out[2] == 1 and out[3] == 3
+    assert out[0] == [(1, "values", "1"), (2, "updates", "2")]
+    assert out[2] == [(1, "values", "4")] and out[3] == [(3, "values", "5")]
     assert isinstance(out[1], RunLost) and "carried out by B" in str(out[1])
     assert [(s, e) for s, e, _ in db.events_after("r1", 0)] == [
         (1, "values"), (2, "updates"), (3, "values")]
