@@ -82,6 +82,26 @@ class Outcomes:
 
 
 @dataclass(frozen=True)
+class BatchSubscriber:
+    """A run's subscriber that takes its messages several at once: hayata's
+    own CALLER receiver at ``address`` (:mod:`hayata_py._receiver`), which
+    unpacks an :class:`EventBatch`. The agent sends each write's stored
+    events (and the results behind them) for one such address in one message
+    instead of one each; an actor named as subscriber gets each on its own."""
+
+    address: Any
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    """Agent -> a :class:`BatchSubscriber`: :class:`~hayata_py.messages.AgentEvent`
+    and :class:`~hayata_py.messages.AgentResult` messages, of one or several
+    invocations, each invocation's in order."""
+
+    messages: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class Partial:
     """Edge -> agent: a streamed partial result (``index`` counts from 1 per edge task)."""
 

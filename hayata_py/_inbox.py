@@ -33,6 +33,7 @@ from typing import Any
 
 from thespian.actors import PoisonMessage
 
+from hayata_py._actor_messages import EventBatch
 from hayata_py._errors import HayataError, TimeoutError_
 from hayata_py.messages import AgentEvent, AgentResult
 
@@ -141,6 +142,12 @@ class Inbox:
         if isinstance(message, (AgentEvent, AgentResult)):
             with self._lock:
                 self._file(sender, message)
+            return
+        if isinstance(message, EventBatch):
+            with self._lock:
+                for each in message.messages:
+                    if isinstance(each, (AgentEvent, AgentResult)):
+                        self._file(sender, each)
             return
         ref = getattr(message, "ref", None)
         if isinstance(message, PoisonMessage):

@@ -12,6 +12,7 @@ from typing import Any
 from thespian.actors import PoisonMessage
 
 from hayata_py import _ref_wait
+from hayata_py._actor_messages import BatchSubscriber
 from hayata_py._codec import check_encodable
 from hayata_py._errors import ConfigError, EncodingError, HayataError, TimeoutError_
 from hayata_py._eventlog_read import LogReader, read_events
@@ -135,7 +136,8 @@ class AgentRef:
         caller = isinstance(subscriber, Caller)
         if caller:
             inbox, receiver = self.system._caller_inbox()
-            message = dataclasses.replace(message, subscriber=receiver.address)
+            message = dataclasses.replace(message,
+                                          subscriber=BatchSubscriber(receiver.address))
         reply = self._ask(message, accept=is_answer(RunAccepted, HayataError), address=address)
         if isinstance(reply, HayataError):
             raise reply

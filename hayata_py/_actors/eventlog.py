@@ -35,6 +35,14 @@ sent either: that run's result reaches its subscriber after the last event
 that was stored, and names it (``AgentResult.last_event``); the run ends
 ``ownership_lost``. So do the events still unstored when the agent stops.
 Without a store, events go to the subscriber at once, as they always did.
+
+What one write stored goes to hayata's own CALLER receivers
+(:class:`~hayata_py._actor_messages.BatchSubscriber`) in one
+:class:`~hayata_py._actor_messages.EventBatch` per receiver, whatever
+invocations it holds: a thousand streamed runs in one caller process cost a
+message per write, not one per event (each message is a round trip of
+Thespian's transport in the agent and in the caller). An actor subscriber
+gets each event on its own.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hayata_py._actor_messages import BatchSubscriber, EventBatch
 from hayata_py._actors.store_access import as_store_error
 from hayata_py._invocation import Emit
 from hayata_py.messages import AgentEvent, AgentResult
@@ -63,6 +72,38 @@ result's commit, and a long map's gather in a few commits instead of one per
 10 ms (measured: seq3 and map100 latency, ``docs/guide/performance.md``)."""
 RETRY_DELAY = 0.5
 """Seconds between two tries of a write the store refused."""
+
+
+class _Outgoing:
+    """Messages on their way out of one delivery: an actor subscriber's are sent
+    at once; a :class:`BatchSubscriber`'s gather, in order, and go in one
+    :class:`EventBatch` per receiver on :meth:`close`."""
+
+    def __init__(self, send: Callable[[Any, Any], None]) -> None:
+        self.send = send
+        self.batches: list[tuple[Any, list[Any]]] = []  # addresses are not hashable
+
+    def add(self, to: Any, message: Any) -> None:
+        if not isinstance(to, BatchSubscriber):
+            self.send(to, message)
+            return
+        for address, messages in self.batches:
+            if address == to.address:
+                messages.append(message)
+                return
+        self.batches.append((to.address, [message]))
+
+    def close(self) -> None:
+        batches, self.batches = self.batches, []
+        for address, messages in batches:
+            self.send(address, messages[0] if len(messages) == 1
+                      else EventBatch(tuple(messages)))
+
+
+def send_now(send: Callable[[Any, Any], None], to: Any, message: Any) -> None:
+    """Send ``message`` to a subscriber on its own (a :class:`BatchSubscriber`
+    takes a single message as well)."""
+    send(to.address if isinstance(to, BatchSubscriber) else to, message)
 
 
 @dataclass
@@ -113,7 +154,7 @@ class EventLog:
             self.prestored.pop(invocation_id, None)  # written with the run's result
             if to is not None:
                 self.sent[invocation_id] = cmd.sequence
-                self.send(to, message)
+                send_now(self.send, to, message)
             return
         due = time.monotonic() + (QUIET_DELAY if to is None else FLUSH_DELAY)
         self.pending.setdefault(invocation_id, []).append(_Pending(
@@ -184,7 +225,7 @@ class EventLog:
             self.cut.discard(result.invocation_id)
             return
         if self.store is None or result.invocation_id not in self.pending:
-            self._send_result(to, result)
+            send_now(self.send, to, self._with_last_event(result))
         else:
             self.pending[result.invocation_id].append(_Pending(None, 0, to, result))
 
@@ -241,27 +282,29 @@ class EventLog:
         """Send what was stored, in order; events of ``unstored`` runs (invocation,
         token) are dropped and their results name the last event their subscriber
         got. Events of the run that took over in this agent (a newer token) go."""
+        out = _Outgoing(self.send)
         for p in pending:
             invocation_id = p.message.invocation_id
             if p.to is None:
                 continue
             if isinstance(p.message, AgentResult):
-                self._send_result(p.to, p.message)
+                out.add(p.to, self._with_last_event(p.message))
             elif (invocation_id, p.token) in unstored:
                 self.cut.add(invocation_id)
             else:
                 self.sent[invocation_id] = p.message.sequence
-                self.send(p.to, p.message)
+                out.add(p.to, p.message)
+        out.close()
 
-    def _send_result(self, to: Any, result: AgentResult) -> None:
-        """Send a run's result; if some of its events were never stored (so never
-        sent), it names the last one that was."""
+    def _with_last_event(self, result: AgentResult) -> AgentResult:
+        """A run's result as sent: if some of its events were never stored (so
+        never sent), it names the last one that was."""
         invocation_id = result.invocation_id
         last = self.sent.pop(invocation_id, 0)
         if invocation_id in self.cut:
             self.cut.discard(invocation_id)
             result = dataclasses.replace(result, last_event=last)
-        self.send(to, result)
+        return result
 
     def close(self) -> None:
         """The agent stops: a last write; the results held behind what it cannot

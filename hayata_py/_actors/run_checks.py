@@ -7,6 +7,7 @@ from typing import Any
 
 from thespian.actors import ActorAddress
 
+from hayata_py._actor_messages import BatchSubscriber
 from hayata_py._codec import check_encodable
 from hayata_py._errors import EncodingError, RunRejected
 from hayata_py.messages import MAX_THREAD_ID, MULTITASK, Caller, Run
@@ -27,10 +28,13 @@ def validate_run(run: Any) -> RunRejected | None:
     if not isinstance(stream, bool):
         return RunRejected(f"stream must be True or False, got {stream!r}",
                            code="invalid_option", field="stream")
-    if run.subscriber is not None and not isinstance(run.subscriber, (Caller, ActorAddress)):
+    subscriber: Any = run.subscriber
+    if isinstance(subscriber, BatchSubscriber):  # hayata's own CALLER receiver
+        subscriber = subscriber.address
+    if subscriber is not None and not isinstance(subscriber, (Caller, ActorAddress)):
         return RunRejected(
             f"subscriber must be an actor address or hy.CALLER, got "
-            f"{type(run.subscriber).__name__}", code="invalid_option", field="subscriber")
+            f"{type(subscriber).__name__}", code="invalid_option", field="subscriber")
     if run.stream and run.subscriber is None:
         return RunRejected("stream=True needs a subscriber (an actor address or hy.CALLER)",
                            code="invalid_option", field="subscriber")

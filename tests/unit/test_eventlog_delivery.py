@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hayata_py._actor_messages import BatchSubscriber, EventBatch
 from hayata_py._actors.eventlog import FLUSH_DELAY, QUIET_DELAY, EventLog
 from hayata_py._errors import ErrorInfo, StoreError
 from hayata_py._inbox import Inbox
@@ -260,3 +261,37 @@ def test_a_refused_result_commit_puts_its_events_back_due_soon() -> None:
     log.written("a", taken, None, False)
     assert log.pending["a"][0].due <= time.monotonic() + FLUSH_DELAY
     assert before + FLUSH_DELAY <= log.flush_at <= time.monotonic() + FLUSH_DELAY
+
+
+def test_a_write_reaches_a_batch_subscriber_in_one_message_and_an_actor_one_by_one() -> None:
+    store = Log()
+    log, sent = eventlog(store)
+    receiver = BatchSubscriber("receiver")
+    for inv in ("a", "b"):
+        log.emit(inv, 1, Emit(1, "invocation_started", {}), receiver, 1)
+        log.emit(inv, 1, Emit(2, "invocation_completed", {}), receiver, 1)
+    log.emit("c", 1, Emit(1, "invocation_started", {}), "actor", 1)
+    log.emit("c", 1, Emit(2, "node_started", {}), "actor", 1)
+    log.result(receiver, AgentResult("a", True, result=1, run=1))
+    log.flush()
+    batches = [(to, m) for to, m in sent if to == "receiver"]
+    assert len(batches) == 1 and isinstance(batches[0][1], EventBatch)
+    assert [(m.invocation_id, getattr(m, "sequence", "result"))
+            for m in batches[0][1].messages] == [
+        ("a", 1), ("a", 2), ("a", "result"), ("b", 1), ("b", 2)]
+    assert [(to, m.sequence) for to, m in sent if to == "actor"] == [("actor", 1), ("actor", 2)]
+    # what the receiver's inbox makes of the batch: each stream in order, then its result
+    inbox = Inbox()
+    inbox.expect("a", "agent", streamed=True)
+    inbox.deliver("agent", batches[0][1])
+    assert [inbox.take("a") for _ in range(3)][-1] == AgentResult("a", True, result=1, run=1)
+
+
+def test_a_single_message_to_a_batch_subscriber_goes_on_its_own() -> None:
+    log, sent = eventlog(Log())
+    receiver = BatchSubscriber("receiver")
+    log.emit("a", 1, Emit(1, "invocation_started", {}), receiver, 1)
+    log.flush()
+    assert len(sent) == 1 and sent[0][0] == "receiver" and isinstance(sent[0][1], AgentEvent)
+    log.result(receiver, AgentResult("a", True, result=1, run=1))  # nothing pending: at once
+    assert sent[-1] == ("receiver", AgentResult("a", True, result=1, run=1))
