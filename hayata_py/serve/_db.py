@@ -275,6 +275,27 @@ class ServeDB:
                                                   updated_at=time.time())).rowcount)
         return self.holder.run(write, write=True)
 
+    def end_run(self, run_id: str, status: str, *, owner: str, thread_id: str,
+                thread_status: str, error: Any) -> bool:
+        """A run ``owner`` carried out ends ``status`` and its thread turns
+        ``thread_status`` with ``error`` (``busy`` instead while another of its
+        runs is pending), in one transaction. The thread is set whether or not
+        the run still was ``owner``'s and ``running`` (deleted, cancelled or
+        taken over meanwhile); True if the run's status was set."""
+        def write(conn: Connection) -> bool:
+            now = time.time()
+            ended = bool(conn.execute(
+                runs.update().where(runs.c.run_id == run_id, runs.c.status == "running",
+                                    runs.c.owner == owner)
+                .values(status=status, updated_at=now)).rowcount)
+            waiting = conn.execute(sa.select(runs.c.run_id).where(
+                runs.c.thread_id == thread_id, runs.c.status == "pending").limit(1)).first()
+            conn.execute(threads.update().where(threads.c.thread_id == thread_id).values(
+                status="busy" if waiting is not None else thread_status,
+                error=json.dumps(error) if error is not None else None, updated_at=now))
+            return ended
+        return self.holder.run(write, write=True)
+
     def claim_run(self, run_id: str, owner: str, *, status: str,
                   previous: str | None) -> bool:
         """Make ``owner`` the run's server and the run ``running``, when it is

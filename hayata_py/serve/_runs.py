@@ -454,9 +454,15 @@ class Runner:
         node, if its stream told (else the thread's state is read)."""
         cancelled = run.run_id in self._cancelled
         if not cancelled:
-            self.settle(run.thread_id, error=error, stopped=stopped)
-            if self.db.set_run_status(run.run_id, status, only_from=["running"],
-                                      owner=self.server_id):
+            if error is not None:
+                thread_status = "error"
+            else:
+                if stopped is None:
+                    stopped = self._stopped(run.graph_id, run.thread_id)
+                thread_status = "interrupted" if stopped else "idle"
+            if self.db.end_run(run.run_id, status, owner=self.server_id,
+                               thread_id=run.thread_id, thread_status=thread_status,
+                               error=error):
                 self.tails.ended(run.run_id, status)
         elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
             self.settle(run.thread_id, cancelled=True)

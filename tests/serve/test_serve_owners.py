@@ -152,3 +152,27 @@ def test_events_of_several_runs_in_one_batch(db: ServeDB) -> None:
     assert [(s, e) for s, e, _ in db.events_after("r1", 0)] == [
         (1, "values"), (2, "updates"), (3, "values")]
     assert db.events_after("r3", 0) == []
+
+
+def test_a_run_ends_and_its_thread_settles_in_one_write(db: ServeDB) -> None:
+    _pending(db, "r1")
+    now = time.time()
+    assert db.add_run(RunRow("r2", "t1", "a", "steps", "pending", "enqueue", {}, {}, now + 1,
+                             now + 1, now + 1), reject_if_busy=False) == "ok"
+    assert db.claim_run("r1", "A", status="pending", previous=None)
+    # not the owner: the run is left as it is; the thread still settles (busy: r2 waits)
+    assert not db.end_run("r1", "success", owner="B", thread_id="t1", thread_status="idle",
+                          error=None)
+    assert db.get_run("r1").status == "running"  # type: ignore[union-attr]
+    assert db.end_run("r1", "success", owner="A", thread_id="t1", thread_status="idle",
+                      error=None)
+    assert db.get_run("r1").status == "success"  # type: ignore[union-attr]
+    assert db.get_thread("t1").status == "busy"  # type: ignore[union-attr]
+    assert db.claim_run("r2", "A", status="pending", previous=None)
+    assert db.end_run("r2", "error", owner="A", thread_id="t1", thread_status="error",
+                      error={"error": "ValueError", "message": "boom"})
+    thread = db.get_thread("t1")
+    assert thread is not None and thread.status == "error"
+    assert thread.error == {"error": "ValueError", "message": "boom"}
+    assert not db.end_run("r2", "success", owner="A", thread_id="t1", thread_status="idle",
+                          error=None)  # ended already
