@@ -176,6 +176,9 @@ def _follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | N
                 last = time.monotonic()
                 if isinstance(message, AgentEvent):
                     print_event(message, as_json)
+                elif message.status == "interrupted" and not _datadir.alive(record):
+                    # its end filed from the store's log: the whole system is gone
+                    raise system_died(ref, invocation_id, data_dir, record)
                 else:
                     return print_result(message, as_json)
         except KeyboardInterrupt:

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from hayata_py import _datadir
-from hayata_py._errors import HayataError
+from hayata_py._errors import ErrorInfo, HayataError
 from hayata_py._ref_checks import system_died as api_system_died
-from hayata_py.cli._common import EXIT_NO_SYSTEM, CliError
+from hayata_py.cli._common import EXIT_NO_SYSTEM, EXIT_RUNNING, CliError
 from hayata_py.cli.run import follow
+from hayata_py.messages import AgentResult
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -65,3 +66,39 @@ def test_other_runtime_errors_are_not_taken_for_the_system_dying(
         follow(SilentRef(HayataError("boom", code="protocol_error")), "inv-1", False, None,
                tmp_path, RECORD)
     assert err.value.code == "protocol_error"
+
+
+class EndedRef(SilentRef):
+    """An agent handle whose stream ends with ``result`` (an end filed from the
+    store's log when the agent process is gone)."""
+
+    def __init__(self, result: AgentResult) -> None:
+        super().__init__(TimeoutError())
+        self.result = result
+
+    def messages(self, invocation_id: str, timeout: float) -> Any:
+        return iter([self.result])
+
+
+def test_an_interrupted_end_from_the_log_of_a_dead_system_is_the_system_dying(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    interrupted = AgentResult("inv-1", False, error=ErrorInfo(
+        "invocation_interrupted", "its agent process is gone", {"recoverable": True}),
+        status="interrupted")
+    # the third way of noticing: the stream ended from the log, and the admin is gone
+    filed = died_with(monkeypatch, EndedRef(interrupted), admin_alive=False, tmp_path=tmp_path)
+    polled = died(monkeypatch, False, TimeoutError(), tmp_path)
+    assert isinstance(filed, CliError) and filed.exit_code == EXIT_NO_SYSTEM
+    assert filed.message == polled.message
+    # with the system up (only the agent died), it is the run's result: exit 5
+    assert died_with(monkeypatch, EndedRef(interrupted), admin_alive=True,
+                     tmp_path=tmp_path) == EXIT_RUNNING
+
+
+def died_with(monkeypatch: pytest.MonkeyPatch, ref: Any, *, admin_alive: bool,
+              tmp_path: Path) -> CliError | int:
+    monkeypatch.setattr(_datadir, "alive", lambda record: admin_alive)
+    try:
+        return follow(ref, "inv-1", True, None, tmp_path, RECORD)
+    except CliError as exc:
+        return exc
