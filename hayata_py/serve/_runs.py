@@ -113,10 +113,11 @@ class _Wakers:
 
 
 class _EventWriter:
-    """Appends the stream events of all the runs of a server, those that wait
-    at one time in one transaction (a thousand streams: a few transactions a
-    tick, not one per event). Each :meth:`append` returns once its events are
-    in the store, as one transaction of its own would."""
+    """Appends the stream events of all the runs of a server, those queued at
+    one time in one transaction (a thousand streams: a few transactions a
+    tick, not one per event), in the order they were submitted. Each
+    :meth:`submit` returns a future of the rows written (or the
+    :class:`RunLost` they were refused with)."""
 
     def __init__(self, db: ServeDB) -> None:
         self.db = db
@@ -125,8 +126,10 @@ class _EventWriter:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def append(self, run_id: str, items: list[tuple[str, Any]], owner: str) -> list[Row]:
-        """Log ``items`` as ``run_id``'s next events; the rows written."""
+    def submit(self, run_id: str, items: list[tuple[str, Any]], owner: str
+               ) -> concurrent.futures.Future[list[Row]]:
+        """Log ``items`` as ``run_id``'s next events, after everything submitted
+        before; the future of the rows written."""
         future: concurrent.futures.Future[list[Row]] = concurrent.futures.Future()
         with self._cond:
             self._queue.append((run_id, items, owner, future))
@@ -135,7 +138,7 @@ class _EventWriter:
                                                 name="hayata-serve-events")
                 self._thread.start()
             self._cond.notify()
-        return future.result()
+        return future
 
     def _write(self) -> None:
         while True:
@@ -180,6 +183,8 @@ class Runner:
         self._events = _EventWriter(db)
         self._kick = threading.Event()
         self._stop = threading.Event()
+        self._logging: dict[str, concurrent.futures.Future[list[Row]]] = {}
+        """Run -> the last of its events submitted to the writer."""
         self._busy: set[str] = set()  # threads a worker of this process runs
         self._local: set[str] = set()  # runs a worker of this process carries out
         self._cancelled: set[str] = set()
@@ -347,10 +352,39 @@ class Runner:
     # -- one run -------------------------------------------------------------------
 
     def _append(self, run: RunRow, items: list[tuple[str, Any]]) -> None:
+        """Log ``items`` as the run's next events without waiting for the write
+        (the run's end waits for all of them: :meth:`_logged`); once written,
+        its streams are woken. :class:`RunLost` if an earlier write of the run
+        was refused (it is no longer this server's to log)."""
         if run.run_id in self._cancelled:
             return
-        self.tails.logged(run.run_id, self._events.append(run.run_id, items, self.server_id))
-        self.wakers.wake(run.run_id)
+        previous = self._logging.get(run.run_id)
+        refused = previous.exception() if previous is not None and previous.done() else None
+        if refused is not None:
+            raise refused
+        future = self._events.submit(run.run_id, items, self.server_id)
+        self._logging[run.run_id] = future
+        future.add_done_callback(lambda done: self._written(run.run_id, done))
+
+    def _written(self, run_id: str, done: concurrent.futures.Future[list[Row]]) -> None:
+        """A write of the run's events came back (in the writer's thread, in the
+        order they were submitted)."""
+        if done.exception() is None:
+            self.tails.logged(run_id, done.result())
+        self.wakers.wake(run_id)
+
+    def _logged(self, run: RunRow) -> None:
+        """Wait until every event of the run submitted so far is in the store;
+        :class:`RunLost` if one was refused (unless the run is being cancelled:
+        its events stop at the cancel)."""
+        last = self._logging.get(run.run_id)
+        if last is None:
+            return
+        try:
+            last.result()
+        except RunLost:
+            if not self.is_cancelled(run.run_id):
+                raise
 
     def _work(self, run: RunRow) -> None:
         try:
@@ -366,6 +400,7 @@ class Runner:
                 self._busy.discard(run.thread_id)
                 self._local.discard(run.run_id)
                 self._cancelled.discard(run.run_id)
+            self._logging.pop(run.run_id, None)
             self.tails.close(run.run_id)
             self.kick()
 
@@ -429,6 +464,7 @@ class Runner:
         static = any((kwargs.get("interrupt_before"), kwargs.get("interrupt_after"),
                       graph.interrupt_before, graph.interrupt_after))
         stopped = True if interrupts else (None if static else False)
+        self._logged(run)
         self._finish(run, "error" if error else "success", error, stopped=stopped)
 
     def _until_claimable(self, run: RunRow) -> None:
