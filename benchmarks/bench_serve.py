@@ -711,12 +711,12 @@ def main() -> None:
     parser.add_argument("--sides", default=",".join(SIDES))
     parser.add_argument("--lg-jobs", type=int, default=None,
                         help="langgraph dev's --n-jobs-per-worker (default: hayata "
-                        "serve's runs at once, hayata_py.serve.MAX_RUNS)")
+                        "serve's runs at once, hayata_py.serve._runs.MAX_RUNNING)")
     parser.add_argument("--venv", type=Path, default=Path(
         os.environ.get("LGDEV_VENV", ROOT / ".venv-langgraph-dev")))
     parser.add_argument("--out", default=None, help="results file name (no .json)")
     raw = parser.parse_args()
-    from hayata_py.serve import MAX_RUNS
+    from hayata_py.serve._runs import MAX_RUNNING
 
     # a TERM (e.g. `timeout`) unwinds through the finally blocks that stop the servers
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -730,7 +730,7 @@ def main() -> None:
         kill_streams=raw.kill_streams or (10 if quick else 200),
         kill_runs=raw.kill_runs or (100 if quick else 2000),
         kill_share=raw.kill_share,
-        lg_jobs=raw.lg_jobs or MAX_RUNS,
+        lg_jobs=raw.lg_jobs or MAX_RUNNING,
         lgdev=ensure_venv(raw.venv.resolve()),
         phase_timeout=raw.phase_timeout,
         phases=[p for p in raw.phases.split(",") if p in ("stream", "background")])

@@ -39,8 +39,9 @@ from hayata_py.messages import AgentEvent, AgentResult
 
 TERMINAL_EVENTS = ("invocation_completed", "invocation_failed", "invocation_interrupted",
                    "invocation_paused")
-MAX_STREAMS = 1000
-"""Streams nobody reads are kept for the last this many CALLER runs."""
+MAX_STREAMS = 10_000
+"""Streams kept at most: past it, the oldest that no reader waits on is
+dropped (a stream nobody reads would be kept for ever)."""
 MAX_EARLY = 10_000
 """Messages kept for invocations whose run has not been accepted here yet."""
 
@@ -200,7 +201,11 @@ class Inbox:
                 if stream.takes(sender, message):
                     stream.file(message)
             while len(self._streams) > MAX_STREAMS:
-                self._streams.popitem(last=False)
+                idle = next((i for i, s in self._streams.items()
+                             if i not in self._waits and not s.wakeups), None)
+                if idle is None:
+                    break  # every stream is being waited on
+                del self._streams[idle]
             self._wake(invocation_id, stream)
 
     def take(self, invocation_id: str) -> Message | None:

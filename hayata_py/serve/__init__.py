@@ -41,19 +41,17 @@ from hayata_py.serve._app import Server, build_app
 from hayata_py.serve._claim import claim, write_record
 from hayata_py.serve._db import ServeDB
 from hayata_py.serve._graphs import GraphSpec, assistant_id, read_config
-from hayata_py.serve._runs import LEASE_SECONDS, Runner
+from hayata_py.serve._runs import LEASE_SECONDS, MAX_RUNNING, Runner
 from hayata_py.serve._security import API_KEY_ENV, check_exposure, config_cors_origins
 
 __all__ = ["API_KEY_ENV", "LEASE_SECONDS", "Served", "assistant_id", "open_server", "serve"]
 
 log = logging.getLogger("hayata.serve")
 
-MAX_RUNS = 1000
-"""Runs of one graph carried out at once (each on its own thread)."""
 EDGE_CONCURRENCY = 250
 """Tasks one edge of a served graph's ``async def`` node runs at once, unless
 the config's ``"hayata"`` key sets that node's ``edge_concurrency``: the
-``MAX_RUNS`` runs of a graph waiting in one such node take a few processes."""
+``MAX_RUNNING`` runs of a graph waiting in one such node take a few processes."""
 
 
 def agent_options(spec: GraphSpec) -> dict[str, Any]:
@@ -121,14 +119,15 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
         graphs: dict[str, HayataGraph] = {
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
                                          store=store, uncertain="interrupt",
-                                         auto_recover=True, max_invocations=MAX_RUNS,
+                                         auto_recover=True, max_invocations=MAX_RUNNING,
                                          lease_seconds=lease, **agent_options(spec))
             for spec in specs}
         db = ServeDB(system.store_url)
     except BaseException:
         system.shutdown()
         raise
-    runner = Runner(db, graphs, server_id=system.name, url=url, lease_seconds=lease)
+    runner = Runner(db, graphs, server_id=system.name, url=url, lease_seconds=lease,
+                    max_running=MAX_RUNNING)
     server = Server(specs, graphs, db, runner)
 
     served: Served | None = None

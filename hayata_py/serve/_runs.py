@@ -22,6 +22,7 @@ follower that polls the log of the runs being watched (one query a tick).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import logging
 import threading
@@ -47,6 +48,9 @@ CANCEL_WAIT = 10.0
 """Seconds a cancel waits for a running run's worker to start its invocation."""
 _ON_REQUEST = ("debug", "tasks", "checkpoints")
 """Modes the runner streams only for a run that asks for them."""
+MAX_RUNNING = 1000
+"""Runs of one graph a server carries out at once, by default (each on a
+thread of its own; the graph's agent runs as many invocations at once)."""
 LEASE_SECONDS = 10.0
 """A server's lease on its runs (and its graphs' invocations), by default."""
 READY_BATCH = 500
@@ -166,14 +170,20 @@ class Runner:
     ``server_id``: this server's stable id among the servers of one store (a
     restarted server with the same id takes its runs back at once);
     ``lease_seconds``: how long the others wait, once it stops renewing its
-    lease, before they take its running runs over."""
+    lease, before they take its running runs over; ``max_running``: runs of
+    one graph started at once at most (its agent's ``max_invocations``): the
+    others wait their turn, pending, in the durable queue."""
 
     def __init__(self, db: ServeDB, graphs: Mapping[str, HayataGraph], *,
                  server_id: str = "local", url: str = "",
                  lease_seconds: float = LEASE_SECONDS,
-                 follow_interval: float = FOLLOW_INTERVAL) -> None:
+                 follow_interval: float = FOLLOW_INTERVAL,
+                 max_running: int = MAX_RUNNING) -> None:
         self.db = db
         self.graphs = graphs
+        self.max_running = max_running
+        self._running: collections.Counter[str] = collections.Counter()
+        """Graph -> runs of it this server's workers carry out now."""
         self.server_id = server_id
         self.url = url
         self.lease_seconds = lease_seconds
@@ -288,7 +298,8 @@ class Runner:
         now = time.time()
         for run in self.db.ready_runs(READY_BATCH):
             with self._lock:
-                if run.thread_id in self._busy or run.not_before > now:
+                if run.thread_id in self._busy or run.not_before > now \
+                        or self._running[run.graph_id] >= self.max_running:
                     continue
                 if not self.db.claim_run(run.run_id, self.server_id, status="pending",
                                          previous=run.owner):
@@ -323,6 +334,7 @@ class Runner:
         """A worker for ``run``, claimed by this server (under ``_lock``)."""
         self._busy.add(run.thread_id)
         self._local.add(run.run_id)
+        self._running[run.graph_id] += 1
         self.tails.open(run.run_id)
         self.wakers.wake(run.run_id)
         worker = threading.Thread(target=self._work, args=(run,),
@@ -400,6 +412,7 @@ class Runner:
                 self._busy.discard(run.thread_id)
                 self._local.discard(run.run_id)
                 self._cancelled.discard(run.run_id)
+                self._running[run.graph_id] -= 1
             self._logging.pop(run.run_id, None)
             self.tails.close(run.run_id)
             self.kick()

@@ -1,6 +1,8 @@
-"""A run's status follows its graph's outcome: a read of the thread's state
-for the thread's status that fails (its agent too busy to answer in time)
-does not turn a run whose graph succeeded into an error."""
+"""The runner of a server's runs, without HTTP: a run's status follows its
+graph's outcome (a read of the thread's state for the thread's status that
+fails, its agent too busy to answer in time, does not turn a run whose graph
+succeeded into an error), and runs beyond what a graph runs at once wait
+their turn, pending."""
 
 from __future__ import annotations
 
@@ -34,21 +36,28 @@ def served() -> Iterator[Served]:
             loop.close()
 
 
-def _run(served: Served, graph_id: str, kwargs: dict[str, Any]) -> RunRow:
-    """A run of ``graph_id`` on a new thread, carried out to its end."""
-    db, runner = served.server.db, served.server.runner
+def _add(served: Served, graph_id: str, kwargs: dict[str, Any]) -> str:
+    """A pending run of ``graph_id`` on a new thread, the runner kicked; its id."""
+    db = served.server.db
     thread_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
     db.create_thread(thread_id, {})
     now = time.time()
     db.add_run(RunRow(run_id, thread_id, graph_id, graph_id, "pending", "reject", kwargs, {},
                       now, now, now), reject_if_busy=True)
-    runner.kick()
+    served.server.runner.kick()
+    return run_id
 
-    def ended() -> RunRow | None:
-        row = db.get_run(run_id)
-        return row if row is not None and row.status not in ("pending", "running") else None
 
-    return wait_until(ended, f"run {run_id} of {graph_id} ending", timeout=60)
+def _ended(served: Served, run_id: str) -> RunRow | None:
+    row = served.server.db.get_run(run_id)
+    return row if row is not None and row.status not in ("pending", "running") else None
+
+
+def _run(served: Served, graph_id: str, kwargs: dict[str, Any]) -> RunRow:
+    """A run of ``graph_id`` on a new thread, carried out to its end."""
+    run_id = _add(served, graph_id, kwargs)
+    return wait_until(lambda: _ended(served, run_id), f"run {run_id} of {graph_id} ending",
+                      timeout=60)
 
 
 def test_a_failing_state_read_leaves_a_finished_run_success(
@@ -94,3 +103,25 @@ def test_a_state_read_that_fails_once_is_read_again(
     assert run.status == "success"
     thread = served.server.db.get_thread(run.thread_id)
     assert thread is not None and thread.status == "interrupted"
+
+
+def test_runs_beyond_a_graphs_capacity_wait_pending(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, db = served.server.runner, served.server.db
+    monkeypatch.setattr(runner, "max_running", 2)
+    run_ids = [_add(served, STEPS, {"input": {"label": f"c{i}", "delay": 0.3},
+                                    "stream_mode": ["values"]}) for i in range(6)]
+    most = 0
+    waited = False
+
+    def all_ended() -> bool:
+        nonlocal most, waited
+        statuses = [row.status for row in map(db.get_run, run_ids) if row is not None]
+        most = max(most, statuses.count("running"))
+        waited = waited or ("running" in statuses and "pending" in statuses)
+        return all(s not in ("pending", "running") for s in statuses)
+
+    wait_until(all_ended, "six runs ending", timeout=60)
+    assert most <= 2, f"{most} runs of one graph ran at once; the cap is 2"
+    assert waited  # some waited pending while others ran
+    assert [db.get_run(r).status for r in run_ids] == ["success"] * 6  # type: ignore[union-attr]
