@@ -184,11 +184,12 @@ class AsyncAgentRef:
 
     async def run(self, input: Any = None, *, subscriber: Any = None,
                   stream: bool = False, thread: str | None = None,
-                  multitask: str = "reject") -> str:
+                  multitask: str = "reject", invocation_id: str | None = None) -> str:
         """Start an invocation; its id once the agent accepted it (``RunRejected``;
-        ``thread``/``multitask`` as for :meth:`AgentRef.run`)."""
-        checked_run(input, subscriber, stream, thread, multitask)
+        ``thread``/``multitask``/``invocation_id`` as for :meth:`AgentRef.run`)."""
+        checked_run(input, subscriber, stream, thread, multitask, invocation_id)
         return await self.system.call(self.sync.run, input, subscriber=subscriber,
+                                      invocation_id=invocation_id,
                                       stream=stream, thread=thread, multitask=multitask)
 
     async def recover(self, invocation_id: str | None = None, *, subscriber: Any = None,

@@ -150,7 +150,8 @@ class AgentRef:
         return reply.invocation_id
 
     def run(self, input: Any = None, *, subscriber: Any = None, stream: bool = False,
-            thread: str | None = None, multitask: str = "reject") -> str:
+            thread: str | None = None, multitask: str = "reject",
+            invocation_id: str | None = None) -> str:
         """Start an invocation; return its id once the agent accepted it.
 
         ``subscriber``: an actor address, ``hy.CALLER`` (read with
@@ -161,12 +162,16 @@ class AgentRef:
         thread that is running one follows ``multitask``: ``"reject"``
         (``RunRejected("thread_busy")``) or ``"enqueue"`` (kept durably, started
         when the running one ends; its id is returned at once and
-        :meth:`wait` waits for it). Raises :class:`RunRejected`
-        (``agent_busy``: ``max_invocations`` are running, ``recovery_required``,
-        ``thread_busy``, ``invalid_option``, ``invalid_input``).
+        :meth:`wait` waits for it). ``invocation_id``: the new invocation's id,
+        chosen by the caller (32 lowercase hex digits, e.g. ``uuid.uuid4().hex``),
+        so that after a crash the caller can tell whether its run began (the
+        thread's invocations name it); None: the agent chooses. Raises
+        :class:`RunRejected` (``agent_busy``: ``max_invocations`` are running,
+        ``recovery_required``, ``thread_busy``, ``invocation_exists``,
+        ``invalid_option``, ``invalid_input``).
         """
-        return self._start(checked_run(input, subscriber, stream, thread, multitask),
-                           subscriber, stream)
+        return self._start(checked_run(input, subscriber, stream, thread, multitask,
+                                       invocation_id), subscriber, stream)
 
     def messages(self, invocation_id: str, timeout: float = ASK_TIMEOUT
                  ) -> Iterator[AgentEvent | AgentResult]:

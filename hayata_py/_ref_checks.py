@@ -89,10 +89,10 @@ def check_result(result: Any) -> dict[str, Any]:
 
 
 def checked_run(input: Any, subscriber: Any, stream: bool, thread: str | None = None,
-                multitask: str = "reject") -> Run:
+                multitask: str = "reject", invocation_id: str | None = None) -> Run:
     """The Run for these options, or the RunRejected (``invalid_option``,
     ``invalid_input``) that the agent would answer, raised here."""
-    run = Run(input, subscriber, stream, thread, multitask)
+    run = Run(input, subscriber, stream, thread, multitask, invocation_id=invocation_id)
     rejected = validate_run(run)
     if rejected is not None:
         raise rejected

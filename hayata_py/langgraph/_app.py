@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from typing import Any
@@ -59,6 +60,20 @@ def _merged(base: dict[str, Any], config: Any) -> dict[str, Any]:
         merged["configurable"] = {**(base.get("configurable") or {}),
                                   **(config.get("configurable") or {})}
     return merged
+
+
+def invocation_of(config: Any) -> str | None:
+    """The invocation id a new run of ``config`` gets: its ``run_id`` (LangGraph's
+    id of the run, a UUID) as 32 hex digits; None (hayata chooses) without one.
+    The caller that chose the run id can then tell, after a crash, whether the
+    run began: the thread's invocations name it."""
+    run_id = config.get("run_id") if isinstance(config, dict) else None
+    if run_id is None:
+        return None
+    try:
+        return uuid.UUID(str(run_id)).hex
+    except ValueError:
+        raise ConfigError("config['run_id']", f"must be a UUID, got {run_id!r:.80}") from None
 
 
 def thread_of(config: Any) -> str:
@@ -197,6 +212,7 @@ class HayataGraph:
                 context: Any = None, output: bool, **kwargs: Any) -> Iterator[Any]:
         """:meth:`stream`; ``output``: values and updates of the graph's output
         channels only, as LangGraph's ``invoke`` streams them."""
+        invocation_id = invocation_of(config)
         config = _merged(self.config, config or {})
         thread = thread_of(config)
         if kwargs:
@@ -211,7 +227,8 @@ class HayataGraph:
                                   output=output)
         settings["subgraphs"] = subgraphs
         settings["context"] = None if context is None else _stored(context, "context")
-        source = self._source(input, settings, thread, quiet=False)
+        source = self._source(input, settings, thread, quiet=False,
+                              invocation_id=invocation_id)
         for namespace, mode, chunk in source:
             if namespace and not subgraphs:
                 continue
@@ -265,11 +282,13 @@ class HayataGraph:
             start, prev = self.threads.latest(thread, invocations)
         return {"r": settings, "s": start, "prev": prev, "in": _stored(input, "input")}
 
-    def _source(self, input: Any, settings: dict[str, Any], thread: str, *, quiet: bool
+    def _source(self, input: Any, settings: dict[str, Any], thread: str, *, quiet: bool,
+                invocation_id: str | None = None
                 ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
         """The run's chunks: a new run, or the thread's unfinished one recovered
         (``invoke(None, config)``), or asked about (``uncertain="interrupt"``).
-        ``quiet``: a new run does not stream; its interrupts and final values only."""
+        ``quiet``: a new run does not stream; its interrupts and final values only.
+        ``invocation_id``: a new streamed run's (:func:`invocation_of`)."""
         invocations = self.threads.invocations(thread)
         unfinished = self.threads.unfinished(thread, invocations)
         if unfinished is None and input is None and invocations \
@@ -289,7 +308,7 @@ class HayataGraph:
                 return self._ended(result.invocation_id, result, quiet=True)
             with self._starting:  # a bounded queue of Runs at the agent
                 invocation = self.agent.run(payload, subscriber=CALLER, stream=True,
-                                            thread=thread)
+                                            thread=thread, invocation_id=invocation_id)
             return self._follow(invocation)
         asking = self.uncertain == "interrupt"
         if asking and isinstance(input, Command) and input.resume is not None:

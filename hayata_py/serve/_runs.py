@@ -34,6 +34,7 @@ from langgraph.types import Command
 
 from hayata_py._errors import HayataError
 from hayata_py.langgraph import HayataGraph
+from hayata_py.langgraph._app import invocation_of
 from hayata_py.serve._db import RunLost, RunRow, ServeDB
 from hayata_py.serve._tails import Row, Tails
 from hayata_py.serve._wire import jsonable
@@ -62,7 +63,9 @@ FOLLOW_INTERVAL = 0.1
 
 
 def run_config(run: RunRow) -> dict[str, Any]:
-    """The LangGraph config a run's graph runs with."""
+    """The LangGraph config a run's graph runs with; its ``run_id`` names the
+    run's invocation (:func:`~hayata_py.langgraph._app.invocation_of`), so
+    after a crash a server can tell whether the run began."""
     kwargs = run.kwargs
     base = dict(kwargs.get("config") or {})
     configurable = {k: v for k, v in (base.get("configurable") or {}).items()
@@ -70,7 +73,7 @@ def run_config(run: RunRow) -> dict[str, Any]:
     configurable["thread_id"] = run.thread_id
     if kwargs.get("checkpoint_id"):
         configurable["checkpoint_id"] = kwargs["checkpoint_id"]
-    config: dict[str, Any] = {"configurable": configurable}
+    config: dict[str, Any] = {"configurable": configurable, "run_id": run.run_id}
     if "recursion_limit" in base:
         config["recursion_limit"] = base["recursion_limit"]
     return config
@@ -430,8 +433,12 @@ class Runner:
             self._until_claimable(run)
         if not resuming or self.db.last_seq(run.run_id) == 0:
             self._append(run, [("metadata", {"run_id": run.run_id, "attempt": 1})])
+        if resuming and not self._began(graph, run):
+            resuming = False  # a crash came before its invocation: start it now
         kwargs = run.kwargs
         config = run_config(run)
+        if resuming:
+            del config["run_id"]  # it goes on in (or after) the invocation that id names
         wanted = config["configurable"].get("checkpoint_id")
         if wanted and not resuming:
             head = graph.get_state({"configurable": {"thread_id": run.thread_id}}).config
@@ -479,6 +486,16 @@ class Runner:
         stopped = True if interrupts else (None if static else False)
         self._logged(run)
         self._finish(run, "error" if error else "success", error, stopped=stopped)
+
+    @staticmethod
+    def _began(graph: HayataGraph, run: RunRow) -> bool:
+        """Whether ``run``'s invocation was started before a crash: one of its
+        thread's invocations is the run's (named by its ``run_id``), or the
+        thread's newest still runs (a run whose invocation another id names)."""
+        invocations = graph.threads.invocations(run.thread_id)
+        mine = invocation_of({"run_id": run.run_id})
+        return any(invocation == mine for invocation, _status in invocations) or bool(
+            invocations and invocations[0][1] == "running")
 
     def _until_claimable(self, run: RunRow) -> None:
         """Wait while another system's lease still holds the thread's unfinished

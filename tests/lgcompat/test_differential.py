@@ -488,3 +488,18 @@ def test_a_compiled_graph_keeps_its_breakpoints_and_refuses_a_store(
     with pytest.raises(hy.ConfigError, match="store"):
         hylg.compile(graphs.compiled_with_store, system, id="compiled-store")
     assert "compiled-store" not in system.agents()
+
+
+def test_a_config_run_id_names_the_streamed_runs_invocation(system: hy.AgentSystem) -> None:
+    app = hylg.compile(graphs.sequence, system)
+    run_id = uuid.uuid4()
+    config = {**_config(), "run_id": run_id}
+    chunks = list(app.stream({"text": "", "steps": []}, config))
+    assert chunks  # it ran
+    thread = config["configurable"]["thread_id"]
+    assert [i for i, _ in app.agent.thread(thread).invocations] == [run_id.hex]
+    with pytest.raises(hy.RunRejected) as again:  # one run per id
+        list(app.stream({"text": "", "steps": []}, config))
+    assert again.value.code == "invocation_exists"
+    with pytest.raises(hy.ConfigError, match="run_id"):
+        list(app.stream({"text": "", "steps": []}, {**_config(), "run_id": "not a uuid"}))

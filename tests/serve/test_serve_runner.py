@@ -125,3 +125,26 @@ def test_runs_beyond_a_graphs_capacity_wait_pending(
     assert most <= 2, f"{most} runs of one graph ran at once; the cap is 2"
     assert waited  # some waited pending while others ran
     assert [db.get_run(r).status for r in run_ids] == ["success"] * 6  # type: ignore[union-attr]
+
+
+def test_a_run_a_crash_left_claimed_but_not_begun_starts_with_its_input(
+        served: Served) -> None:
+    """A server claimed the run (``running``, its own) and died before the run's
+    invocation began: the server that carries it on runs it from its input,
+    not as a resume of nothing (LangGraph: ``EmptyInputError``)."""
+    db, runner = served.server.db, served.server.runner
+    thread_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+    db.create_thread(thread_id, {})
+    now = time.time()
+    db.add_run(RunRow(run_id, thread_id, STEPS, STEPS, "pending", "reject",
+                      {"input": {"label": "claimed"}, "stream_mode": ["values"]}, {},
+                      now, now, now), reject_if_busy=True)
+    # claimed as if by this server before a crash: running, nobody carrying it out
+    with runner._lock:  # the scheduler must not start it as a pending run meanwhile
+        assert db.claim_run(run_id, runner.server_id, status="pending", previous=None)
+    runner.kick()
+    run = wait_until(lambda: _ended(served, run_id), "the claimed run ending", timeout=60)
+    assert run.status == "success", served.server.outcome(run, thread_id)
+    values = served.server.graphs[STEPS].get_state(
+        {"configurable": {"thread_id": thread_id}}).values
+    assert values["steps"] == ["claimed:first", "claimed:middle", "claimed:last"]
