@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,10 @@ def _gate(spec: dict[str, Any], i: int) -> Path:
     return Path(spec["dir"]) / f"seen-{i}"
 
 
-def gated(ctx: hy.NodeContext) -> dict[str, Any]:
+def _published(ctx: hy.NodeContext) -> Generator[float, None, dict[str, Any]]:
+    """The gated node's work: publish partial i, then yield the seconds to pause
+    for while gate i is shut (its caller pauses, blocking or awaiting); the
+    node's result as the generator's return value."""
     spec = ctx.input
     assert ctx.streamer is not None
     for i in range(1, spec["partials"] + 1):
@@ -32,21 +36,28 @@ def gated(ctx: hy.NodeContext) -> dict[str, Any]:
         while not _gate(spec, i).exists():
             if time.monotonic() > deadline:
                 return {"late": i}
-            time.sleep(0.005)
+            yield 0.005
     return {"gates": spec["partials"]}
+
+
+def gated(ctx: hy.NodeContext) -> dict[str, Any]:
+    steps = _published(ctx)
+    while True:
+        try:
+            time.sleep(next(steps))
+        except StopIteration as end:
+            result: dict[str, Any] = end.value
+            return result
 
 
 async def agated(ctx: hy.NodeContext) -> dict[str, Any]:
-    spec = ctx.input
-    assert ctx.streamer is not None
-    for i in range(1, spec["partials"] + 1):
-        ctx.streamer({"i": i})
-        deadline = time.monotonic() + GATE_WAIT
-        while not _gate(spec, i).exists():
-            if time.monotonic() > deadline:
-                return {"late": i}
-            await asyncio.sleep(0.005)
-    return {"gates": spec["partials"]}
+    steps = _published(ctx)
+    while True:
+        try:
+            await asyncio.sleep(next(steps))
+        except StopIteration as end:
+            result: dict[str, Any] = end.value
+            return result
 
 
 def burst(ctx: hy.NodeContext) -> dict[str, Any]:
