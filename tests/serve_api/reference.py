@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -70,10 +71,34 @@ def ensure_venv(venv: Path) -> Path:
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as sock:
+    """A loopback port nothing listens on right now, below the kernel's range
+    of ephemeral ports: a server killed and restarted on it finds it free
+    again, since no other process's socket is handed it meanwhile (one from
+    that range can be, to any of the many sockets a test run opens)."""
+    low = _ephemeral_low()
+    for port in random.sample(range(PORTS_FROM, low), min(200, low - PORTS_FROM)):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # all taken: any free port
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+PORTS_FROM = 20000
+"""The lowest port :func:`free_port` picks."""
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 if unknown)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+    return low if low > PORTS_FROM else 32768
 
 
 def answers(url: str) -> bool:
