@@ -410,7 +410,7 @@ def executions(log: Path) -> collections.Counter[tuple[str, str, str]]:
 
 async def kill_drill(side: str, lgdev: Path, jobs: int, streams: int, runs: int,
                      delay: float, share: float, min_s: float, limit: int,
-                     deadline_s: float) -> dict[str, Any]:
+                     deadline_s: float, keep: bool = False) -> dict[str, Any]:
     workdir = new_workdir(side)
     port = free_port()
     log = workdir / "executions.log"
@@ -523,7 +523,10 @@ async def kill_drill(side: str, lgdev: Path, jobs: int, streams: int, runs: int,
                         if lab in labels and ph == phase and n > 1)
              for phase in ("start", "end")}
     outcomes = collections.Counter(c.outcome for c in accepted)
-    shutil.rmtree(workdir, ignore_errors=True)
+    if keep:
+        print(f"  kept {workdir}", flush=True)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     return {"side": side, "streams": streams, "background": runs,
             "accepted": len(accepted), "kill_at_s": kill_at,
             "ended_before_kill": ended_before,
@@ -715,6 +718,8 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=Path(
         os.environ.get("LGDEV_VENV", ROOT / ".venv-langgraph-dev")))
     parser.add_argument("--out", default=None, help="results file name (no .json)")
+    parser.add_argument("--keep-workdir", action="store_true",
+                        help="keep the kill drill's folder (server logs, data) to read")
     raw = parser.parse_args()
     from hayata_py.serve._runs import MAX_RUNNING
 
@@ -753,7 +758,7 @@ def main() -> None:
             kills[side] = asyncio.run(kill_drill(
                 side, args.lgdev, args.lg_jobs, args.kill_streams, args.kill_runs,
                 args.delay, args.kill_share, raw.kill_min_s, args.concurrency,
-                raw.kill_deadline))
+                raw.kill_deadline, raw.keep_workdir))
             print(f"  {json.dumps(kills[side], default=str)}", flush=True)
     summary = summarize(rounds, args.phases) if len(sides) == 2 and rounds else []
     goals = targets(summary, kills) if len(sides) == 2 else []
