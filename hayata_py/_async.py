@@ -199,9 +199,9 @@ class AsyncAgentRef:
         return await self.system.call(self.sync.recover, invocation_id,
                                       subscriber=subscriber, stream=stream)
 
-    async def unfinished(self) -> list[Unfinished]:
+    async def unfinished(self, invocation_id: str | None = None) -> list[Unfinished]:
         """The invocations that wait for recovery (see :meth:`AgentRef.unfinished`)."""
-        return await self.system.call(self.sync.unfinished)
+        return await self.system.call(self.sync.unfinished, invocation_id)
 
     async def thread(self, thread_id: str) -> ThreadInfo:
         """A conversation thread (see :meth:`AgentRef.thread`)."""

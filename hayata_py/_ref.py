@@ -288,14 +288,19 @@ class AgentRef:
         checked_run(None, subscriber, stream)
         return self._start(Recover(subscriber, stream, invocation_id), subscriber, stream)
 
-    def unfinished(self) -> list[Unfinished]:
+    def unfinished(self, invocation_id: str | None = None) -> list[Unfinished]:
         """The invocations that wait for recovery (oldest first), each with what
         :meth:`recover` would do: ``recoverable``, ``uncertain`` (``task_ids``;
         :meth:`resolve_task` or :meth:`abandon`), ``paused``,
         ``waiting_for_placement`` or ``busy``. On a shared store, also the
         invocations of this agent id that another system runs (``busy``) or
-        left behind."""
-        reply = self._ask(GetUnfinished(), accept=is_answer(UnfinishedList))
+        left behind. ``invocation_id``: only that invocation, in a list of one
+        if it waits for recovery, else empty (its agent reads that one only:
+        what to ask when many callers each care about their own)."""
+        if invocation_id is not None:
+            check_id(invocation_id, "invocation_id")
+        reply = self._ask(GetUnfinished(invocation_id=invocation_id),
+                          accept=is_answer(UnfinishedList))
         assert isinstance(reply, UnfinishedList)
         return list(reply.invocations)
 

@@ -275,9 +275,11 @@ class Cancel:
 
 @dataclass(frozen=True)
 class GetUnfinished:
-    """Ask for the agent's unfinished invocations: answered with :class:`UnfinishedList`."""
+    """Ask for the agent's unfinished invocations: answered with :class:`UnfinishedList`.
+    ``invocation_id``: only that one (an empty list if it is not unfinished)."""
 
     ref: int = 0
+    invocation_id: str | None = None
 
 
 @dataclass(frozen=True)

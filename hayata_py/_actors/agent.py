@@ -197,9 +197,10 @@ class AgentActor(SupervisedActor):
                                               circuits=self.gate.status()))
 
     def _on_unfinished(self, message: GetUnfinished, sender: Any) -> None:
-        self.ledger.discover(self.admission.taken)
+        self.ledger.discover(self.admission.taken, message.invocation_id)
         self.send(sender, UnfinishedList(
-            tuple(recovery_requests.describe(self.ledger, self.nodes.unplaced)), ref=message.ref))
+            tuple(recovery_requests.describe(self.ledger, self.nodes.unplaced,
+                                             message.invocation_id)), ref=message.ref))
 
     def _on_resolve(self, message: ResolveTask, sender: Any) -> None:
         self.reply(sender, message, recovery_requests.resolve(self.ledger, message))

@@ -339,17 +339,24 @@ class Ledger:
             if now is not None:
                 self.results.publish(stored_result(now))
 
-    def discover(self, taken: Callable[[str], bool]) -> None:
+    def discover(self, taken: Callable[[str], bool], invocation_id: str | None = None
+                 ) -> None:
         """Learn of the agent's invocations running in the store that nothing
         here runs (``taken``: whether this agent runs, queues or creates an id)
         and that this ledger does not know yet: those another system with an
         agent of this id started after this one did (on one shared store). A
         live owner's lease still keeps them from recovery; one whose owner died
-        is recovered like one found at start."""
+        is recovered like one found at start. ``invocation_id``: look at that
+        one only (one read, not one of every running invocation)."""
         if self.store is None:
             return
         try:
-            records = self.store.unfinished_invocations(self.spec.id)
+            if invocation_id is None:
+                records = self.store.unfinished_invocations(self.spec.id)
+            else:
+                one = self.store.get_invocation(invocation_id)
+                records = [one] if one is not None and one.status == "running" \
+                    and one.agent_id == self.spec.id else []
         except Exception as raw:  # noqa: BLE001 - keep what we know; report later
             self.log.warning("store_unavailable", code=as_store_error(raw).code)
             return

@@ -144,11 +144,14 @@ def recover(ledger: Ledger, invocation_id: str | None,
     return record, token, resumed
 
 
-def describe(ledger: Ledger, unplaced: Mapping[str, str] | None = None) -> list[Unfinished]:
-    """Every unfinished invocation with what ``recover()`` would do (reads only)."""
-    ledger.refresh()
+def describe(ledger: Ledger, unplaced: Mapping[str, str] | None = None,
+             invocation_id: str | None = None) -> list[Unfinished]:
+    """Every unfinished invocation (or only ``invocation_id``, if it is one)
+    with what ``recover()`` would do (reads only)."""
+    ledger.refresh(invocation_id)
     out = []
-    for record in list(ledger.unfinished.values()):
+    for record in list(ledger.unfinished.values()) if invocation_id is None else [
+            r for r in (ledger.unfinished.get(invocation_id),) if r is not None]:
         thread = record.thread_id
         if pauses.is_paused(record):
             out.append(Unfinished(record.invocation_id, "paused", thread, record.step,

@@ -40,7 +40,7 @@ class ThreadCheckpoints:
         for invocation, status in (invocations if invocations is not None
                                    else self.invocations(thread)):
             if status == "running" and self.agent.get_result(invocation) is None:
-                unfinished = {u.invocation_id for u in self.agent.unfinished()}
+                unfinished = {u.invocation_id for u in self.agent.unfinished(invocation)}
                 return invocation if invocation in unfinished else None
             return None
         return None

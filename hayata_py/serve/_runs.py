@@ -504,10 +504,18 @@ class Runner:
         the run stops being this server's meanwhile."""
         graph = self.graphs[run.graph_id]
         while not self._stop.is_set():
-            busy = [u for u in graph.agent.unfinished()
-                    if u.thread == run.thread_id and u.recovery == "busy"]
-            if not busy:
+            running = next((i for i, status in graph.threads.invocations(run.thread_id)
+                            if status == "running"), None)
+            if running is None:
                 return
+            try:
+                # the one invocation only: a thousand runs taken over at once
+                # must not each have the agent describe all of them
+                if not any(u.recovery == "busy" for u in graph.agent.unfinished(running)):
+                    return
+            except TimeoutError:
+                log.info("hayata serve: run %s: its agent is slow to say whether the "
+                         "thread is free; asking again", run.run_id)
             current = self.db.get_run(run.run_id)
             if current is None or current.owner != self.server_id:
                 raise RunLost(f"run {run.run_id} is no longer {self.server_id}'s")

@@ -120,8 +120,9 @@ def test_another_system_learns_of_an_invocation_started_after_it_and_takes_it_ov
         # kill leaves it uncertain too
         eventually(lambda: (t := store.get_task(left)) is not None and t.status == "completed",
                    timeout=30, message="left completed")
-        [busy] = other.unfinished()
+        [busy] = other.unfinished(inv)  # found by its id alone: another system runs it
         assert (busy.invocation_id, busy.recovery) == (inv, "busy")
+        assert [(u.invocation_id, u.recovery) for u in other.unfinished()] == [(inv, "busy")]
         first.kill()
         eventually(lambda: [u.recovery for u in other.unfinished()] == ["uncertain"],
                    timeout=15, message="the dead owner's lease expired")

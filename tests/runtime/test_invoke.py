@@ -103,6 +103,9 @@ def test_invoke_whose_agent_dies_says_recovery_required_naming_the_invocation(
     assert isinstance(error, hy.HayataError) and error.code == "recovery_required", error
     invocation_id = error.details["invocation_id"]
     assert [u.invocation_id for u in agent.unfinished()] == [invocation_id]
+    # asked about that one only: the same answer; about another id: none
+    assert agent.unfinished(invocation_id) == agent.unfinished()
+    assert agent.unfinished(uuid.uuid4().hex) == []
 
 
 def test_invoke_whose_agent_died_before_recording_it_says_run_lost(
