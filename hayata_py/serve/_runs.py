@@ -60,6 +60,9 @@ SETTLE_READS = 3
 """Reads of a thread's state a run's end tries for its status before it gives up."""
 FOLLOW_INTERVAL = 0.1
 """Seconds between two looks at the logs of watched runs another server carries out."""
+OTHERS_INTERVAL = 1.0
+"""Seconds between two looks at whether other servers share the store (while
+none does, the follower reads nothing)."""
 
 
 def run_config(run: RunRow) -> dict[str, Any]:
@@ -348,9 +351,19 @@ class Runner:
         """Wake the streams of watched runs that another server carries out
         when their log or status changes (this server's own wake at once)."""
         seen: dict[str, tuple[int, str]] = {}
+        others_checked, others = 0.0, False
         while not self._stop.wait(self.follow_interval):
+            if time.monotonic() - others_checked >= OTHERS_INTERVAL:
+                others_checked = time.monotonic()
+                try:
+                    others = self._others_alive()
+                except Exception:
+                    log.warning("hayata serve: reading the servers' leases failed",
+                                exc_info=True)
+                    others = True
             with self.wakers.lock:
-                watched = [r for r in self.wakers.events if r not in self._local]
+                watched = [r for r in self.wakers.events if r not in self._local] \
+                    if others else []
             if not watched:
                 seen.clear()
                 continue
@@ -363,6 +376,14 @@ class Runner:
                 if seen.get(run_id) != mark:
                     self.wakers.wake(run_id)
             seen = marks
+
+    def _others_alive(self) -> bool:
+        """Whether another server holds a live lease on this store (only then
+        can a run this server watches be carried out elsewhere: alone, its
+        own workers wake every stream they write to)."""
+        now = time.time()
+        return any(server != self.server_id and expires > now
+                   for server, expires in self.db.server_leases().items())
 
     # -- one run -------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ server's lease expired is taken over by another."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -176,3 +176,50 @@ def test_a_run_ends_and_its_thread_settles_in_one_write(db: ServeDB) -> None:
     assert thread.error == {"error": "ValueError", "message": "boom"}
     assert not db.end_run("r2", "success", owner="A", thread_id="t1", thread_status="idle",
                           error=None)  # ended already
+
+
+class _CountingMarks(ServeDB):
+    """A store that counts the follower's reads of watched runs."""
+
+    marks_read = 0
+
+    def run_marks(self, run_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        self.marks_read += 1
+        return super().run_marks(run_ids)
+
+
+def test_the_follower_reads_watched_runs_only_while_another_server_is_alive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hayata_py.serve._runs as runs_module
+
+    url = f"sqlite:///{tmp_path / 'hayata.db'}"
+    open_store(url).close()
+    db = _CountingMarks(url)
+    monkeypatch.setattr(runs_module, "OTHERS_INTERVAL", 0.05)
+    runner = Runner(db, {}, server_id="A", lease_seconds=30.0, follow_interval=0.01)
+    try:
+        db.renew_server("A", "http://a", 30.0, started=True)
+        _pending(db)
+        runner.wakers.watch("r1")  # a join waits on a run no worker here carries out
+        runner._follower.start()
+        alone = time.monotonic() + 0.5
+        while time.monotonic() < alone:  # twenty looks' worth, alone on the store
+            assert db.marks_read == 0, "the follower read runs nobody else can carry out"
+            time.sleep(0.01)
+        db.renew_server("B", "http://b", 30.0, started=True)
+        deadline = time.monotonic() + 10
+        while db.marks_read == 0:
+            assert time.monotonic() < deadline, "another server came and nothing was followed"
+            time.sleep(0.01)
+        db.expire_server("B")
+        deadline = time.monotonic() + 10
+        while True:  # B gone: the reads stop again
+            before = db.marks_read
+            time.sleep(0.2)
+            if db.marks_read == before:
+                break
+            assert time.monotonic() < deadline, "the follower kept reading after B left"
+    finally:
+        runner._stop.set()
+        runner._follower.join(timeout=5)
+        db.close()
