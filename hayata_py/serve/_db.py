@@ -234,19 +234,26 @@ class ServeDB:
             return [_run(r) for r in conn.execute(query)]
         return self.holder.run(read, write=False)
 
-    def runs_with_status(self, statuses: Sequence[str]) -> list[RunRow]:
-        """Runs in ``statuses``, oldest first (the queue's order)."""
+    def runs_with_status(self, statuses: Sequence[str], *, not_owned_by: str | None = None
+                         ) -> list[RunRow]:
+        """Runs in ``statuses``, oldest first (the queue's order);
+        ``not_owned_by``: only those of another owner or of none."""
         def read(conn: Connection) -> list[RunRow]:
-            query = runs.select().where(runs.c.status.in_(list(statuses))).order_by(
-                runs.c.created_at, runs.c.run_id)
-            return [_run(r) for r in conn.execute(query)]
+            query = runs.select().where(runs.c.status.in_(list(statuses)))
+            if not_owned_by is not None:
+                query = query.where(sa.or_(runs.c.owner.is_(None),
+                                           runs.c.owner != not_owned_by))
+            return [_run(r) for r in conn.execute(query.order_by(runs.c.created_at,
+                                                                  runs.c.run_id))]
         return self.holder.run(read, write=False)
 
-    def ready_runs(self, limit: int) -> list[RunRow]:
-        """The pending runs that may start: the oldest pending run of each
-        thread with no running run, oldest first, at most ``limit`` (one read of
-        the rows it returns only). A run whose ``not_before`` is still ahead is
-        returned too: it holds its thread's later runs back."""
+    def ready_runs(self, limit: int, *, now: float, graphs: Sequence[str] | None = None
+                   ) -> list[RunRow]:
+        """The pending runs that may start at ``now``: the oldest pending run
+        of each thread with no running run, oldest first, at most ``limit``
+        (one read of the rows it returns only); ``graphs``: of those graphs
+        only. A run whose ``not_before`` is still ahead is not returned, and
+        holds its thread's later runs back."""
         def read(conn: Connection) -> list[RunRow]:
             running = sa.select(runs.c.thread_id).where(runs.c.status == "running")
             older = runs.alias("older")
@@ -256,9 +263,12 @@ class ServeDB:
                        sa.and_(older.c.created_at == runs.c.created_at,
                                older.c.run_id < runs.c.run_id)))
             query = runs.select().where(
-                runs.c.status == "pending", runs.c.thread_id.not_in(running), first
-            ).order_by(runs.c.created_at, runs.c.run_id).limit(limit)
-            return [_run(r) for r in conn.execute(query)]
+                runs.c.status == "pending", runs.c.not_before <= now,
+                runs.c.thread_id.not_in(running), first)
+            if graphs is not None:
+                query = query.where(runs.c.graph_id.in_(list(graphs)))
+            return [_run(r) for r in conn.execute(
+                query.order_by(runs.c.created_at, runs.c.run_id).limit(limit))]
         return self.holder.run(read, write=False)
 
     def set_run_status(self, run_id: str, status: str, *, only_from: Sequence[str] = (),

@@ -54,6 +54,9 @@ MAX_RUNNING = 1000
 thread of its own; the graph's agent runs as many invocations at once)."""
 LEASE_SECONDS = 10.0
 """A server's lease on its runs (and its graphs' invocations), by default."""
+OWN_RESCAN = 30.0
+"""Seconds between two looks for this server's own running runs that no worker
+carries out (the first at start)."""
 READY_BATCH = 500
 """Pending runs the scheduler reads at most per look (the oldest of each thread)."""
 SETTLE_READS = 3
@@ -208,6 +211,7 @@ class Runner:
         self._lock = threading.Lock()
         self._renewed = 0.0
         self._next_takeover = 0.0
+        self._next_own_scan = 0.0  # when to look for this server's left-over runs
         self._workers: list[threading.Thread] = []
         self._scheduler = threading.Thread(target=self._schedule, name="hayata-serve-runs",
                                            daemon=True)
@@ -300,11 +304,19 @@ class Runner:
         return leases.get(run.owner, 0.0) < time.time()
 
     def _start_ready(self) -> None:
+        """Start the pending runs that may start, as many as the graphs have
+        room for (a graph at ``max_running`` reads none: the queue's length
+        does not make a look dearer)."""
         self._take_over()
-        now = time.time()
-        for run in self.db.ready_runs(READY_BATCH):
+        with self._lock:
+            room = {g: self.max_running - self._running[g] for g in self.graphs}
+        room = {g: n for g, n in room.items() if n > 0}
+        if not room:
+            return
+        for run in self.db.ready_runs(min(READY_BATCH, sum(room.values())), now=time.time(),
+                                      graphs=sorted(room)):
             with self._lock:
-                if run.thread_id in self._busy or run.not_before > now \
+                if run.thread_id in self._busy \
                         or self._running[run.graph_id] >= self.max_running:
                     continue
                 if not self.db.claim_run(run.run_id, self.server_id, status="pending",
@@ -320,7 +332,15 @@ class Runner:
             return
         self._next_takeover = time.monotonic() + min(self.lease_seconds / 10, 1.0)
         leases: dict[str, float] | None = None
-        for run in self.db.runs_with_status(["running"]):
+        # this server's own running runs are left over from before it started,
+        # or by a worker that could not record its run's end (the store was
+        # down): looked for at start and every OWN_RESCAN s; in between only
+        # other servers' (none, alone on the store)
+        mine_too = time.monotonic() >= self._next_own_scan
+        if mine_too:
+            self._next_own_scan = time.monotonic() + OWN_RESCAN
+        for run in self.db.runs_with_status(
+                ["running"], not_owned_by=None if mine_too else self.server_id):
             if run.run_id in self._local:
                 continue
             if leases is None and run.owner not in (None, self.server_id):

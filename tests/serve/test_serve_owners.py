@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,11 +129,16 @@ def test_the_scheduler_reads_the_oldest_pending_run_of_each_idle_thread(db: Serv
     _add(db, "b1", "tb", 3.0)
     _add(db, "c1", "tc", 0.5)
     _add(db, "c2", "tc", 4.0)
-    _add(db, "d1", "td", 5.0, not_before=time.time() + 3600)  # held back: still read
+    _add(db, "d1", "td", 5.0, not_before=time.time() + 3600)  # not due: holds d2 back
     _add(db, "d2", "td", 6.0)
+    _add(db, "e1", "te", 7.0)
     assert db.claim_run("c1", "A", status="pending", previous=None)  # tc runs
-    assert [r.run_id for r in db.ready_runs(10)] == ["a1", "b1", "d1"]
-    assert [r.run_id for r in db.ready_runs(2)] == ["a1", "b1"]
+    now = time.time()
+    assert [r.run_id for r in db.ready_runs(10, now=now)] == ["a1", "b1", "e1"]
+    assert [r.run_id for r in db.ready_runs(2, now=now)] == ["a1", "b1"]
+    assert [r.run_id for r in db.ready_runs(10, now=now + 7200)] == ["a1", "b1", "d1", "e1"]
+    assert db.ready_runs(10, now=now, graphs=["other"]) == []
+    assert [r.run_id for r in db.ready_runs(10, now=now, graphs=["steps"])] == ["a1", "b1", "e1"]
 
 
 def test_events_of_several_runs_in_one_batch(db: ServeDB) -> None:
@@ -222,4 +228,43 @@ def test_the_follower_reads_watched_runs_only_while_another_server_is_alive(
     finally:
         runner._stop.set()
         runner._follower.join(timeout=5)
+        db.close()
+
+
+class _Recording(ServeDB):
+    """A store that records the scheduler's reads."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.reads: list[tuple[str, Any]] = []
+
+    def ready_runs(self, limit: int, *, now: float, graphs: Sequence[str] | None = None
+                   ) -> list[RunRow]:
+        self.reads.append(("ready", (limit, list(graphs or ()))))
+        return super().ready_runs(limit, now=now, graphs=graphs)
+
+    def runs_with_status(self, statuses: Sequence[str], *, not_owned_by: str | None = None
+                         ) -> list[RunRow]:
+        self.reads.append(("running", not_owned_by))
+        return super().runs_with_status(statuses, not_owned_by=not_owned_by)
+
+
+def test_the_scheduler_reads_no_more_than_its_graphs_have_room_for(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'hayata.db'}"
+    open_store(url).close()
+    db = _Recording(url)
+    runner = Runner(db, {"steps": _CountingGraph(), "full": _CountingGraph()},  # type: ignore[dict-item]
+                    server_id="A", lease_seconds=30.0, max_running=3)
+    try:
+        runner._running["steps"], runner._running["full"] = 1, 3
+        runner._start_ready()
+        assert db.reads == [("running", None), ("ready", (2, ["steps"]))], \
+            "all running runs read once, then as many pending as 'steps' has room for"
+        db.reads.clear()
+        runner._next_takeover = 0.0  # a second later
+        runner._running["steps"] = 3
+        runner._start_ready()
+        assert db.reads == [("running", "A")], \
+            "no pending run read with every graph full; only other servers' running runs"
+    finally:
         db.close()

@@ -142,6 +142,8 @@ def test_a_run_a_crash_left_claimed_but_not_begun_starts_with_its_input(
     # claimed as if by this server before a crash: running, nobody carrying it out
     with runner._lock:  # the scheduler must not start it as a pending run meanwhile
         assert db.claim_run(run_id, runner.server_id, status="pending", previous=None)
+        # its next look is the one a server takes at its start
+        runner._next_takeover = runner._next_own_scan = 0.0
     runner.kick()
     run = wait_until(lambda: _ended(served, run_id), "the claimed run ending", timeout=60)
     assert run.status == "success", served.server.outcome(run, thread_id)
