@@ -195,7 +195,7 @@ class Admission:
             answer = busy if self.ledger.unfinished or isinstance(message, ResumePaused) \
                 else recovery_requests.nothing(self.ledger)
         elif isinstance(message, Recover):
-            self.ledger.discover(self.taken)
+            self.ledger.discover(self.taken, message.invocation_id)
             answer = recovery_requests.recover(self.ledger, message.invocation_id,
                                                self.nodes.unplaced)
         else:

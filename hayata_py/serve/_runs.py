@@ -59,6 +59,9 @@ OWN_RESCAN = 30.0
 carries out (the first at start)."""
 READY_BATCH = 500
 """Pending runs the scheduler reads at most per look (the oldest of each thread)."""
+READY_SLACK = 8
+"""Pending runs read beyond a graph's room (some may be claimed meanwhile by
+another server, or be of a thread whose last run's worker is still ending)."""
 SETTLE_READS = 3
 """Reads of a thread's state a run's end tries for its status before it gives up."""
 FOLLOW_INTERVAL = 0.1
@@ -310,11 +313,12 @@ class Runner:
         self._take_over()
         with self._lock:
             room = {g: self.max_running - self._running[g] for g in self.graphs}
-        room = {g: n for g, n in room.items() if n > 0}
-        if not room:
-            return
-        for run in self.db.ready_runs(min(READY_BATCH, sum(room.values())), now=time.time(),
-                                      graphs=sorted(room)):
+        ready: list[RunRow] = []
+        for graph_id, free in sorted(room.items()):
+            if free > 0:  # per graph: one's backlog does not crowd another out
+                ready += self.db.ready_runs(min(READY_BATCH, free + READY_SLACK),
+                                            now=time.time(), graphs=[graph_id])
+        for run in ready:
             with self._lock:
                 if run.thread_id in self._busy \
                         or self._running[run.graph_id] >= self.max_running:
@@ -337,10 +341,11 @@ class Runner:
         # down): looked for at start and every OWN_RESCAN s; in between only
         # other servers' (none, alone on the store)
         mine_too = time.monotonic() >= self._next_own_scan
-        if mine_too:
+        running = self.db.runs_with_status(
+            ["running"], not_owned_by=None if mine_too else self.server_id)
+        if mine_too:  # read: the next look at this server's own in OWN_RESCAN s
             self._next_own_scan = time.monotonic() + OWN_RESCAN
-        for run in self.db.runs_with_status(
-                ["running"], not_owned_by=None if mine_too else self.server_id):
+        for run in running:
             if run.run_id in self._local:
                 continue
             if leases is None and run.owner not in (None, self.server_id):
@@ -555,8 +560,8 @@ class Runner:
                 if not any(u.recovery == "busy" for u in graph.agent.unfinished(running)):
                     return
             except TimeoutError:
-                log.info("hayata serve: run %s: its agent is slow to say whether the "
-                         "thread is free; asking again", run.run_id)
+                log.warning("hayata serve: run %s: its agent is slow to say whether the "
+                            "thread is free; asking again", run.run_id)
             current = self.db.get_run(run.run_id)
             if current is None or current.owner != self.server_id:
                 raise RunLost(f"run {run.run_id} is no longer {self.server_id}'s")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hayata_py.serve._db import RunLost, RunRow, ServeDB
-from hayata_py.serve._runs import Runner
+from hayata_py.serve._runs import READY_SLACK, Runner
 from hayata_py.store import open_store
 
 pytestmark = pytest.mark.timeout(60)
@@ -258,7 +258,7 @@ def test_the_scheduler_reads_no_more_than_its_graphs_have_room_for(tmp_path: Pat
     try:
         runner._running["steps"], runner._running["full"] = 1, 3
         runner._start_ready()
-        assert db.reads == [("running", None), ("ready", (2, ["steps"]))], \
+        assert db.reads == [("running", None), ("ready", (2 + READY_SLACK, ["steps"]))], \
             "all running runs read once, then as many pending as 'steps' has room for"
         db.reads.clear()
         runner._next_takeover = 0.0  # a second later
@@ -266,5 +266,12 @@ def test_the_scheduler_reads_no_more_than_its_graphs_have_room_for(tmp_path: Pat
         runner._start_ready()
         assert db.reads == [("running", "A")], \
             "no pending run read with every graph full; only other servers' running runs"
+        db.reads.clear()
+        runner._next_takeover = 0.0
+        runner._running["steps"], runner._running["full"] = 2, 2
+        runner._start_ready()
+        assert db.reads == [("running", "A"), ("ready", (1 + READY_SLACK, ["full"])),
+                            ("ready", (1 + READY_SLACK, ["steps"]))], \
+            "each graph's own pending runs: one's backlog does not crowd another's out"
     finally:
         db.close()
