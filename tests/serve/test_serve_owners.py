@@ -275,3 +275,32 @@ def test_the_scheduler_reads_no_more_than_its_graphs_have_room_for(tmp_path: Pat
             "each graph's own pending runs: one's backlog does not crowd another's out"
     finally:
         db.close()
+
+
+class _SlowAgentGraph:
+    """A graph whose thread has a running invocation and whose agent times out
+    once when asked about it, then says it is free."""
+
+    def __init__(self) -> None:
+        self.asked: list[str | None] = []
+        self.threads = self
+        self.agent = self
+
+    def invocations(self, _thread: str) -> list[tuple[str, str]]:
+        return [("inv2", "running"), ("inv1", "success")]
+
+    def unfinished(self, invocation_id: str | None = None) -> list[object]:
+        self.asked.append(invocation_id)
+        if len(self.asked) == 1:
+            raise TimeoutError("the agent is busy taking a thousand runs back")
+        return []
+
+
+def test_a_run_taken_back_waits_out_a_slow_agent_instead_of_failing(db: ServeDB) -> None:
+    run = _pending(db)
+    graph = _SlowAgentGraph()
+    runner = Runner(db, {"steps": graph},  # type: ignore[dict-item]
+                    server_id="A", lease_seconds=1.0)
+    assert db.claim_run(run.run_id, "A", status="pending", previous=None)
+    runner._until_claimable(run)  # returns once the agent answers; no TimeoutError
+    assert graph.asked == ["inv2", "inv2"], "asked about the thread's running invocation only"
