@@ -25,6 +25,7 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+import random
 import threading
 import time
 from collections.abc import Mapping
@@ -32,7 +33,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from hayata_py._errors import HayataError
+from hayata_py._errors import HayataError, TimeoutError_
 from hayata_py.langgraph import HayataGraph
 from hayata_py.langgraph._app import invocation_of
 from hayata_py.serve._db import RunLost, RunRow, ServeDB
@@ -59,6 +60,9 @@ OWN_RESCAN = 30.0
 carries out (the first at start)."""
 READY_BATCH = 500
 """Pending runs the scheduler reads at most per look (the oldest of each thread)."""
+RESUME_ASKS = 8
+"""Times a run taken back starts its graph again when the agent did not answer a
+read before anything ran (an agent busy taking many runs back at once)."""
 READY_SLACK = 8
 """Pending runs read beyond a graph's room (some may be claimed meanwhile by
 another server, or be of a thread whose last run's worker is still ending)."""
@@ -493,33 +497,49 @@ class Runner:
         interrupts: list[Any] = []
         last_values: Any = None
         error: dict[str, Any] | None = None
-        try:
-            for mode, chunk in graph.stream(
-                    None if resuming else _input(kwargs), config,
-                    stream_mode=_RUNNER_MODES + [m for m in _ON_REQUEST
-                                                 if m in (kwargs.get("stream_mode") or ())],
-                    interrupt_before=kwargs.get("interrupt_before"),
-                    interrupt_after=kwargs.get("interrupt_after")):
-                if mode == "values":
-                    last_values = jsonable(chunk)
-                    self._append(run, [("values", last_values)])
-                elif mode == "updates":
-                    data = jsonable(chunk)
-                    if isinstance(data, dict) and "__interrupt__" in data:
-                        found = [{**i, "response_schema": None} for i in data["__interrupt__"]]
-                        interrupts.extend(found)
-                        data = {"__interrupt__": found}
-                    self._append(run, [("updates", data)])
-                elif mode == "messages":
-                    message, meta = chunk
-                    self._append(run, [("messages", [jsonable(message), jsonable(meta)])])
-                else:
-                    self._append(run, [(mode, jsonable(chunk))])
-        except RunLost:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
-            error = {"error": type(exc).__name__, "message": str(exc)}
-            self._append(run, [("error", error)])
+        asked = 0
+        while True:
+            produced = False
+            try:
+                for mode, chunk in graph.stream(
+                        None if resuming else _input(kwargs), config,
+                        stream_mode=_RUNNER_MODES + [
+                            m for m in _ON_REQUEST if m in (kwargs.get("stream_mode") or ())],
+                        interrupt_before=kwargs.get("interrupt_before"),
+                        interrupt_after=kwargs.get("interrupt_after")):
+                    produced = True
+                    if mode == "values":
+                        last_values = jsonable(chunk)
+                        self._append(run, [("values", last_values)])
+                    elif mode == "updates":
+                        data = jsonable(chunk)
+                        if isinstance(data, dict) and "__interrupt__" in data:
+                            found = [{**i, "response_schema": None}
+                                     for i in data["__interrupt__"]]
+                            interrupts.extend(found)
+                            data = {"__interrupt__": found}
+                        self._append(run, [("updates", data)])
+                    elif mode == "messages":
+                        message, meta = chunk
+                        self._append(run, [("messages", [jsonable(message), jsonable(meta)])])
+                    else:
+                        self._append(run, [(mode, jsonable(chunk))])
+            except RunLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
+                if resuming and not produced and isinstance(exc, TimeoutError_) \
+                        and asked < RESUME_ASKS:
+                    # an agent busy taking many runs back did not answer a
+                    # read before the run went on: nothing ran, ask again
+                    asked += 1
+                    log.warning("hayata serve: run %s: its agent did not answer (%s); "
+                                "asking again", run.run_id, exc)
+                    self._still_mine(run)
+                    self._stop.wait(min(0.5 * 2 ** asked, 10.0) * random.uniform(0.5, 1.0))
+                    continue
+                error = {"error": type(exc).__name__, "message": str(exc)}
+                self._append(run, [("error", error)])
+            break
         if interrupts and error is None and not (
                 isinstance(last_values, dict) and "__interrupt__" in last_values):
             base = last_values if isinstance(last_values, dict) else {}
@@ -549,6 +569,7 @@ class Runner:
         invocation expires about when the server's did); :class:`RunLost` if
         the run stops being this server's meanwhile."""
         graph = self.graphs[run.graph_id]
+        pause = min(0.2, self.lease_seconds / 10)
         while not self._stop.is_set():
             running = next((i for i, status in graph.threads.invocations(run.thread_id)
                             if status == "running"), None)
@@ -562,11 +583,18 @@ class Runner:
             except TimeoutError:
                 log.warning("hayata serve: run %s: its agent is slow to say whether the "
                             "thread is free; asking again", run.run_id)
-            current = self.db.get_run(run.run_id)
-            if current is None or current.owner != self.server_id:
-                raise RunLost(f"run {run.run_id} is no longer {self.server_id}'s")
-            self._stop.wait(min(0.2, self.lease_seconds / 10))
+            self._still_mine(run)
+            # backing off to half a lease, with jitter: a thousand runs taken
+            # over at once must not ask their agent thousands of times a second
+            self._stop.wait(pause * random.uniform(0.5, 1.0))
+            pause = min(2 * pause, self.lease_seconds / 2)
         raise RunLost(f"server {self.server_id} stopped")
+
+    def _still_mine(self, run: RunRow) -> None:
+        """:class:`RunLost` unless ``run`` is still this server's to carry out."""
+        current = self.db.get_run(run.run_id)
+        if current is None or current.owner != self.server_id:
+            raise RunLost(f"run {run.run_id} is no longer {self.server_id}'s")
 
     def _finish(self, run: RunRow, status: str, error: dict[str, Any] | None, *,
                 stopped: bool | None = None) -> None:

@@ -5,12 +5,14 @@ server's lease expired is taken over by another."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hayata_py._errors import TimeoutError_
 from hayata_py.serve._db import RunLost, RunRow, ServeDB
 from hayata_py.serve._runs import READY_SLACK, Runner
 from hayata_py.store import open_store
@@ -304,3 +306,46 @@ def test_a_run_taken_back_waits_out_a_slow_agent_instead_of_failing(db: ServeDB)
     assert db.claim_run(run.run_id, "A", status="pending", previous=None)
     runner._until_claimable(run)  # returns once the agent answers; no TimeoutError
     assert graph.asked == ["inv2", "inv2"], "asked about the thread's running invocation only"
+
+
+class _ResumedGraph:
+    """A graph whose run a crash left running: its agent does not answer the
+    first read of the resumed stream (busy taking runs back), then goes on."""
+
+    interrupt_before = interrupt_after = None
+
+    def __init__(self, run_id: str) -> None:
+        from hayata_py.langgraph._app import invocation_of
+
+        self.invocation = invocation_of({"run_id": run_id})
+        self.threads = self
+        self.agent = self
+        self.streams = 0
+
+    def invocations(self, _thread: str) -> list[tuple[str, str]]:
+        return [(self.invocation, "running")]
+
+    def unfinished(self, invocation_id: str | None = None) -> list[object]:
+        return []
+
+    def stream(self, input: object, *_args: object, **_kwargs: object
+               ) -> Iterator[tuple[str, object]]:
+        assert input is None, "a run taken back goes on; it does not start again"
+        self.streams += 1
+        if self.streams == 1:
+            raise TimeoutError_("agent 'steps' did not answer GetResult within 30.0s")
+        yield "values", {"steps": 3}
+
+
+def test_a_run_taken_back_asks_again_when_its_agent_did_not_answer(db: ServeDB) -> None:
+    run = _pending(db, str(uuid.uuid4()))
+    graph = _ResumedGraph(run.run_id)
+    runner = Runner(db, {"steps": graph},  # type: ignore[dict-item]
+                    server_id="A", lease_seconds=1.0)
+    assert db.claim_run(run.run_id, "A", status="pending", previous=None)
+    runner._resume.add(run.run_id)
+    runner._carry_out(run)
+    row = db.get_run(run.run_id)
+    assert row is not None and row.status == "success", row
+    assert graph.streams == 2
+    assert [e for _, e, _ in db.events_after(run.run_id, 0)] == ["metadata", "values"]
