@@ -49,8 +49,9 @@ def exit_status(result: AgentResult) -> int:
     return EXIT_RUNNING if kept else EXIT_FAILED
 
 
-def print_result(result: AgentResult, as_json: bool) -> int:
-    """Print the result (failures to stderr in text mode); return the exit status."""
+def print_result(result: AgentResult, as_json: bool, way_on: str = "") -> int:
+    """Print the result (failures to stderr in text mode); return the exit status.
+    ``way_on``: the command that continues an interrupted invocation."""
     if as_json:
         click.echo(dumps(result_json(result)))
     elif result.ok:
@@ -62,8 +63,9 @@ def print_result(result: AgentResult, as_json: bool) -> int:
                        f"{dumps(result.error.details.get('payload'))}", err=True)
         elif result.error.details.get("recoverable"):
             # Not failed: the invocation is kept, unfinished, for `hayata recover`.
+            then = f"; continue it with `{way_on}`" if way_on else ""
             click.echo(f"interrupted {result.invocation_id}: {result.error.code}: "
-                       f"{result.error.message}", err=True)
+                       f"{result.error.message}{then}", err=True)
         else:
             click.echo(f"failed {result.invocation_id}: {result.error.code}: "
                        f"{result.error.message}", err=True)
@@ -166,6 +168,10 @@ def follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | No
         raise system_died(ref, invocation_id, data_dir, record) from None
 
 
+def _recover_command(ref: AgentRef, data_dir: Path) -> str:
+    return f"hayata recover {ref.id}{cli_hint(data_dir)}"
+
+
 def _follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | None,
             data_dir: Path, record: _datadir.SystemRecord) -> int:
     last = time.monotonic()
@@ -180,14 +186,14 @@ def _follow(ref: AgentRef, invocation_id: str, as_json: bool, timeout: float | N
                     # its end filed from the store's log: the whole system is gone
                     raise system_died(ref, invocation_id, data_dir, record)
                 else:
-                    return print_result(message, as_json)
+                    return print_result(message, as_json, _recover_command(ref, data_dir))
         except KeyboardInterrupt:
             return _detached(ref.id, invocation_id, data_dir)
         except TimeoutError:
             if not _datadir.alive(record):
                 raise system_died(ref, invocation_id, data_dir, record) from None
             if waited is not None:  # ended, and no message came for this subscriber
-                return print_result(waited, as_json)
+                return print_result(waited, as_json, _recover_command(ref, data_dir))
             waited = _ended(ref, invocation_id, data_dir)
             if timeout is not None and time.monotonic() - last >= timeout:
                 click.echo(f"no message for {timeout}s", err=True)

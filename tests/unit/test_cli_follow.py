@@ -102,3 +102,23 @@ def died_with(monkeypatch: pytest.MonkeyPatch, ref: Any, *, admin_alive: bool,
         return follow(ref, "inv-1", True, None, tmp_path, RECORD)
     except CliError as exc:
         return exc
+
+
+def test_both_ways_of_noticing_the_agent_died_name_the_way_on(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the agent died (the system is up): its interrupted end reached the
+    stream, or the stream stayed silent and the wait said so. Either way the
+    run exits 5 naming `hayata recover AGENT`."""
+    monkeypatch.setattr(_datadir, "alive", lambda record: True)
+    interrupted = AgentResult("inv-1", False, error=ErrorInfo(
+        "invocation_interrupted", "its agent process is gone", {"recoverable": True}),
+        status="interrupted")
+    assert follow(EndedRef(interrupted), "inv-1", False, None, tmp_path,
+                  RECORD) == EXIT_RUNNING
+    way_on = f"hayata recover drill --data-dir {tmp_path}"
+    assert way_on in capsys.readouterr().err
+    with pytest.raises(CliError) as waited:
+        follow(SilentRef(HayataError("gone", code="recovery_required")), "inv-1", False, None,
+               tmp_path, RECORD)
+    assert waited.value.exit_code == EXIT_RUNNING and way_on in waited.value.message
