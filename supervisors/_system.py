@@ -259,7 +259,14 @@ class System:
         endpoint = self.endpoint()
         address = endpoint.createActor(start.actor_path, globalName=global_name)
         init = _Init(actor_id, None, token, start.args, dict(start.kwargs), supervised=False)
+        deadline = time.monotonic() + timeout
         reply = endpoint.ask(address, init, timeout)
+        # Skip a late answer to an earlier call of this thread that timed out
+        # (seen under load: an agent's ResultReply taken for the start's answer).
+        while reply is not None and not (isinstance(reply, (_Started, _StartFailed))
+                                         and reply.token == token):
+            remaining = deadline - time.monotonic()
+            reply = endpoint.listen(remaining) if remaining > 0 else None
         if isinstance(reply, _Started):
             return address, reply.pid
         reason = reply.reason if isinstance(reply, _StartFailed) else f"no answer ({reply!r})"

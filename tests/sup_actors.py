@@ -15,7 +15,8 @@ CLOCK_ENV = "SUPERVISORS_TEST_CLOCK"
 
 class Echo(SupervisedActor):
     """Answers ``("pid",)`` with its pid, ``("raise", text)`` by raising,
-    ``("block", seconds)`` by blocking its loop, ``("log", text)`` by logging
+    ``("block", seconds)`` by blocking its loop (then answering ``"unblocked"``),
+    ``("log", text)`` by logging
     ``text`` as an error through Python's logging (which Thespian forwards to its
     logger process), anything else by echoing."""
 
@@ -34,6 +35,9 @@ class Echo(SupervisedActor):
             raise RuntimeError(message[1])
         elif isinstance(message, tuple) and message[:1] == ("args",):
             self.send(sender, self.args)
+        elif isinstance(message, tuple) and message[:1] == ("block",):
+            time.sleep(message[1])
+            self.send(sender, "unblocked")
         elif isinstance(message, tuple) and message[:1] == ("log",):
             logging.getLogger("tests.sup_actors").error(message[1])
             self.send(sender, "logged")

@@ -36,6 +36,17 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def test_a_late_answer_to_an_earlier_ask_is_not_taken_for_a_start(system: System) -> None:
+    """Found under load: a thread whose ask timed out got the late answer in
+    its next call, a start, which failed with "no answer ('...')"."""
+    echo, _pid = system.start_actor("echo", Start(Echo))
+    assert system.ask(echo, ("block", 1.0), timeout=0.05) is None  # it comes later
+    # another thread's answer from the echo comes after the late one was sent
+    assert in_thread(lambda: system.ask(echo, ("pid",), timeout=30)).result(timeout=30)
+    address, pid = system.start_actor("second", Start(Echo))
+    assert pid and system.ask(address, ("pid",), timeout=30) == pid
+
+
 def test_start_failure_stops_started_children_and_names_the_child(
     system: System, tmp_path: Path
 ) -> None:
