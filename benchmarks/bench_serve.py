@@ -502,9 +502,15 @@ async def kill_drill(side: str, lgdev: Path, jobs: int, streams: int, runs: int,
             while time.monotonic() < end:
                 try:
                     run = await sdk.runs.get(cut.thread_id, cut.run_id or "")
-                except Exception:  # noqa: BLE001 - not found (or gone): lost
-                    cut.outcome = "lost"
-                    return
+                except httpx.HTTPStatusError as exc:
+                    if exc.response.status_code == 404:  # the server has no such run
+                        cut.outcome = "lost"
+                        return
+                    await asyncio.sleep(0.5)  # the client's or the server's hiccup
+                    continue
+                except httpx.TransportError:
+                    await asyncio.sleep(0.5)
+                    continue
                 if run["status"] in ("pending", "running"):
                     await asyncio.sleep(0.5)
                     continue
