@@ -390,21 +390,27 @@ class Runner:
                     log.warning("hayata serve: reading the servers' leases failed",
                                 exc_info=True)
                     others = True
-            with self.wakers.lock:
-                watched = [r for r in self.wakers.events if r not in self._local] \
-                    if others else []
-            if not watched:
-                seen.clear()
-                continue
-            try:
-                marks = self.db.run_marks(watched)
-            except Exception:
-                log.warning("hayata serve: reading watched runs failed", exc_info=True)
-                continue
-            for run_id, mark in marks.items():
-                if seen.get(run_id) != mark:
-                    self.wakers.wake(run_id)
-            seen = marks
+            seen = self._follow_once(seen, others)
+
+    def _follow_once(self, seen: dict[str, tuple[int, str]], others: bool
+                     ) -> dict[str, tuple[int, str]]:
+        """One look of the follower: with ``others`` (another server alive),
+        read the marks of the watched runs not carried out here and wake those
+        that changed since ``seen``; the marks seen now."""
+        with self.wakers.lock:
+            watched = [r for r in self.wakers.events if r not in self._local] \
+                if others else []
+        if not watched:
+            return {}
+        try:
+            marks = self.db.run_marks(watched)
+        except Exception:
+            log.warning("hayata serve: reading watched runs failed", exc_info=True)
+            return seen
+        for run_id, mark in marks.items():
+            if seen.get(run_id) != mark:
+                self.wakers.wake(run_id)
+        return marks
 
     def _others_alive(self) -> bool:
         """Whether another server holds a live lease on this store (only then

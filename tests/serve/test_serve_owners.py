@@ -197,39 +197,25 @@ class _CountingMarks(ServeDB):
 
 
 def test_the_follower_reads_watched_runs_only_while_another_server_is_alive(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hayata_py.serve._runs as runs_module
-
+        tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'hayata.db'}"
     open_store(url).close()
     db = _CountingMarks(url)
-    monkeypatch.setattr(runs_module, "OTHERS_INTERVAL", 0.05)
-    runner = Runner(db, {}, server_id="A", lease_seconds=30.0, follow_interval=0.01)
+    runner = Runner(db, {}, server_id="A", lease_seconds=30.0)
     try:
         db.renew_server("A", "http://a", 30.0, started=True)
         _pending(db)
         runner.wakers.watch("r1")  # a join waits on a run no worker here carries out
-        runner._follower.start()
-        alone = time.monotonic() + 0.5
-        while time.monotonic() < alone:  # twenty looks' worth, alone on the store
-            assert db.marks_read == 0, "the follower read runs nobody else can carry out"
-            time.sleep(0.01)
+        assert not runner._others_alive(), "A alone on the store"
+        assert runner._follow_once({}, others=False) == {}
+        assert db.marks_read == 0, "the follower read runs nobody else can carry out"
         db.renew_server("B", "http://b", 30.0, started=True)
-        deadline = time.monotonic() + 10
-        while db.marks_read == 0:
-            assert time.monotonic() < deadline, "another server came and nothing was followed"
-            time.sleep(0.01)
+        assert runner._others_alive(), "B holds a live lease"
+        assert set(runner._follow_once({}, others=True)) == {"r1"}
+        assert db.marks_read == 1
         db.expire_server("B")
-        deadline = time.monotonic() + 10
-        while True:  # B gone: the reads stop again
-            before = db.marks_read
-            time.sleep(0.2)
-            if db.marks_read == before:
-                break
-            assert time.monotonic() < deadline, "the follower kept reading after B left"
+        assert not runner._others_alive(), "B's lease ended: alone again"
     finally:
-        runner._stop.set()
-        runner._follower.join(timeout=5)
         db.close()
 
 
