@@ -1,8 +1,9 @@
 # Two entry points for a fresh machine:
 #   make demo   -> creates .venv, installs, runs the hello example (Python 3.11+ and make)
 #   make test   -> creates .venv, installs, gets the observer test's browser (make browser)
-#                  and Node.js with npm (make node), runs ruff, mypy and the test suite
-#                  (every folder of tests/ but tests/serve_api and tests/ui)
+#                  and Node.js with npm (make node), runs ruff, mypy, the test suite
+#                  (every folder of tests/ but tests/serve_api and tests/ui) and the
+#                  serve_api conformance suite against `hayata serve` (make test-serve)
 # and one for every change: make test-quick -> tests/unit alone, in under a minute.
 PYTHON ?= python3
 VENV ?= .venv
@@ -57,17 +58,17 @@ test-quick: $(STAMP)
 	$(PY) -m pytest tests/unit -n 0
 
 # The browser and node first: a machine that cannot have them stops at once.
-test: browser node lint typecheck pytest
+test: browser node lint typecheck pytest test-serve
 
 # The Agent Server API conformance suite (tests/serve_api) against LangGraph's
 # own local server: starts `langgraph dev` on a loopback port from a venv of
 # its own (LGDEV_VENV, made and installed if missing; never the project's),
-# runs the suite with the langgraph-sdk client, stops the server. Not part of
-# `make test`, which does not collect tests/serve_api. Against another server:
-# `pytest tests/serve_api --server-url URL`.
+# runs the suite with the langgraph-sdk client, stops the server. Against
+# another server: `pytest tests/serve_api --server-url URL`.
 LGDEV_VENV ?= .venv-langgraph-dev
-# The same suite against `hayata serve`: starts it on a free loopback port with
-# a temporary data dir, runs the suite, stops the server and its actors.
+# The same suite against `hayata serve` (the last step of `make test`, about a
+# minute): starts it on a free loopback port with a temporary data dir, runs the
+# suite, stops the server and its actors.
 .PHONY: test-serve
 test-serve: $(STAMP)
 	$(PY) -m tests.serve.launch

@@ -283,12 +283,13 @@ class Server:
                         await off(db.run_tail, run.run_id, last, TAIL_BATCH)
                     for seq, event, data in rows:
                         last = seq
-                        if event == "messages" and parts is not None:
+                        mode = event.partition("|")[0]  # "mode|namespace": a subgraph's
+                        if mode == "messages" and parts is not None:
                             quiet_since = time.monotonic()
                             for part, part_data in parts.events(data):
                                 yield (f"event: {part}\r\ndata: {part_data}\r\nid: {seq}"
                                        "\r\n\r\n").encode()
-                        elif event in wanted:
+                        elif mode in wanted:
                             quiet_since = time.monotonic()
                             yield (f"event: {event}\r\ndata: {data}\r\nid: {seq}\r\n\r\n"
                                    ).encode()
@@ -321,7 +322,7 @@ def _logged_messages(db: ServeDB, run_id: str, upto: int) -> list[str]:
             if seq > upto:
                 return found
             after = seq
-            if event == "messages":
+            if event.partition("|")[0] == "messages":
                 found.append(data)
     return found
 

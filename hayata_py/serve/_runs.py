@@ -92,6 +92,13 @@ def run_config(run: RunRow) -> dict[str, Any]:
     return config
 
 
+def subgraph_event(namespace: tuple[str, ...], mode: str, chunk: Any) -> tuple[str, Any]:
+    """The logged event of a subgraph's chunk, named as LangGraph's server names
+    it: ``mode|node:task id|...`` (one level per subgraph)."""
+    data = [jsonable(chunk[0]), jsonable(chunk[1])] if mode == "messages" else jsonable(chunk)
+    return f"{mode}|{'|'.join(namespace)}", data
+
+
 def _input(kwargs: Mapping[str, Any]) -> Any:
     command = kwargs.get("command")
     if command:
@@ -504,17 +511,21 @@ class Runner:
         last_values: Any = None
         error: dict[str, Any] | None = None
         asked = 0
+        subgraphs = bool(kwargs.get("subgraphs"))
         while True:
             produced = False
             try:
-                for mode, chunk in graph.stream(
+                for item in graph.stream(
                         None if resuming else _input(kwargs), config,
                         stream_mode=_RUNNER_MODES + [
                             m for m in _ON_REQUEST if m in (kwargs.get("stream_mode") or ())],
                         interrupt_before=kwargs.get("interrupt_before"),
-                        interrupt_after=kwargs.get("interrupt_after")):
+                        interrupt_after=kwargs.get("interrupt_after"), subgraphs=subgraphs):
                     produced = True
-                    if mode == "values":
+                    namespace, mode, chunk = item if subgraphs else ((), *item)
+                    if namespace:
+                        self._append(run, [subgraph_event(namespace, mode, chunk)])
+                    elif mode == "values":
                         last_values = jsonable(chunk)
                         self._append(run, [("values", last_values)])
                     elif mode == "updates":

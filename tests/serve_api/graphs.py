@@ -9,6 +9,10 @@ server and ``hayata serve`` load the same file:
 - ``ask``: asks with ``interrupt()`` and stores the answer it is resumed with.
 - ``chat``: answers from langchain_core's fake chat model (its tokens stream
   in ``messages-tuple`` mode) and writes two ``custom`` events around the call.
+- ``nested``: a node ``before``, then the subgraph ``inner`` (nodes ``one``
+  and ``two``) as a node, then ``chat`` as a subgraph node ``talk``; each of
+  ``before``/``one``/``two`` appends its name to ``trail``; what the
+  ``stream_subgraphs`` tests stream.
 """
 
 from __future__ import annotations
@@ -102,5 +106,36 @@ chat = (
     .add_node("respond", respond)
     .add_edge(START, "respond")
     .add_edge("respond", END)
+    .compile()
+)
+
+
+class NestedState(MessagesState):
+    trail: NotRequired[str]
+
+
+def _trail(state: NestedState, node: str) -> dict[str, str]:
+    return {"trail": f"{state.get('trail', '')}>{node}"}
+
+
+inner = (
+    StateGraph(NestedState)
+    .add_node("one", lambda state: _trail(state, "one"))
+    .add_node("two", lambda state: _trail(state, "two"))
+    .add_edge(START, "one")
+    .add_edge("one", "two")
+    .add_edge("two", END)
+    .compile()
+)
+
+nested = (
+    StateGraph(NestedState)
+    .add_node("before", lambda state: _trail(state, "before"))
+    .add_node("inner", inner)
+    .add_node("talk", chat)
+    .add_edge(START, "before")
+    .add_edge("before", "inner")
+    .add_edge("inner", "talk")
+    .add_edge("talk", END)
     .compile()
 )
