@@ -61,8 +61,8 @@ carries out (the first at start)."""
 READY_BATCH = 500
 """Pending runs the scheduler reads at most per look (the oldest of each thread)."""
 RESUME_ASKS = 8
-"""Times a run taken back starts its graph again when the agent did not answer a
-read before anything ran (an agent busy taking many runs back at once)."""
+"""Times a run starts its graph again when the agent did not answer before
+anything ran (an agent busy taking many runs back, or starting many at once)."""
 READY_SLACK = 8
 """Pending runs read beyond a graph's room (some may be claimed meanwhile by
 another server, or be of a thread whose last run's worker is still ending)."""
@@ -97,6 +97,12 @@ def subgraph_event(namespace: tuple[str, ...], mode: str, chunk: Any) -> tuple[s
     it: ``mode|node:task id|...`` (one level per subgraph)."""
     data = [jsonable(chunk[0]), jsonable(chunk[1])] if mode == "messages" else jsonable(chunk)
     return f"{mode}|{'|'.join(namespace)}", data
+
+
+def _taken(exc: Exception) -> bool:
+    """Whether ``exc`` refuses a run because its invocation was started (by an
+    earlier Run whose answer did not come in time)."""
+    return isinstance(exc, HayataError) and exc.code in ("invocation_exists", "thread_busy")
 
 
 def _input(kwargs: Mapping[str, Any]) -> Any:
@@ -544,15 +550,21 @@ class Runner:
             except RunLost:
                 raise
             except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
-                if resuming and not produced and isinstance(exc, TimeoutError_) \
-                        and asked < RESUME_ASKS:
-                    # an agent busy taking many runs back did not answer a
-                    # read before the run went on: nothing ran, ask again
+                if not produced and asked < RESUME_ASKS and (
+                        isinstance(exc, TimeoutError_) or (asked and _taken(exc))):
+                    # a busy agent (taking many runs back, or starting many)
+                    # did not answer before the run went on: ask again, going
+                    # on with the run's invocation if its Run was taken after
+                    # all (a Run sent again with the same invocation id is
+                    # refused, never run twice)
                     asked += 1
                     log.warning("hayata serve: run %s: its agent did not answer (%s); "
                                 "asking again", run.run_id, exc)
                     self._still_mine(run)
                     self._stop.wait(min(0.5 * 2 ** asked, 10.0) * random.uniform(0.5, 1.0))
+                    if not resuming and self._began(graph, run):
+                        resuming = True
+                        del config["run_id"]
                     continue
                 error = {"error": type(exc).__name__, "message": str(exc)}
                 self._append(run, [("error", error)])

@@ -31,10 +31,11 @@ def db(tmp_path: Path) -> Iterator[ServeDB]:
         serve_db.close()
 
 
-def _pending(db: ServeDB, run_id: str = "r1") -> RunRow:
+def _pending(db: ServeDB, run_id: str = "r1", kwargs: dict[str, Any] | None = None) -> RunRow:
     now = time.time()
     db.create_thread("t1", {})
-    run = RunRow(run_id, "t1", "a", "steps", "pending", "enqueue", {}, {}, now, now, now)
+    run = RunRow(run_id, "t1", "a", "steps", "pending", "enqueue", kwargs or {}, {}, now, now,
+                 now)
     assert db.add_run(run, reject_if_busy=False) == "ok"
     return run
 
@@ -334,4 +335,59 @@ def test_a_run_taken_back_asks_again_when_its_agent_did_not_answer(db: ServeDB) 
     row = db.get_run(run.run_id)
     assert row is not None and row.status == "success", row
     assert graph.streams == 2
+    assert [e for _, e, _ in db.events_after(run.run_id, 0)] == ["metadata", "values"]
+
+
+class _LateAgentGraph:
+    """A graph whose agent does not answer a new run's Run in time. ``taken``:
+    when the agent takes that Run after all (after the first try: its
+    invocation is running when the runner looks; after the second: the retry
+    is refused as a second Run of the same invocation; never: it was lost)."""
+
+    interrupt_before = interrupt_after = None
+
+    def __init__(self, run_id: str, taken: str) -> None:
+        from hayata_py.langgraph._app import invocation_of
+
+        self.invocation = invocation_of({"run_id": run_id})
+        self.taken = taken
+        self.threads = self
+        self.agent = self
+        self.calls: list[tuple[object, object]] = []
+
+    def invocations(self, _thread: str) -> list[tuple[str, str]]:
+        started = (self.taken == "first" and self.calls) or (
+            self.taken == "second" and len(self.calls) >= 2)
+        return [(self.invocation, "running")] if started else []
+
+    def stream(self, input: object, config: dict[str, Any], **_kwargs: object
+               ) -> Iterator[tuple[str, object]]:
+        from hayata_py._errors import HayataError
+
+        self.calls.append((input, config.get("run_id")))
+        if len(self.calls) == 1:
+            raise TimeoutError_("agent 'steps' did not answer Run within 30.0s")
+        if self.taken == "second" and len(self.calls) == 2:
+            raise HayataError("invocation exists", code="invocation_exists")
+        yield "values", {"steps": len(self.calls)}
+
+
+@pytest.mark.parametrize("taken", ["first", "second", "never"])
+def test_a_new_run_whose_agent_did_not_answer_goes_on_once(db: ServeDB, taken: str) -> None:
+    """A new run whose Run the agent did not answer in time ends ``success``:
+    it goes on with its invocation if the agent took the Run after all, else
+    sends it again (same invocation id: never started twice)."""
+    run = _pending(db, str(uuid.uuid4()), {"input": {"label": "x"}})
+    graph = _LateAgentGraph(run.run_id, taken)
+    runner = Runner(db, {"steps": graph},  # type: ignore[dict-item]
+                    server_id="A", lease_seconds=1.0)
+    assert db.claim_run(run.run_id, "A", status="pending", previous=None)
+    runner._carry_out(run)
+    row = db.get_run(run.run_id)
+    assert row is not None and row.status == "success", row
+    first = ({"label": "x"}, run.run_id)
+    went_on = (None, None)  # a run going on with its invocation: no input, no new id
+    assert graph.calls == {"first": [first, went_on],
+                           "second": [first, first, went_on],
+                           "never": [first, first]}[taken]
     assert [e for _, e, _ in db.events_after(run.run_id, 0)] == ["metadata", "values"]
