@@ -634,6 +634,12 @@ class HayataGraph:
             self._forget(thread, invocation)
         return invocation
 
+    def roll_back(self, config: Any, invocation_id: str) -> None:
+        """Put the thread back where it was before its run ``invocation_id``
+        (which has ended: stopped elsewhere, e.g. by another server's system),
+        as ``cancel(rollback=True)`` does for a run it stops."""
+        self._forget(thread_of(_merged(self.config, config)), invocation_id)
+
     def _forget(self, thread: str, invocation: str) -> None:
         """Record the thread's checkpoints from before ``invocation`` as its
         newest: a copy of those the run before it made, linked to that run's

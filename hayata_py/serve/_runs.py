@@ -28,7 +28,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langgraph.types import Command
@@ -225,9 +225,11 @@ class Runner:
         self._logging: dict[str, concurrent.futures.Future[list[Row]]] = {}
         """Run -> the last of its events submitted to the writer."""
         self._busy: set[str] = set()  # threads a worker of this process runs
-        self._local: set[str] = set()  # runs a worker of this process carries out
+        self._local: dict[str, RunRow] = {}  # runs a worker of this process carries out
         self._cancelled: set[str] = set()
         self._resume: set[str] = set()
+        self._others = False
+        """Whether another server held a live lease at the follower's last look."""
         self._lock = threading.Lock()
         self._renewed = 0.0
         self._next_takeover = 0.0
@@ -269,15 +271,56 @@ class Runner:
         (:meth:`HayataGraph.cancel`): the thread keeps the supersteps it
         completed or, with ``rollback``, goes back to where it was before the
         run. A run whose worker has not started its invocation yet is asked
-        again until it has (at most ``CANCEL_WAIT`` s). One a crash left
+        again until it has (at most ``CANCEL_WAIT`` s). A run another server
+        carries out is stopped by that server, which sees it ended (or, for a
+        rollback, deleted here: :meth:`_cancelled_elsewhere`). One a crash left
         unfinished is not stopped (it waits for a ``command``)."""
         with self._lock:
             self._cancelled.add(run.run_id)
+        current = self.db.get_run(run.run_id)
+        if current is not None and current.status == "running" \
+                and current.owner not in (None, self.server_id):
+            self._cancel_elsewhere(run, rollback=rollback)
+        else:
+            self._stop_invocation(run, rollback=rollback,
+                                  still=lambda row: row is not None and row.status == "running")
+            if self.db.set_run_status(run.run_id, "interrupted",
+                                      only_from=["pending", "running"]):
+                self.settle(run.thread_id, cancelled=True)
+            self.wakers.wake(run.run_id)
+        self.kick()
+
+    def _cancel_elsewhere(self, run: RunRow, *, rollback: bool) -> None:
+        """Cancel ``run``, which another server carries out: its end
+        (``interrupted``) or, for a rollback, its deletion tells that server to
+        stop its invocation; this one waits for that and then, for a rollback,
+        puts the thread back where it was before the run."""
+        running = self._thread_invocation(run)
+        if rollback:
+            self.db.delete_run(run.run_id)
+        elif self.db.set_run_status(run.run_id, "interrupted",
+                                    only_from=["pending", "running"]):
+            self.settle(run.thread_id, cancelled=True)
+        self.wakers.wake(run.run_id)
+        if running is not None and self._until_stopped(run, running) and rollback:
+            try:
+                self.graphs[run.graph_id].roll_back(
+                    {"configurable": {"thread_id": run.thread_id}}, running)
+            except HayataError as exc:
+                log.warning("hayata serve: run %s: its thread was not rolled back: %s",
+                            run.run_id, exc)
+        if rollback:
+            self.settle(run.thread_id, cancelled=True)
+
+    def _stop_invocation(self, run: RunRow, *, rollback: bool,
+                         still: Callable[[RunRow | None], bool]) -> None:
+        """Stop the graph invocation of ``run`` in this server's system while
+        ``still(the run's row)`` holds (asking again while its worker is
+        starting it, for at most ``CANCEL_WAIT`` s)."""
         graph = self.graphs.get(run.graph_id)
         deadline = time.monotonic() + CANCEL_WAIT
         while graph is not None:
-            current = self.db.get_run(run.run_id)
-            if current is None or current.status != "running":
+            if not still(self.db.get_run(run.run_id)):
                 break  # pending: it never starts; or it has ended
             try:
                 if graph.cancel({"configurable": {"thread_id": run.thread_id}},
@@ -292,10 +335,51 @@ class Runner:
                             run.run_id, CANCEL_WAIT)
                 break
             self._stop.wait(0.02)  # its worker is starting its invocation: ask again
-        if self.db.set_run_status(run.run_id, "interrupted", only_from=["pending", "running"]):
-            self.settle(run.thread_id, cancelled=True)
-        self.wakers.wake(run.run_id)
-        self.kick()
+
+    def _thread_invocation(self, run: RunRow) -> str | None:
+        """The running invocation of ``run``'s thread, if any."""
+        graph = self.graphs.get(run.graph_id)
+        invocations = graph.threads.invocations(run.thread_id) if graph is not None else []
+        return invocations[0][0] if invocations and invocations[0][1] == "running" else None
+
+    def _until_stopped(self, run: RunRow, invocation: str) -> bool:
+        """Wait (at most ``CANCEL_WAIT`` s) until the thread's ``invocation``,
+        which another server's system runs, no longer runs; whether it stopped."""
+        graph = self.graphs[run.graph_id]
+        deadline = time.monotonic() + CANCEL_WAIT
+        while dict(graph.threads.invocations(run.thread_id)).get(invocation) == "running":
+            if time.monotonic() > deadline or self._stop.is_set():
+                log.warning("hayata serve: run %s: its invocation did not stop where it "
+                            "runs within %ss", run.run_id, CANCEL_WAIT)
+                return False
+            self._stop.wait(0.05)  # the server carrying it out looks once a second
+        return True
+
+    def _cancelled_elsewhere(self) -> None:
+        """Stop the invocations of this server's runs that another server
+        cancelled (it ended the run ``interrupted``, or deleted it; the other
+        server rolls the thread back for a rollback once it has stopped);
+        each in a thread of its own (a stop may wait for its invocation to
+        start)."""
+        with self._lock:
+            local = {r: run for r, run in self._local.items() if r not in self._cancelled}
+        if not local:
+            return
+        marks = self.db.run_marks(list(local))
+        for run_id, run in local.items():
+            status = marks[run_id][1] if run_id in marks else None
+            if status not in (None, "interrupted"):
+                continue
+            with self._lock:
+                self._cancelled.add(run_id)
+            log.info("hayata serve: run %s was cancelled by another server; stopping its "
+                     "invocation", run_id)
+            self.wakers.wake(run_id)
+            threading.Thread(target=self._stop_invocation, args=(run,), kwargs={
+                "rollback": False,
+                "still": lambda current, deleted=status is None: deleted or (
+                    current is not None and current.status == "interrupted")},
+                name=f"hayata-serve-stop-{run_id}", daemon=True).start()
 
     # -- scheduling ----------------------------------------------------------------
 
@@ -381,7 +465,7 @@ class Runner:
     def _launch(self, run: RunRow) -> None:
         """A worker for ``run``, claimed by this server (under ``_lock``)."""
         self._busy.add(run.thread_id)
-        self._local.add(run.run_id)
+        self._local[run.run_id] = run
         self._running[run.graph_id] += 1
         self.tails.open(run.run_id)
         self.wakers.wake(run.run_id)
@@ -398,11 +482,13 @@ class Runner:
             if time.monotonic() - others_checked >= OTHERS_INTERVAL:
                 others_checked = time.monotonic()
                 try:
-                    others = self._others_alive()
+                    self._others = others = self._others_alive()
+                    if others:
+                        self._cancelled_elsewhere()
                 except Exception:
-                    log.warning("hayata serve: reading the servers' leases failed",
-                                exc_info=True)
-                    others = True
+                    log.warning("hayata serve: reading the servers' leases or this "
+                                "server's runs failed", exc_info=True)
+                    self._others = others = True
             seen = self._follow_once(seen, others)
 
     def _follow_once(self, seen: dict[str, tuple[int, str]], others: bool
@@ -482,7 +568,7 @@ class Runner:
         finally:
             with self._lock:
                 self._busy.discard(run.thread_id)
-                self._local.discard(run.run_id)
+                self._local.pop(run.run_id, None)
                 self._cancelled.discard(run.run_id)
                 self._running[run.graph_id] -= 1
             self._logging.pop(run.run_id, None)
@@ -498,7 +584,9 @@ class Runner:
         graph = self.graphs[run.graph_id]
         resuming = run.run_id in self._resume
         self._resume.discard(run.run_id)
-        if resuming:
+        if resuming or self._others:
+            # with other servers, a thread's last run may have been cancelled
+            # here while its invocation still stops where it ran
             self._until_claimable(run)
         if not resuming or self.db.last_seq(run.run_id) == 0:
             self._append(run, [("metadata", {"run_id": run.run_id, "attempt": 1})])

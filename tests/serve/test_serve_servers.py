@@ -3,7 +3,8 @@ data dir: a run created on one is streamed from the other while the first
 carries it out; the server carrying it out is SIGKILLed with its actors
 mid-run, and the other takes the run over once the dead server's lease
 (kept short with ``--lease-seconds``) has expired, with no completed node run
-twice. PostgreSQL: the machine's or a throwaway one (tests/pg.py).
+twice; a cancel or a rollback sent to the server that does not carry a run
+out stops it where it runs. PostgreSQL: the machine's or a throwaway one (tests/pg.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import NotFoundError
 
 from tests.pg import PgServer, fresh_database
 from tests.serve.launch import Served, start, suite_workdir
@@ -136,3 +138,57 @@ def test_a_run_is_streamed_from_another_server_and_taken_over_when_its_server_di
               f"{servers.index(carrier) + 1}, finished by server {servers.index(other) + 1} "
               f"{took:.2f}s after the kill (lease {LEASE}s)")
 
+
+def _task_statuses(url: str, node: str) -> list[str]:
+    return [r[0] for r in _query(url, "SELECT status FROM hayata_tasks WHERE node_id = %s",
+                                 node)]
+
+
+def test_a_run_cancelled_on_another_server_stops_where_it_runs(store_url: str) -> None:
+    """A cancel sent to the server that does not carry the run out stops the
+    run's invocation where it runs (its node in flight ends at once, not after
+    its 60 s); the thread keeps what completed and its next run goes on. A
+    rollback sent there deletes the run and takes the thread back to where
+    it was before it."""
+    with two_servers(store_url) as servers:
+        with get_sync_client(url=servers[0].url, timeout=30.0) as client:
+            thread = client.threads.create()["thread_id"]
+            first = client.runs.create(thread, STEPS, input={"label": "c", "delay": 60.0})
+        owner_id = wait_until(lambda: _owner(store_url, first["run_id"]), "the run claimed")
+        carrier = next(s for s in servers if _server_id(store_url, s) == owner_id)
+        other = next(s for s in servers if s is not carrier)
+        wait_until(lambda: "started" in _task_statuses(store_url, "middle"),
+                   "the middle node in flight")
+        with get_sync_client(url=other.url, timeout=30.0) as client:
+            began = time.monotonic()
+            client.runs.cancel(thread, first["run_id"], wait=True)
+            assert client.runs.get(thread, first["run_id"])["status"] == "interrupted"
+            wait_until(lambda: "started" not in _task_statuses(store_url, "middle"),
+                       "the middle node stopped where it ran", timeout=15)
+            stopped = time.monotonic() - began
+            assert _task_statuses(store_url, "last") == []
+            done: Any = client.runs.wait(thread, STEPS, input={"label": "n", "delay": 0.0})
+            assert done["steps"] == ["c:first", "n:first", "n:middle", "n:last"]
+
+            second = client.runs.create(thread, STEPS, input={"label": "r", "delay": 60.0})
+            second_owner = wait_until(lambda: _owner(store_url, second["run_id"]),
+                                      "the second run claimed")
+            wait_until(lambda: _task_statuses(store_url, "middle").count("started") == 1,
+                       "the second run's middle node in flight")
+            rolled: Any = None
+            began = time.monotonic()
+            for attempt in servers:  # the rollback sent to the server not carrying it
+                if _server_id(store_url, attempt) != second_owner:
+                    with get_sync_client(url=attempt.url, timeout=30.0) as sender:
+                        rolled = sender.runs.wait(thread, STEPS,
+                                                  input={"label": "b", "delay": 0.0},
+                                                  multitask_strategy="rollback")
+            assert rolled is not None
+            print(f"cancel to stopped node {stopped:.2f}s; rollback to the next run's end "
+                  f"{time.monotonic() - began:.2f}s (lease {LEASE}s)")
+            assert rolled["steps"] == ["c:first", "n:first", "n:middle", "n:last",
+                                       "b:first", "b:middle", "b:last"], \
+                "the rolled-back run's first step is gone"
+            assert "started" not in _task_statuses(store_url, "middle")
+            with pytest.raises(NotFoundError):
+                client.runs.get(thread, second["run_id"])
