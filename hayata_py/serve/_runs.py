@@ -92,11 +92,42 @@ def run_config(run: RunRow) -> dict[str, Any]:
     return config
 
 
-def subgraph_event(namespace: tuple[str, ...], mode: str, chunk: Any) -> tuple[str, Any]:
-    """The logged event of a subgraph's chunk, named as LangGraph's server names
-    it: ``mode|node:task id|...`` (one level per subgraph)."""
-    data = [jsonable(chunk[0]), jsonable(chunk[1])] if mode == "messages" else jsonable(chunk)
-    return f"{mode}|{'|'.join(namespace)}", data
+class StreamEvents:
+    """A run's stream chunks as the events its log records, and what they told
+    of its end: the interrupts it stopped at and its last values."""
+
+    def __init__(self) -> None:
+        self.interrupts: list[Any] = []
+        self.last_values: Any = None
+
+    def event(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> tuple[str, Any]:
+        """The logged ``(event, data)`` of one chunk. A subgraph's is named as
+        LangGraph's server names it, ``mode|node:task id|...`` (a level per
+        subgraph), and tells nothing of the run's end."""
+        if mode == "messages":
+            message, meta = chunk
+            data: Any = [jsonable(message), jsonable(meta)]
+        else:
+            data = jsonable(chunk)
+        if namespace:
+            return f"{mode}|{'|'.join(namespace)}", data
+        if mode == "values":
+            self.last_values = data
+        elif mode == "updates" and isinstance(data, dict) and "__interrupt__" in data:
+            found = [{**i, "response_schema": None} for i in data["__interrupt__"]]
+            self.interrupts.extend(found)
+            data = {"__interrupt__": found}
+        return mode, data
+
+    def closing(self) -> tuple[str, Any] | None:
+        """The ``values`` event that ends a run stopped at an interrupt, when its
+        last values did not carry the interrupts already (LangGraph's server
+        puts them there, as ``__interrupt__``)."""
+        last = self.last_values
+        if not self.interrupts or (isinstance(last, dict) and "__interrupt__" in last):
+            return None
+        return "values", {**(last if isinstance(last, dict) else {}),
+                          "__interrupt__": self.interrupts}
 
 
 def _taken(exc: Exception) -> bool:
@@ -601,8 +632,7 @@ class Runner:
             head = graph.get_state({"configurable": {"thread_id": run.thread_id}}).config
             if (head.get("configurable") or {}).get("checkpoint_id") == wanted:
                 del config["configurable"]["checkpoint_id"]  # the head: a continuation
-        interrupts: list[Any] = []
-        last_values: Any = None
+        told = StreamEvents()
         error: dict[str, Any] | None = None
         asked = 0
         subgraphs = bool(kwargs.get("subgraphs"))
@@ -617,24 +647,7 @@ class Runner:
                         interrupt_after=kwargs.get("interrupt_after"), subgraphs=subgraphs):
                     produced = True
                     namespace, mode, chunk = item if subgraphs else ((), *item)
-                    if namespace:
-                        self._append(run, [subgraph_event(namespace, mode, chunk)])
-                    elif mode == "values":
-                        last_values = jsonable(chunk)
-                        self._append(run, [("values", last_values)])
-                    elif mode == "updates":
-                        data = jsonable(chunk)
-                        if isinstance(data, dict) and "__interrupt__" in data:
-                            found = [{**i, "response_schema": None}
-                                     for i in data["__interrupt__"]]
-                            interrupts.extend(found)
-                            data = {"__interrupt__": found}
-                        self._append(run, [("updates", data)])
-                    elif mode == "messages":
-                        message, meta = chunk
-                        self._append(run, [("messages", [jsonable(message), jsonable(meta)])])
-                    else:
-                        self._append(run, [(mode, jsonable(chunk))])
+                    self._append(run, [told.event(namespace, mode, chunk)])
             except RunLost:
                 raise
             except Exception as exc:  # noqa: BLE001 - the graph's error is the run's result
@@ -657,16 +670,15 @@ class Runner:
                 error = {"error": type(exc).__name__, "message": str(exc)}
                 self._append(run, [("error", error)])
             break
-        if interrupts and error is None and not (
-                isinstance(last_values, dict) and "__interrupt__" in last_values):
-            base = last_values if isinstance(last_values, dict) else {}
-            self._append(run, [("values", {**base, "__interrupt__": interrupts})])
+        closing = told.closing() if error is None else None
+        if closing is not None:
+            self._append(run, [closing])
         # Whether the graph stopped before a node, from its stream when it
         # tells: an interrupt did; with no static interrupt point, a graph that
         # ended without one ran to its end (only else is its state read).
         static = any((kwargs.get("interrupt_before"), kwargs.get("interrupt_after"),
                       graph.interrupt_before, graph.interrupt_after))
-        stopped = True if interrupts else (None if static else False)
+        stopped = True if told.interrupts else (None if static else False)
         self._logged(run)
         self._finish(run, "error" if error else "success", error, stopped=stopped)
 
