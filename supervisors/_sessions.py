@@ -20,9 +20,8 @@ def listener_pid(port: int) -> int | None:
     """The admin's pid, found through the process listening on ``port``.
 
     The admin's logger inherits the listening socket and psutil names only one
-    owner, so the listener may be the logger: the admin is the process of the
-    listener's session whose parent is outside the session (it double-forked
-    and called setsid)."""
+    owner, so the listener may be the logger: the admin is found in the
+    listener's session (:func:`session_admin`)."""
     owner = next(
         (conn.pid for conn in psutil.net_connections(kind="tcp")
          if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
@@ -35,14 +34,27 @@ def listener_pid(port: int) -> int | None:
         session = os.getsid(owner)
     except ProcessLookupError:
         return None
-    for proc in session_processes(session):
+    return session_admin(session) or int(owner)
+
+
+def session_admin(session_id: int) -> int | None:
+    """The admin of the actor system in session ``session_id``: the session's
+    process whose parent is the session's leader or outside the session.
+
+    Thespian starts the admin in a process that calls ``setsid()`` (so it
+    leads the session), forks the admin and exits; the leader is never the
+    admin, though until it has exited it too has its parent outside the
+    session. The admin's logger and actors have their parent inside it."""
+    for proc in session_processes(session_id):
         try:
+            if proc.pid == session_id:
+                continue  # the leader: the process that forked the admin, exiting
             parent = proc.ppid()
-            if parent <= 1 or os.getsid(parent) != session:
+            if parent <= 1 or parent == session_id or os.getsid(parent) != session_id:
                 return int(proc.pid)
         except (ProcessLookupError, psutil.NoSuchProcess):
             continue
-    return int(owner)
+    return None
 
 
 def listener_address(port: int) -> str | None:

@@ -90,7 +90,7 @@ def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
         error_file.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
         return 1
     try:
-        admin_pid = _admin_pid(system.session_id, system.admin_pid)
+        admin_pid = system.admin_pid
         record = _datadir.SystemRecord(
             data_dir=str(data_dir), admin_port=system.admin_port, admin_pid=admin_pid,
             admin_started=psutil.Process(admin_pid).create_time(),
@@ -112,15 +112,3 @@ def _start(data_dir: Path, admin_port: int | None, log_telemetry: bool,
 def _leader_text(leader: tuple[str, int] | None) -> str | None:
     return None if leader is None else f"{leader[0]}:{leader[1]}"
 
-
-def _admin_pid(session_id: int, reported: int) -> int:
-    """The admin: the one live process of the session whose parent is outside it.
-
-    The pid found by listening port may be the admin's logger, which shares
-    the listening socket (psutil attributes a shared socket to one process).
-    """
-    procs = {p.pid: p for p in psutil.process_iter(["ppid", "status"])
-             if _datadir.session_of(p.pid) == session_id
-             and p.info["status"] != psutil.STATUS_ZOMBIE}
-    roots = [pid for pid, p in procs.items() if p.info["ppid"] not in procs]
-    return roots[0] if len(roots) == 1 else reported
