@@ -297,8 +297,8 @@ class Runner:
         self._kick.set()
 
     def cancel(self, run: RunRow, *, rollback: bool = False) -> None:
-        """End ``run`` ``interrupted`` now and stop logging its stream; a pending
-        run never starts. A running run's graph invocation is stopped
+        """End ``run`` ``interrupted`` now (delete it, for a ``rollback``) and stop
+        logging its stream; a pending run never starts. A running run's graph invocation is stopped
         (:meth:`HayataGraph.cancel`): the thread keeps the supersteps it
         completed or, with ``rollback``, goes back to where it was before the
         run. A run whose worker has not started its invocation yet is asked
@@ -315,11 +315,21 @@ class Runner:
         else:
             self._stop_invocation(run, rollback=rollback,
                                   still=lambda row: row is not None and row.status == "running")
-            if self.db.set_run_status(run.run_id, "interrupted",
-                                      only_from=["pending", "running"]):
-                self.settle(run.thread_id, cancelled=True)
-            self.wakers.wake(run.run_id)
+            self._end_cancelled(run, rollback=rollback)
         self.kick()
+
+    def _end_cancelled(self, run: RunRow, *, rollback: bool) -> None:
+        """End a cancelled run: ``interrupted``, its thread too; for a rollback
+        the run is deleted (as LangGraph's worker does) and its thread settles
+        as its state says. For another server carrying the run out, that is
+        what tells it to stop (:meth:`_cancelled_elsewhere`)."""
+        if rollback:
+            self.db.delete_run(run.run_id)
+            self.settle(run.thread_id)
+        elif self.db.set_run_status(run.run_id, "interrupted",
+                                    only_from=["pending", "running"]):
+            self.settle(run.thread_id, cancelled=True)
+        self.wakers.wake(run.run_id)
 
     def _cancel_elsewhere(self, run: RunRow, *, rollback: bool) -> None:
         """Cancel ``run``, which another server carries out: its end
@@ -327,12 +337,7 @@ class Runner:
         stop its invocation; this one waits for that and then, for a rollback,
         puts the thread back where it was before the run."""
         running = self._thread_invocation(run)
-        if rollback:
-            self.db.delete_run(run.run_id)
-        elif self.db.set_run_status(run.run_id, "interrupted",
-                                    only_from=["pending", "running"]):
-            self.settle(run.thread_id, cancelled=True)
-        self.wakers.wake(run.run_id)
+        self._end_cancelled(run, rollback=rollback)
         if running is not None and self._until_stopped(run, running) and rollback:
             try:
                 self.graphs[run.graph_id].roll_back(
@@ -340,8 +345,7 @@ class Runner:
             except HayataError as exc:
                 log.warning("hayata serve: run %s: its thread was not rolled back: %s",
                             run.run_id, exc)
-        if rollback:
-            self.settle(run.thread_id, cancelled=True)
+            self.settle(run.thread_id)
 
     def _stop_invocation(self, run: RunRow, *, rollback: bool,
                          still: Callable[[RunRow | None], bool]) -> None:

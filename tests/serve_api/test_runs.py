@@ -149,6 +149,27 @@ def test_cancel_rollback_deletes_the_run(client: SyncLangGraphClient, thread_id:
     assert client.threads.get(thread_id)["status"] == "idle"
 
 
+def test_cancel_rollback_without_waiting_deletes_the_run(client: SyncLangGraphClient,
+                                                         thread_id: str) -> None:
+    """``action=rollback`` without ``wait``: the run is deleted all the same, and the
+    thread holds none of its writes."""
+    before = client.runs.wait(thread_id, STEPS, input={"label": "a"})
+    run = client.runs.create(thread_id, STEPS, input={"label": "x", "delay": BUSY})
+    running(client, thread_id, run["run_id"])
+    client.runs.cancel(thread_id, run["run_id"], action="rollback")
+
+    def gone() -> bool:
+        try:
+            client.runs.get(thread_id, run["run_id"])
+        except NotFoundError:
+            return True
+        return False
+
+    wait_until(gone, "rolled-back run deleted")
+    # (the thread's status is left out: LangGraph's server leaves it "busy")
+    assert client.threads.get_state(thread_id)["values"]["steps"] == before["steps"]
+
+
 def test_cancel_unknown_run_is_404(client: SyncLangGraphClient, thread_id: str) -> None:
     """Cancelling a run the thread does not have is a 404."""
     with pytest.raises(NotFoundError):
