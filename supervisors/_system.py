@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import threading
 import time
@@ -33,6 +34,7 @@ from supervisors._sessions import (
 )
 from supervisors._spec import ChildSpec, Start, SupervisorFlags, validate_children
 from supervisors._thespian.bind_address import prepare_environment
+from supervisors._thespian.child_exits import admin_starters
 from supervisors._thespian.system_config import (
     ADMIN_ENV,
     CONVENTION_ADDRESS,
@@ -104,9 +106,14 @@ class System:
         # (Unknown for a wildcard bind: then a dead member is not deregistered early.)
         os.environ[ADMIN_ENV] = "" if bind in ("", "0.0.0.0") else f"{bind}:{self.admin_port}"
         begun = process_clock()
-        self._asys = ActorSystem(
-            SYSTEM_BASE, caps, logDefs=log_defs(), transientUnique=True
-        )
+        with admin_starters() as starters:
+            try:
+                self._asys = ActorSystem(
+                    SYSTEM_BASE, caps, logDefs=log_defs(), transientUnique=True
+                )
+            except Exception:
+                _kill_admins(starters)
+                raise
         self._init_endpoints()
         self._owner = True
         self._top: list[SupervisorRef] = []
@@ -390,6 +397,19 @@ def process_clock() -> float:
             return psutil.boot_time() + float(uptime.read().split()[0])
     except (OSError, ValueError, IndexError):
         return time.time()
+
+
+def _kill_admins(starters: list[int]) -> None:
+    """After a start that failed: kill each admin's starter (so it forks no
+    admin now) and every process of the session it leads. Thespian gives a new
+    admin a fixed time to say it is up; one that came up later would run on
+    with nobody holding it."""
+    for pid in starters:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        procs = session_processes(pid)
+        kill_all(procs)
+        wait_gone(procs, timeout=5.0)
 
 
 def _started_before(pid: int, moment: float) -> bool:

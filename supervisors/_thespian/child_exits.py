@@ -9,12 +9,15 @@ launcher waited for.
 - **No zombie per system start** (the ``launcher_reap`` patch). Thespian starts
   an admin through a process that forks the admin and exits, and detaches it
   from ``multiprocessing``, so nothing waits for it: each start left a zombie
-  in the caller's process. :func:`detach_and_reap` waits for it.
+  in the caller's process. :func:`detach_and_reap` waits for it, and notes
+  it for :func:`admin_starters` (a start that fails kills what it began).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import thespian.system.multiprocCommon as _multiproc
@@ -23,7 +26,7 @@ from thespian.system.addressManager import CannotPickleAddress
 from thespian.system.transport import TransmitIntent
 from thespian.system.utilis import partition
 
-__all__ = ["child_exited", "detach_and_reap"]
+__all__ = ["admin_starters", "child_exited", "detach_and_reap"]
 
 
 def child_exited(self: Any, child_address: Any) -> None:
@@ -59,4 +62,24 @@ def detach_and_reap(child: Any) -> None:
     Thespian, which reaps them."""
     _THESPIAN_DETACH(child)
     if getattr(child, "name", None) == "ThespianAdmin":
+        for noted in getattr(_STARTING, "lists", ()):
+            noted.append(int(child.pid))
         threading.Thread(target=child.join, name="supervisors-reap", daemon=True).start()
+
+
+_STARTING = threading.local()
+
+
+@contextlib.contextmanager
+def admin_starters() -> Iterator[list[int]]:
+    """The pids of the processes Thespian forks in this thread, while in the
+    block, to start an admin: each calls ``setsid()`` (so it leads the session
+    of the admin it forks) and exits. Noted by the ``launcher_reap`` patch
+    (none under ``SUPERVISORS_PLAIN_THESPIAN=1``)."""
+    noted: list[int] = []
+    lists: list[list[int]] = getattr(_STARTING, "lists", [])
+    _STARTING.lists = [*lists, noted]
+    try:
+        yield noted
+    finally:
+        _STARTING.lists = lists
