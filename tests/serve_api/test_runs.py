@@ -132,20 +132,21 @@ def test_cancel_wait_returns_once_stopped(client: SyncLangGraphClient, thread_id
     assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
 
 
+def deleted(client: SyncLangGraphClient, thread_id: str, run_id: str) -> bool:
+    """Whether the thread's run is gone (a 404)."""
+    try:
+        client.runs.get(thread_id, run_id)
+    except NotFoundError:
+        return True
+    return False
+
+
 def test_cancel_rollback_deletes_the_run(client: SyncLangGraphClient, thread_id: str) -> None:
     """``action=rollback`` stops the run and deletes it: the run is a 404, the thread ``idle``."""
     run = client.runs.create(thread_id, STEPS, input={"label": "x", "delay": BUSY})
     running(client, thread_id, run["run_id"])
     client.runs.cancel(thread_id, run["run_id"], wait=True, action="rollback")
-
-    def gone() -> bool:
-        try:
-            client.runs.get(thread_id, run["run_id"])
-        except NotFoundError:
-            return True
-        return False
-
-    wait_until(gone, "rolled-back run deleted")
+    wait_until(lambda: deleted(client, thread_id, run["run_id"]), "rolled-back run deleted")
     assert client.threads.get(thread_id)["status"] == "idle"
 
 
@@ -157,15 +158,7 @@ def test_cancel_rollback_without_waiting_deletes_the_run(client: SyncLangGraphCl
     run = client.runs.create(thread_id, STEPS, input={"label": "x", "delay": BUSY})
     running(client, thread_id, run["run_id"])
     client.runs.cancel(thread_id, run["run_id"], action="rollback")
-
-    def gone() -> bool:
-        try:
-            client.runs.get(thread_id, run["run_id"])
-        except NotFoundError:
-            return True
-        return False
-
-    wait_until(gone, "rolled-back run deleted")
+    wait_until(lambda: deleted(client, thread_id, run["run_id"]), "rolled-back run deleted")
     # (the thread's status is left out: LangGraph's server leaves it "busy")
     assert client.threads.get_state(thread_id)["values"]["steps"] == before["steps"]
 
