@@ -226,7 +226,8 @@ class Server:
         try:
             while True:
                 waker.clear()
-                status = await off(self.db.run_status, run_id)
+                kept = self.runner.kept_status(run_id)
+                status = kept if kept is not None else await off(self.db.run_status, run_id)
                 if status is None or status in TERMINAL:
                     return await off(self.db.get_run, run_id)
                 # woken by this server's runner, or by its follower when another

@@ -503,7 +503,6 @@ class Runner:
         self._local[run.run_id] = run
         self._running[run.graph_id] += 1
         self.tails.open(run.run_id)
-        self.wakers.wake(run.run_id)
         worker = threading.Thread(target=self._work, args=(run,),
                                   name=f"hayata-serve-run-{run.run_id}", daemon=True)
         worker.start()
@@ -744,7 +743,10 @@ class Runner:
             if self.db.end_run(run.run_id, status, owner=self.server_id,
                                thread_id=run.thread_id, thread_status=thread_status,
                                error=error):
-                self.tails.ended(run.run_id, status)
+                # a run whose thread stopped may be carried on (carry_on) or
+                # given an error (end_abandoned) later: its log is not final
+                self.tails.ended(run.run_id, status,
+                                 final=thread_status != "interrupted")
         elif self.db.set_run_status(run.run_id, "interrupted", only_from=["running"]):
             self.settle(run.thread_id, cancelled=True)
         self.wakers.wake(run.run_id)
@@ -806,6 +808,14 @@ class Runner:
             return None
         return self.tails.after(run_id, seq)
 
+    def kept_status(self, run_id: str) -> str | None:
+        """The run's status when this server carries it out or it ended here
+        (:class:`Tails`); None: read the store (also while it is being
+        cancelled)."""
+        if run_id in self._cancelled:
+            return None
+        return self.tails.status(run_id)
+
 
     # -- a run that waited on a task a crash left uncertain ------------------------
 
@@ -816,6 +826,7 @@ class Runner:
         (``invoke(None)``), appending to the same event log, so a client
         joining its stream from ``Last-Event-ID`` gets the rest and the end.
         False (nothing changed) when the run is not ``success``."""
+        self.tails.forget(run.run_id)
         with self._lock:
             self._resume.add(run.run_id)
         if not self.db.set_run_status(run.run_id, "pending", only_from=["success"]):
@@ -832,6 +843,7 @@ class Runner:
         invocation was abandoned, ``error``: ``error`` is appended to its event
         log and the thread turns ``error``. False (nothing changed) when the run
         is not ``success``."""
+        self.tails.forget(run.run_id)
         current = self.db.get_run(run.run_id)
         if current is None or current.status != "success":
             return False
