@@ -64,6 +64,16 @@ def _queue_key(agent_id: str, thread_id: str) -> Any:
     return sa.and_(tq.c.agent_id == agent_id, tq.c.thread_id == thread_id)
 
 
+# Reads made for every run, built once (SQLAlchemy keeps a statement's cache
+# key): one thread, and the queued invocations of the threads read.
+_THREAD = sa.select(th).where(th.c.agent_id == sa.bindparam("p_agent"),
+                              th.c.thread_id == sa.bindparam("p_thread"))
+_QUEUED = (sa.select(tq.c.thread_id, tq.c.invocation_id)
+           .where(tq.c.agent_id == sa.bindparam("p_agent"),
+                  tq.c.thread_id.in_(sa.bindparam("p_threads", expanding=True)))
+           .order_by(tq.c.thread_id, tq.c.seq))
+
+
 def check_agent_capacity(conn: Connection, is_sqlite: bool, agent_id: str,
                          max_running: int) -> None:
     """Raise ``agent_busy`` if ``agent_id`` runs ``max_running`` invocations.
@@ -263,8 +273,7 @@ class Threads(SqlBase):
             ) from exc
 
     def get_thread(self, agent_id: str, thread_id: str) -> ThreadRecord | None:
-        threads = self._read_threads(
-            sa.select(th).where(_thread_key(agent_id, thread_id)), agent_id)
+        threads = self._read_threads(_THREAD, agent_id, {"p_thread": thread_id})
         return threads[0] if threads else None
 
     def list_threads(
@@ -275,16 +284,16 @@ class Threads(SqlBase):
             query = query.where(th.c.thread_id > after)
         return self._read_threads(query.order_by(th.c.thread_id).limit(limit), agent_id)
 
-    def _read_threads(self, query: Any, agent_id: str) -> list[ThreadRecord]:
+    def _read_threads(self, query: Any, agent_id: str,
+                      params: dict[str, Any] | None = None) -> list[ThreadRecord]:
+        """The threads ``query`` reads (with ``params`` and ``p_agent``), each
+        with its queued invocations."""
         def read(conn: Connection) -> list[ThreadRecord]:
-            rows = conn.execute(query).all()
+            rows = conn.execute(query, {**(params or {}), "p_agent": agent_id}).all()
             queued: dict[str, list[str]] = {r.thread_id: [] for r in rows}
             if rows:
-                for q in conn.execute(
-                    sa.select(tq.c.thread_id, tq.c.invocation_id)
-                    .where(tq.c.agent_id == agent_id, tq.c.thread_id.in_(list(queued)))
-                    .order_by(tq.c.thread_id, tq.c.seq)
-                ):
+                for q in conn.execute(_QUEUED, {"p_agent": agent_id,
+                                                "p_threads": list(queued)}):
                     queued[q.thread_id].append(q.invocation_id)
             return [thread_from_row(r, tuple(queued[r.thread_id])) for r in rows]
 
