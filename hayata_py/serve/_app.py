@@ -4,7 +4,10 @@ runner or the serve tables, and shapes the answer. No runtime logic here."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
+import functools
 import importlib.metadata
 import json
 import time
@@ -14,7 +17,6 @@ from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -62,9 +64,22 @@ TAIL_BATCH = 500
 """Events a stream reads from a run's log at most at once."""
 
 
+OFF_THREADS = 40
+"""Threads for blocking calls off the event loop (as many as Starlette's own
+thread pool has)."""
+
+_off_pool = concurrent.futures.ThreadPoolExecutor(OFF_THREADS,
+                                                  thread_name_prefix="hayata-serve-off")
+
+
 async def off(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """A blocking call (the store, the runner) off the event loop."""
-    return await run_in_threadpool(fn, *args, **kwargs)
+    """A blocking call (the store, the runner) off the event loop, in the
+    caller's context. The event loop's executor, not Starlette's
+    ``run_in_threadpool``: anyio's cancel scopes and capacity limiter around
+    each call cost more than the store reads they wrap. Cancelling the
+    caller does not stop the call: it finishes in its thread."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_off_pool, call)
 
 
 def _subset(want: Mapping[str, Any] | None, have: Mapping[str, Any] | None) -> bool:
