@@ -54,6 +54,13 @@ the config's ``"hayata"`` key sets that node's ``edge_concurrency``: the
 ``MAX_RUNNING`` runs of a graph waiting in one such node take a few processes."""
 
 
+KEEP_ALIVE_SECONDS = 65
+"""How long an idle client connection stays open (uvicorn's default is 5 s).
+Longer than the idle expiry of the clients' pools (httpx's 5 s, node's 4 s):
+the client drops an idle connection first, so a request it sends on one is
+never cut by the server closing it at the same moment."""
+
+
 def agent_options(spec: GraphSpec) -> dict[str, Any]:
     """The agent options ``spec``'s graph is served with: ``EDGE_CONCURRENCY``
     for each ``async def`` node, under what the config sets."""
@@ -180,7 +187,7 @@ def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
             log.warning("%s", note)
         try:
             uvicorn.run(served.app, host=host, port=port, log_level="warning",
-                        timeout_graceful_shutdown=5)
+                        timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_SECONDS)
         finally:
             served.close()
     finally:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -77,6 +79,23 @@ def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -
     assert client.runs.join(thread, second["run_id"])["steps"] == [
         "a:first", "a:middle", "a:last", "b:first", "b:middle", "b:last"]
     assert client.runs.get(thread, first["run_id"])["status"] == "success"
+
+
+def test_an_idle_connection_outlives_the_clients_pool_expiry(served: Served) -> None:
+    """A keep-alive connection left idle past uvicorn's default 5 s (and
+    httpx's pool expiry, also 5 s) is still open and answers the next request:
+    the client, not the server, drops an idle connection, so a request sent
+    on one is never cut by the server closing it at that moment."""
+    host, port = served.url.removeprefix("http://").split(":")
+    request = f"GET /ok HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10.0) as conn:
+        conn.sendall(request)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        # idle for 6.5 s: a close by the server would make the socket readable (EOF)
+        readable, _, _ = select.select([conn], [], [], 6.5)
+        assert readable == [], f"the server closed the idle connection: {conn.recv(4096)!r}"
+        conn.sendall(request)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
 
 
 def test_join_keeps_a_long_wait_alive(served: Served, client: SyncLangGraphClient) -> None:
