@@ -65,8 +65,8 @@ TAIL_BATCH = 500
 
 
 OFF_THREADS = 40
-"""Threads for blocking calls off the event loop (as many as Starlette's own
-thread pool has)."""
+"""Threads for blocking calls off the event loop (as many as anyio lends
+Starlette by default)."""
 
 _off_pool = concurrent.futures.ThreadPoolExecutor(OFF_THREADS,
                                                   thread_name_prefix="hayata-serve-off")
@@ -74,10 +74,10 @@ _off_pool = concurrent.futures.ThreadPoolExecutor(OFF_THREADS,
 
 async def off(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """A blocking call (the store, the runner) off the event loop, in the
-    caller's context. The event loop's executor, not Starlette's
+    caller's context, on threads of its own rather than Starlette's
     ``run_in_threadpool``: anyio's cancel scopes and capacity limiter around
     each call cost more than the store reads they wrap. Cancelling the
-    caller does not stop the call: it finishes in its thread."""
+    caller does not stop a call that has begun: it finishes in its thread."""
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     return await asyncio.get_running_loop().run_in_executor(_off_pool, call)
 
