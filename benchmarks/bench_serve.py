@@ -17,7 +17,10 @@ freshly started:
   joined (``runs.join``): runs/s from the first create to the last join,
   p50/p99 of the create's answer and of create-sent to join-returned;
 - the server's PSS (summed over its process tree; hayata's actor session
-  too) and process count, peaks sampled every second.
+  too) and process count, peaks sampled every second;
+- CPU per run of the server's processes, and of the load itself (this
+  process, its sampling left out): on a small machine the load's share
+  bounds what any server can reach.
 
 Then, per server, a kill: K streams (``stream_resumable=True``) and B
 background runs; once every one is accepted and a share of them has ended,
@@ -187,21 +190,30 @@ def _cpu(procs: Iterable[psutil.Process]) -> dict[int, float]:
 
 class Sampler:
     """Peak PSS (MB) and process count of a server, sampled every ``period`` s,
-    and the CPU seconds its processes used meanwhile (those still there at the end)."""
+    the CPU seconds its processes used meanwhile (those still there at the
+    end), and the CPU seconds this process (the load) used meanwhile, the
+    sampling left out."""
 
     def __init__(self, server: Server, period: float = 1.0) -> None:
         self.server, self.period = server, period
         self.peak_pss, self.peak_procs = 0.0, 0
         self.cpu_s = 0.0
+        self.client_cpu_s = 0.0
         self._cpu_before: dict[int, float] = {}
+        self._client_before = 0.0
+        self._own_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        while True:
-            self.sample()
-            if self._stop.wait(self.period):
-                return
+        began = time.thread_time()
+        try:
+            while True:
+                self.sample()
+                if self._stop.wait(self.period):
+                    return
+        finally:
+            self._own_cpu_s = time.thread_time() - began
 
     def sample(self) -> None:
         procs = self.server.processes()
@@ -210,12 +222,14 @@ class Sampler:
 
     def __enter__(self) -> Sampler:
         self._cpu_before = _cpu(self.server.processes())
+        self._client_before = time.process_time()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.client_cpu_s = time.process_time() - self._client_before - self._own_cpu_s
         after = _cpu(self.server.processes())
         self.cpu_s = sum(v - self._cpu_before.get(pid, 0.0) for pid, v in after.items())
 
@@ -599,13 +613,17 @@ def one_side(side: str, args: Args) -> dict[str, Any]:
         row.update(idle_pss_mb=idle.peak_pss, idle_processes=idle.peak_procs,
                    peak_pss_mb=sampler.peak_pss, peak_processes=sampler.peak_procs,
                    server_cpu_s=sampler.cpu_s,
-                   cpu_ms_per_run=sampler.cpu_s * 1000 / max(row["runs"], 1), load_1m=load)
+                   cpu_ms_per_run=sampler.cpu_s * 1000 / max(row["runs"], 1),
+                   client_cpu_s=sampler.client_cpu_s,
+                   client_cpu_ms_per_run=sampler.client_cpu_s * 1000 / max(row["runs"], 1),
+                   load_1m=load)
         out[phase] = row
         print(f"  {side:9} {phase:10} {fmt(row['runs_per_s'], 1)} runs/s "
               f"({row['completed']}/{row['runs']} ok, {fmt(row['wall_s'], 1)} s), end p50 "
               f"{fmt(row['end_ms']['p50'], 0)} p99 {fmt(row['end_ms']['p99'], 0)} ms, "
               f"PSS {fmt(sampler.peak_pss, 0)} MB, {sampler.peak_procs} procs, "
-              f"CPU {fmt(row['cpu_ms_per_run'], 1)} ms/run, load {load:.1f}", flush=True)
+              f"CPU {fmt(row['cpu_ms_per_run'], 1)} ms/run (the load's "
+              f"{fmt(row['client_cpu_ms_per_run'], 1)}), load {load:.1f}", flush=True)
         for message, count in row["errors"].items():
             print(f"    {count} x {message}", flush=True)
     return out
@@ -627,6 +645,7 @@ def summarize(rounds: list[dict[str, dict[str, Any]]], phases: list[str]) -> lis
                ("end_ms_p99", lambda r: r["end_ms"]["p99"]),
                ("peak_pss_mb", lambda r: r["peak_pss_mb"]),
                ("cpu_ms_per_run", lambda r: r["cpu_ms_per_run"]),
+               ("client_cpu_ms_per_run", lambda r: r.get("client_cpu_ms_per_run", 0.0)),
                ("peak_processes", lambda r: float(r["peak_processes"]))]
     rows = []
     for phase in phases:
@@ -676,7 +695,8 @@ def report(summary: list[dict[str, Any]], kills: dict[str, dict[str, Any]],
            goals: list[dict[str, Any]]) -> str:
     rows = []
     for row in summary:
-        digits = 1 if row["metric"] in ("runs_per_s", "peak_pss_mb", "cpu_ms_per_run") else 0
+        digits = 1 if row["metric"] in ("runs_per_s", "peak_pss_mb", "cpu_ms_per_run",
+                                        "client_cpu_ms_per_run") else 0
 
         def cell(s: dict[str, float], d: int = digits) -> str:
             return f"{fmt(s['median'], d)} [{fmt(s['min'], d)}-{fmt(s['max'], d)}]" \
