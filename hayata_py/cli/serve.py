@@ -35,12 +35,18 @@ repeated so ``--help`` works without the serve extra)."""
               help=f"Address to listen on. Any but loopback needs an API key in "
                    f"${API_KEY_ENV}.")
 @click.option("--port", type=click.IntRange(0, 65535), default=2024, show_default=True)
+@click.option("--keep-alive", "keep_alive", type=click.IntRange(1, 3600), default=6,
+              show_default=True, metavar="SECONDS",
+              help="How long an idle client connection stays open. Keep it longer than "
+                   "the clients' pools keep one (httpx 5 s, node 4 s, aiohttp 15 s) and "
+                   "shorter than a proxy's in front.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="An origin browsers may call from (repeatable; also "
                    "\"http\": {\"cors\": {\"allow_origins\": [...]}} in the config). "
                    "No CORS without one.")
 def serve(config: Path, data_dir: Path | None, database_url: str | None,
-          lease_seconds: float, host: str, port: int, cors_origins: tuple[str, ...]) -> None:
+          lease_seconds: float, host: str, port: int, keep_alive: int,
+          cors_origins: tuple[str, ...]) -> None:
     """Serve the graphs of CONFIG (a langgraph.json) with LangGraph's Agent Server API,
     so langgraph-sdk, the JS SDK and agent-chat-ui talk to them; every run and stream
     event is recorded in the store, and a stream resumes from Last-Event-ID after a
@@ -69,7 +75,7 @@ def serve(config: Path, data_dir: Path | None, database_url: str | None,
     try:
         run_server(config, data_dir=data_dir or Path("hayata-data"), store_url=database_url,
                    host=host, port=port, api_key=api_key, cors_origins=cors_origins,
-                   lease_seconds=lease_seconds)
+                   lease_seconds=lease_seconds, keep_alive=keep_alive)
     except HayataError as exc:
         if exc.code != "data_dir_in_use":
             raise

@@ -54,11 +54,13 @@ the config's ``"hayata"`` key sets that node's ``edge_concurrency``: the
 ``MAX_RUNNING`` runs of a graph waiting in one such node take a few processes."""
 
 
-KEEP_ALIVE_SECONDS = 65
-"""How long an idle client connection stays open (uvicorn's default is 5 s).
-Longer than the idle expiry of the clients' pools (httpx's 5 s, node's 4 s):
-the client drops an idle connection first, so a request it sends on one is
-never cut by the server closing it at the same moment."""
+KEEP_ALIVE_SECONDS = 6
+"""How long an idle client connection stays open by default (uvicorn's own
+default is 5 s). Past the idle expiry of the SDKs' pools (httpx 5 s, node
+4 s): the client drops an idle connection first, so a request it sends on
+one is never cut by the server closing it at that moment. Not much longer:
+idle connections a big client pool keeps reusing cost that client a scan
+each per request (httpx), which the server's close spares it."""
 
 
 def agent_options(spec: GraphSpec) -> dict[str, Any]:
@@ -98,6 +100,15 @@ def check_lease(lease_seconds: float) -> float:
         raise ConfigError("lease_seconds", f"must be seconds between 0.5 and 3600, got "
                           f"{lease_seconds!r}")
     return float(lease_seconds)
+
+
+def check_keep_alive(keep_alive: int) -> int:
+    """``keep_alive`` if it is whole seconds between 1 and 3600, else ConfigError."""
+    if isinstance(keep_alive, bool) or not isinstance(keep_alive, int) \
+            or not 1 <= keep_alive <= 3600:
+        raise ConfigError("keep_alive", f"must be whole seconds between 1 and 3600, got "
+                          f"{keep_alive!r}")
+    return keep_alive
 
 
 def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
@@ -158,9 +169,11 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
 def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
           store_url: str | None = None, host: str = "127.0.0.1", port: int = 2024,
           api_key: str | None = None, cors_origins: Sequence[str] = (),
-          lease_seconds: float = LEASE_SECONDS) -> None:
+          lease_seconds: float = LEASE_SECONDS,
+          keep_alive: int = KEEP_ALIVE_SECONDS) -> None:
     """Serve ``config``'s graphs on ``host:port`` until interrupted. A host
     other than loopback needs ``api_key`` (``ConfigError`` before anything starts).
+    ``keep_alive``: seconds an idle client connection stays open.
 
     The data dir is this server's alone (``HayataError(code="data_dir_in_use")``
     while another server runs on it); the actor processes a killed server left
@@ -170,6 +183,7 @@ def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
 
     check_exposure(host, api_key)
     check_lease(lease_seconds)
+    check_keep_alive(keep_alive)
     folder = Path(data_dir).resolve()
     held = claim(folder)
     if held.reclaimed:
@@ -187,7 +201,7 @@ def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
             log.warning("%s", note)
         try:
             uvicorn.run(served.app, host=host, port=port, log_level="warning",
-                        timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_SECONDS)
+                        timeout_graceful_shutdown=5, timeout_keep_alive=keep_alive)
         finally:
             served.close()
     finally:

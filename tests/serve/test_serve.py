@@ -29,6 +29,8 @@ import pytest
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from hayata_py._errors import ConfigError
+from hayata_py.serve import check_keep_alive
 from hayata_py.serve._uncertain import RESOLVE_BODY
 from tests.serve.launch import Served, hayata_serve, serve_command, serve_env, start
 from tests.serve_api.reference import free_port
@@ -81,21 +83,60 @@ def test_enqueued_runs_run_in_order_on_one_thread(client: SyncLangGraphClient) -
     assert client.runs.get(thread, first["run_id"])["status"] == "success"
 
 
-def test_an_idle_connection_outlives_the_clients_pool_expiry(served: Served) -> None:
-    """A keep-alive connection left idle past uvicorn's default 5 s (and
-    httpx's pool expiry, also 5 s) is still open and answers the next request:
-    the client, not the server, drops an idle connection, so a request sent
-    on one is never cut by the server closing it at that moment."""
-    host, port = served.url.removeprefix("http://").split(":")
+def _answer(conn: socket.socket) -> bytes:
+    """One whole HTTP answer (head and ``Content-Length`` body) read from ``conn``."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(4096)
+        assert chunk, f"the connection closed mid-answer: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        chunk = conn.recv(4096)
+        assert chunk, f"the connection closed mid-answer: {data!r}"
+        body += chunk
+    return head
+
+
+def _idle_connection(url: str) -> tuple[socket.socket, bytes]:
+    """A connection to ``url`` that has had one answer and is now idle; the request."""
+    host, port = url.removeprefix("http://").split(":")
     request = f"GET /ok HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-    with socket.create_connection((host, int(port)), timeout=10.0) as conn:
-        conn.sendall(request)
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
-        # idle for 6.5 s: a close by the server would make the socket readable (EOF)
-        readable, _, _ = select.select([conn], [], [], 6.5)
+    conn = socket.create_connection((host, int(port)), timeout=10.0)
+    conn.sendall(request)
+    assert _answer(conn).startswith(b"HTTP/1.1 200")
+    return conn, request
+
+
+def test_an_idle_connection_outlives_the_clients_pool_expiry(served: Served) -> None:
+    """A keep-alive connection left idle past httpx's pool expiry (5 s, when
+    uvicorn's default would close it) is still open and answers the next
+    request: the client, not the server, drops an idle connection, so a
+    request sent on one is never cut by the server closing it at that moment."""
+    conn, request = _idle_connection(served.url)
+    with conn:
+        # a close by the server would make the socket readable (EOF)
+        readable, _, _ = select.select([conn], [], [], 5.5)
         assert readable == [], f"the server closed the idle connection: {conn.recv(4096)!r}"
         conn.sendall(request)
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        assert _answer(conn).startswith(b"HTTP/1.1 200")
+
+
+def test_keep_alive_sets_how_long_an_idle_connection_stays_open() -> None:
+    """``--keep-alive 1``: the server closes an idle connection after about a
+    second; a value out of range is refused by the API, naming it."""
+    with pytest.raises(ConfigError) as refused:
+        check_keep_alive(0)
+    assert refused.value.details["field"] == "keep_alive"
+    with hayata_serve(args=("--keep-alive", "1")) as server:
+        conn, _ = _idle_connection(server.url)
+        with conn:
+            began = time.monotonic()
+            readable, _, _ = select.select([conn], [], [], 30.0)
+            assert readable == [conn] and conn.recv(4096) == b""
+            assert time.monotonic() - began < 10.0
 
 
 def test_join_keeps_a_long_wait_alive(served: Served, client: SyncLangGraphClient) -> None:
