@@ -100,14 +100,17 @@ def _answer(conn: socket.socket) -> bytes:
     return head
 
 
-def _idle_connection(url: str) -> tuple[socket.socket, bytes]:
-    """A connection to ``url`` that has had one answer and is now idle; the request."""
+def _idle_connection(url: str) -> tuple[socket.socket, bytes, float]:
+    """A connection to ``url`` that has had one answer and is now idle; the
+    request; ``time.monotonic()`` just before it was sent (the server's idle
+    time starts after that)."""
     host, port = url.removeprefix("http://").split(":")
     request = f"GET /ok HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
     conn = socket.create_connection((host, int(port)), timeout=10.0)
+    sent = time.monotonic()
     conn.sendall(request)
     assert _answer(conn).startswith(b"HTTP/1.1 200")
-    return conn, request
+    return conn, request, sent
 
 
 def test_an_idle_connection_outlives_the_clients_pool_expiry(served: Served) -> None:
@@ -115,10 +118,12 @@ def test_an_idle_connection_outlives_the_clients_pool_expiry(served: Served) -> 
     uvicorn's default would close it) is still open and answers the next
     request: the client, not the server, drops an idle connection, so a
     request sent on one is never cut by the server closing it at that moment."""
-    conn, request = _idle_connection(served.url)
+    conn, request, sent = _idle_connection(served.url)
     with conn:
-        # a close by the server would make the socket readable (EOF)
-        readable, _, _ = select.select([conn], [], [], 5.5)
+        # a close by the server would make the socket readable (EOF); the
+        # window ends 5.5 s after the request was sent, so a slow reader of
+        # the answer cannot stretch it past the server's idle time
+        readable, _, _ = select.select([conn], [], [], sent + 5.5 - time.monotonic())
         assert readable == [], f"the server closed the idle connection: {conn.recv(4096)!r}"
         conn.sendall(request)
         assert _answer(conn).startswith(b"HTTP/1.1 200")
@@ -131,7 +136,7 @@ def test_keep_alive_sets_how_long_an_idle_connection_stays_open() -> None:
         check_keep_alive(0)
     assert refused.value.details["field"] == "keep_alive"
     with hayata_serve(args=("--keep-alive", "1")) as server:
-        conn, _ = _idle_connection(server.url)
+        conn, _, _ = _idle_connection(server.url)
         with conn:
             began = time.monotonic()
             readable, _, _ = select.select([conn], [], [], 30.0)
