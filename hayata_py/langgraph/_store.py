@@ -18,6 +18,7 @@ An ``InMemoryStore`` is refused: each process would have its own.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime
 import json
 import time
@@ -40,7 +41,12 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
-from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+from langgraph.store.base.embed import (
+    EmbeddingsLambda,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+)
 from langgraph.store.memory import (
     InMemoryStore,
     _compare_values,
@@ -64,9 +70,13 @@ items = sa.Table(
     sa.Column("value", sa.Text(), nullable=False),
     sa.Column("created_at", sa.Double(), nullable=False),
     sa.Column("updated_at", sa.Double(), nullable=False),
+    sa.Column("index_fields", sa.Text(), nullable=True),
 )
-"""The items (migration ``0005_serve``): a namespace's labels joined by ``.``
-(LangGraph refuses labels with a period), the value as JSON, epoch seconds."""
+"""The items (migrations ``0005_serve``, ``0007_store_index``): a namespace's
+labels joined by ``.`` (LangGraph refuses labels with a period), the value as
+JSON, epoch seconds, and the fields semantic search embeds as the item's
+``put(..., index=)`` gave them (NULL: the store's own, JSON ``false``: none,
+a JSON list: those paths)."""
 
 _NO_QUERY = ("semantic search (query=...) needs an embedding index, and this HayataStore "
              "has none: make it with HayataStore(..., index={'embed': function, 'dims': n, "
@@ -98,6 +108,36 @@ def _item(row: Any) -> Item:
                 created_at=_when(row.created_at), updated_at=_when(row.updated_at))
 
 
+def _index_fields(index: Any) -> str | None:
+    """A put's ``index=`` as the items table keeps it; ConfigError naming
+    ``index`` if it is not None, False or a list of field paths."""
+    if index is None:
+        return None
+    if index is False:
+        return "false"
+    if isinstance(index, (list, tuple)) and all(isinstance(f, str) and f for f in index):
+        for path in index:
+            if path != "$":
+                try:
+                    tokenize_path(path)
+                except Exception as exc:
+                    raise ConfigError("index", f"{path!r} is not a field path: {exc}") from exc
+        return json.dumps(list(index))
+    raise ConfigError("index", "must be False (keep the item out of semantic search), a list "
+                      f"of field paths to embed, or None (the store's own), got {index!r:.80}")
+
+
+def _run_coroutine(coroutine: Any) -> Any:
+    """The result of ``coroutine``, run on a loop of its own (on another
+    thread if this one is running a loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def _under(prefix: Sequence[str]) -> Any:
     joined = _joined(prefix)
     if not joined:
@@ -118,11 +158,14 @@ class HayataStore(BaseStore):
     ``$lte``). No TTL. Each process connects on first use.
 
     ``index`` (LangGraph's ``IndexConfig``: ``embed``, a function of a list of
-    texts or LangChain ``Embeddings``; ``dims``; ``fields``, default the whole
-    value) lets ``search(..., query=...)`` rank items by cosine similarity as
-    ``InMemoryStore`` does; the texts of the items under the prefix are
-    embedded at search time (each text once per process, up to
-    :data:`VECTORS_KEPT`), nothing is stored. Without it a ``query`` is
+    texts (sync or ``async``), LangChain ``Embeddings`` or a
+    ``"provider:model"`` name LangChain's ``init_embeddings`` knows; ``dims``;
+    ``fields``, default the whole value) lets ``search(..., query=...)`` rank
+    items by cosine similarity as ``InMemoryStore`` does, each item at the
+    fields its ``put(..., index=)`` named (``False``: not embedded, ranked
+    after the others with score None). The texts of the items under the
+    prefix are embedded at search time (each text once per process, up to
+    :data:`VECTORS_KEPT`), nothing is stored. Without an index a ``query`` is
     refused (``ConfigError("query")``)."""
 
     supports_ttl = False
@@ -145,14 +188,19 @@ class HayataStore(BaseStore):
                 raise ConfigError("index", "needs 'embed': a function of a list of texts "
                                   "returning their vectors, or LangChain Embeddings")
             self.index = IndexConfig(**index)
-            self._embeddings = ensure_embeddings(index["embed"])
+            try:
+                self._embeddings = ensure_embeddings(index["embed"])
+            except Exception as exc:
+                raise ConfigError("index", f"'embed' {index['embed']!r:.80} gives no "
+                                  f"embeddings: {type(exc).__name__}: {exc}") from exc
             self._fields = [(p, tokenize_path(p)) if p != "$" else (p, p)
                             for p in (index.get("fields") or ["$"])]
 
     @classmethod
-    def over(cls, holder: EngineHolder) -> HayataStore:
+    def over(cls, holder: EngineHolder, *, index: IndexConfig | None = None) -> HayataStore:
         """The store through an engine holder the caller already has."""
-        return cls(holder.url.render_as_string(hide_password=False), holder=holder)
+        return cls(holder.url.render_as_string(hide_password=False), index=index,
+                   holder=holder)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuilt, (self.url, self.index))
@@ -179,9 +227,8 @@ class HayataStore(BaseStore):
         for op in todo:
             if isinstance(op, SearchOp) and op.query and self._embeddings is None:
                 raise ConfigError("query", _NO_QUERY)
-            if isinstance(op, PutOp) and op.index is not None and self.index is not None:
-                raise ConfigError("index", "HayataStore embeds every item with its own "
-                                  "index fields, at search time: leave an item's index= out")
+            if isinstance(op, PutOp):
+                _index_fields(op.index)
             if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
                 raise ValueError(f"unknown store operation {type(op).__name__}")
         writes = any(isinstance(op, PutOp) for op in todo)
@@ -218,39 +265,43 @@ class HayataStore(BaseStore):
             conn.execute(items.delete().where(where))
             return
         value = json.dumps(dict(op.value))
+        fields = _index_fields(op.index)
         if conn.execute(items.update().where(where).values(
-                value=value, updated_at=now)).rowcount == 0:
+                value=value, updated_at=now, index_fields=fields)).rowcount == 0:
             conn.execute(items.insert().values(namespace=joined, key=op.key, value=value,
-                                               created_at=now, updated_at=now))
+                                               created_at=now, updated_at=now,
+                                               index_fields=fields))
 
     @staticmethod
-    def _search(conn: Connection, op: SearchOp) -> list[Item]:
-        """The items under the prefix that pass the filter, newest updated first."""
+    def _search(conn: Connection, op: SearchOp) -> list[tuple[Item, str | None]]:
+        """The items under the prefix that pass the filter, newest updated
+        first, each with the fields it is embedded at."""
         rows = conn.execute(items.select().where(_under(op.namespace_prefix)).order_by(
             items.c.updated_at.desc(), items.c.namespace, items.c.key))
-        found = [_item(row) for row in rows]
+        found = [(_item(row), row.index_fields) for row in rows]
         if op.filter:
-            found = [i for i in found if all(_compare_values(i.value.get(k), v)
-                                             for k, v in op.filter.items())]
+            found = [(i, f) for i, f in found if all(_compare_values(i.value.get(k), v)
+                                                     for k, v in op.filter.items())]
         return found
 
-    def _page(self, op: SearchOp, found: list[Item]) -> list[SearchItem]:
+    def _page(self, op: SearchOp, found: list[tuple[Item, str | None]]) -> list[SearchItem]:
         if not op.query or self._embeddings is None:
             return [SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at)
-                    for i in found[op.offset:op.offset + op.limit]]
+                    for i, _ in found[op.offset:op.offset + op.limit]]
         return self._ranked(op, found)
 
-    def _ranked(self, op: SearchOp, found: list[Item]) -> list[SearchItem]:
+    def _ranked(self, op: SearchOp, found: list[tuple[Item, str | None]]) -> list[SearchItem]:
         """``found`` by cosine similarity to the query, an item scored by its
         best text, as ``InMemoryStore`` ranks them; items with no text to
         embed fill a page's room after the others (score None)."""
-        texts = {id(i): self._texts(i.value) for i in found}
+        assert op.query is not None
+        texts = {id(i): self._texts(i.value, fields) for i, fields in found}
         vectors = self._embed([t for item_texts in texts.values() for t in item_texts])
-        query = self._embeddings.embed_query(op.query)
+        query = self._query_vector(op.query)
         flat_items: list[Item] = []
         flat_vectors: list[list[float]] = []
         scoreless: list[Item] = []
-        for item in found:
+        for item, _ in found:
             for text in texts[id(item)]:
                 flat_items.append(item)
                 flat_vectors.append(vectors[text])
@@ -274,9 +325,33 @@ class HayataStore(BaseStore):
                            score=float(score) if score is not None else None)
                 for score, i in kept]
 
-    def _texts(self, value: dict[str, Any]) -> list[str]:
-        """The texts of ``value`` at the index's fields, as LangGraph picks them."""
-        return [text for _, field in self._fields for text in get_text_at_path(value, field)]
+    def _texts(self, value: dict[str, Any], index_fields: str | None) -> list[str]:
+        """The texts of ``value`` at the fields it is embedded at (the index's
+        unless its put named others), as LangGraph picks them."""
+        if index_fields is None:
+            fields = self._fields
+        elif index_fields == "false":
+            return []
+        else:
+            fields = [(p, tokenize_path(p)) if p != "$" else (p, p)
+                      for p in json.loads(index_fields)]
+        return [text for _, field in fields for text in get_text_at_path(value, field)]
+
+    def _async_only(self) -> bool:
+        """Whether the index's ``embed`` is an ``async`` function (LangGraph's
+        wrapper of one answers only its async methods)."""
+        return isinstance(self._embeddings, EmbeddingsLambda) \
+            and getattr(self._embeddings, "func", None) is None
+
+    def _query_vector(self, query: str) -> list[float]:
+        if self._async_only():
+            return list(_run_coroutine(self._embeddings.aembed_query(query)))
+        return list(self._embeddings.embed_query(query))
+
+    def _documents(self, texts: list[str]) -> list[list[float]]:
+        if self._async_only():
+            return [list(v) for v in _run_coroutine(self._embeddings.aembed_documents(texts))]
+        return [list(v) for v in self._embeddings.embed_documents(texts)]
 
     def _embed(self, texts: list[str]) -> dict[str, list[float]]:
         """The vectors of ``texts``: those not kept yet embedded in one call,
@@ -284,8 +359,7 @@ class HayataStore(BaseStore):
         found = {t: v for t in texts if (v := self._vectors.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         if missing:
-            found.update(zip(missing, map(list, self._embeddings.embed_documents(missing)),
-                             strict=True))
+            found.update(zip(missing, self._documents(missing), strict=True))
         for text, vector in found.items():
             self._vectors[text] = vector
             self._vectors.move_to_end(text)

@@ -41,6 +41,7 @@ from hayata_py.serve._app import Server, build_app
 from hayata_py.serve._claim import claim, write_record
 from hayata_py.serve._db import ServeDB
 from hayata_py.serve._graphs import GraphSpec, assistant_id, read_config
+from hayata_py.serve._items import Items, config_store_index
 from hayata_py.serve._runs import LEASE_SECONDS, MAX_RUNNING, Runner
 from hayata_py.serve._security import API_KEY_ENV, check_exposure, config_cors_origins
 
@@ -118,7 +119,8 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
     """Start the agent system, one agent per graph of ``config`` (a
     ``langgraph.json``), and build the app serving them. Runs left running by a
     stopped server are carried on once the app starts. The graphs' nodes get the
-    store ``/store/items`` serves (``get_store()``). With ``api_key`` every
+    store ``/store/items`` serves (``get_store()``), with the semantic-search
+    index of the config's ``store.index`` if it names one. With ``api_key`` every
     request but ``GET /ok`` must carry it (``x-api-key``); CORS answers for
     ``cors_origins`` and the config's ``http.cors.allow_origins``, if any.
 
@@ -130,10 +132,11 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
     lease = check_lease(lease_seconds)
     specs, notes = read_config(config)
     origins = [*cors_origins, *config_cors_origins(config)]
+    index = config_store_index(config)
     system = AgentSystem(data_dir, store_url=store_url, exit_with_owner=exit_with_owner)
     try:
         # every graph's nodes get the store /store/items serves (get_store())
-        store = HayataStore(system)
+        store = HayataStore(system, index=index)
         graphs: dict[str, HayataGraph] = {
             spec.graph_id: compile_graph(spec.path, system, id=f"serve.{spec.graph_id}",
                                          store=store, uncertain="interrupt",
@@ -146,7 +149,7 @@ def open_server(config: str | Path, *, data_dir: str | Path = "hayata-data",
         raise
     runner = Runner(db, graphs, server_id=system.name, url=url, lease_seconds=lease,
                     max_running=MAX_RUNNING)
-    server = Server(specs, graphs, db, runner)
+    server = Server(specs, graphs, db, runner, Items(HayataStore.over(db.holder, index=index)))
 
     served: Served | None = None
 

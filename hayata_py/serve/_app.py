@@ -90,12 +90,12 @@ class Server:
     """What the endpoints share: the graphs, the serve tables, the runner."""
 
     def __init__(self, specs: list[GraphSpec], graphs: Mapping[str, HayataGraph],
-                 db: ServeDB, runner: Runner) -> None:
+                 db: ServeDB, runner: Runner, items: Items) -> None:
         self.specs = specs
         self.graphs = graphs
         self.db = db
         self.runner = runner
-        self.items = Items(db.holder)
+        self.items = items
         self.started = time.time()
 
     # -- lookups -------------------------------------------------------------------
@@ -632,7 +632,7 @@ def build_app(server: Server,
 
     async def store_put(request: Request) -> Response:
         body = parse(StorePut, await request.body())
-        await off(server.items.put, body.namespace, body.key, body.value)
+        await off(server.items.put, body.namespace, body.key, body.value, body.index)
         return Response(status_code=204)
 
     async def store_get(request: Request) -> Response:
@@ -650,7 +650,7 @@ def build_app(server: Server,
     async def store_search(request: Request) -> Response:
         body = parse(StoreSearch, await request.body())
         found = await off(server.items.search, body.namespace_prefix, body.filter, body.limit,
-                          body.offset)
+                          body.offset, body.query)
         return _json({"items": found})
 
     async def store_namespaces(request: Request) -> Response:

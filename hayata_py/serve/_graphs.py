@@ -14,13 +14,13 @@ from typing import Any
 
 from hayata_py._errors import ConfigError
 
-__all__ = ["NAMESPACE_GRAPH", "GraphSpec", "assistant_id", "read_config"]
+__all__ = ["NAMESPACE_GRAPH", "GraphSpec", "assistant_id", "importable", "read_config"]
 
 NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """LangGraph's namespace for the id of the assistant made from a graph."""
 
 IGNORED = ("dependencies", "env", "python_version", "pip_config_file", "dockerfile_lines",
-           "store", "checkpointer", "auth", "ui")
+           "checkpointer", "auth", "ui")
 
 
 def assistant_id(graph_id: str) -> str:
@@ -65,10 +65,10 @@ def read_config(file: str | os.PathLike[str]) -> tuple[list[GraphSpec], list[str
             file_path = (path.parent / where).resolve()
             if not file_path.is_file():
                 raise ConfigError(f"graphs.{graph_id}", f"{file_path} does not exist")
-            _importable(file_path.parent)
+            importable(file_path.parent)
             module = file_path.stem
         else:
-            _importable(path.parent)
+            importable(path.parent)
             module = where
         specs.append(GraphSpec(graph_id, f"{module}:{name}",
                                _options(raw.get("hayata"), graph_id)))
@@ -79,6 +79,10 @@ def read_config(file: str | os.PathLike[str]) -> tuple[list[GraphSpec], list[str
                           f"(its graphs: {sorted(graphs)})")
     notes = [f"{key!r} in {path.name} is ignored by hayata serve"
              for key in IGNORED if isinstance(raw, dict) and key in raw]
+    store = raw.get("store") if isinstance(raw, dict) else None
+    if isinstance(store, dict):
+        notes += [f"'store.{key}' in {path.name} is ignored by hayata serve"
+                  for key in store if key != "index"]
     http = raw.get("http") if isinstance(raw, dict) else None
     if isinstance(http, dict):
         cors = http.get("cors")
@@ -119,7 +123,9 @@ def _options(hayata: Any, graph_id: str) -> dict[str, Any]:
     return options
 
 
-def _importable(directory: Path) -> None:
+def importable(directory: Path) -> None:
+    """Make the modules of ``directory`` importable here and in every process
+    started from here (``sys.path`` and ``PYTHONPATH``)."""
     text = str(directory)
     if text not in sys.path:
         sys.path.insert(0, text)

@@ -132,7 +132,7 @@ class StorePut(_Body):
     namespace: Namespace
     key: str
     value: dict[str, Any]
-    index: Any = None
+    index: Literal[False] | list[Annotated[str, StringConstraints(min_length=1)]] | None = None
     ttl: float | None = None
 
 

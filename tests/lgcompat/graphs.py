@@ -643,6 +643,14 @@ def embed_words(texts: list[str]) -> list[list[float]]:
 INDEX = {"embed": embed_words, "dims": 5, "fields": ["text"]}
 
 
+async def aembed_words(texts: list[str]) -> list[list[float]]:
+    """:func:`embed_words` as an ``async def``."""
+    return embed_words(texts)
+
+
+ASYNC_INDEX = {"embed": aembed_words, "dims": 5, "fields": ["text"]}
+
+
 def seek(state: MemoState) -> dict[str, Any]:
     found = get_store().search(("memo", state["user"]), query="a dog and a cat", limit=3)
     return {"log": [[(i.key, None if i.score is None else round(i.score, 9)) for i in found]]}

@@ -55,9 +55,10 @@ def test_nodes_see_the_same_items_as_with_langgraphs_in_memory_store(
     assert item.updated_at >= item.created_at
     db = ServeDB(system.store_url)
     try:
-        served = Items(db.holder).get(["memo", user, "notes"], "k3")
+        api = Items(hylg.HayataStore.over(db.holder))
+        served = api.get(["memo", user, "notes"], "k3")
         assert served is not None and served["value"] == {"n": 3, "text": "note 3"}
-        keys = [i["key"] for i in Items(db.holder).search(["memo", user], None, 10, 0)]
+        keys = [i["key"] for i in api.search(["memo", user], None, 10, 0)]
         assert keys == [i.key for i in ours_store.search(("memo", user))]
         assert sorted(keys) == ["async", "k2", "k3", "seed"]
     finally:
@@ -68,7 +69,7 @@ def test_an_item_put_through_serve_is_read_by_a_node(system: hy.AgentSystem) -> 
     user = f"u{uuid.uuid4().hex[:6]}"
     db = ServeDB(system.store_url)
     try:
-        Items(db.holder).put(["memo", user], "seed", {"from": "http"})
+        Items(hylg.HayataStore.over(db.holder)).put(["memo", user], "seed", {"from": "http"})
     finally:
         db.close()
     app = hylg.compile(graphs.memo, system, id="memo", store=hylg.HayataStore(system))
@@ -139,8 +140,23 @@ def test_semantic_search_with_an_index_ranks_as_in_memory_store(
     before = len(graphs.EMBEDDED)
     assert _ranked(ours.search(space, query="cat", limit=2)) == _ranked(best)
     assert graphs.EMBEDDED[before:] == ["cat"]
+    # an item's own index=: other fields, or none (after the scored, score None)
+    for store in (theirs, ours):
+        store.put(space, "g", {"title": "cat cat", "text": "fish"}, index=["title"])
+        store.put(space, "h", {"text": "cat"}, index=False)
+    for query, options in (("cat", {"limit": 10}), ("fish", {"limit": 3})):
+        mine = _ranked(ours.search(space, query=query, **options))
+        expected = _ranked(theirs.search(space, query=query, **options))
+        # unscored items come in each store's listing order (here newest first,
+        # InMemoryStore's by insertion)
+        assert [r for r in mine if r[1] is not None] == \
+            [r for r in expected if r[1] is not None], query
+        assert sorted(r[0] for r in mine if r[1] is None) == \
+            sorted(r[0] for r in expected if r[1] is None), query
+    assert sorted(k for k, score in _ranked(ours.search(space, query="cat", limit=10))
+                  if score is None) == ["e", "h"]
     with pytest.raises(hy.ConfigError, match="index") as refused:
-        ours.put(space, "g", {"text": "cat"}, index=["text"])
+        ours.put(space, "g", {"text": "cat"}, index=True)  # type: ignore[arg-type]
     assert refused.value.details["field"] == "index"
     with pytest.raises(hy.ConfigError, match="embed"):
         hylg.HayataStore(system, index={"dims": 3})
@@ -152,6 +168,25 @@ def test_semantic_search_with_an_index_ranks_as_in_memory_store(
     app = hylg.compile(graphs.seeker, system, id="seeker-index", store=ours)
     given = {"user": user, "log": []}
     assert app.invoke(given, _config()) == reference.invoke(given, _config())
+
+
+def test_an_async_embedding_function_ranks_as_in_memory_store(
+        system: hy.AgentSystem) -> None:
+    """An ``async def`` embed (LangGraph's wrapper of it has no sync methods)
+    ranks the same from sync and async code, as InMemoryStore's async search."""
+    space = ("sem-async", uuid.uuid4().hex[:6])
+    theirs = InMemoryStore(index=graphs.ASYNC_INDEX)
+    ours = hylg.HayataStore(system, index=graphs.ASYNC_INDEX)
+
+    async def fill_theirs() -> None:  # its sync put cannot call an async embed
+        for key, text in TEXTS.items():
+            await theirs.aput(space, key, {"n": len(key) + ord(key)}
+                              | ({"text": text} if text is not None else {}))
+    asyncio.run(fill_theirs())
+    _fill(ours, space)
+    expected = _ranked(asyncio.run(theirs.asearch(space, query="dog and bird", limit=4)))
+    assert _ranked(ours.search(space, query="dog and bird", limit=4)) == expected
+    assert _ranked(asyncio.run(ours.asearch(space, query="dog and bird", limit=4))) == expected
 
 
 def test_stores_the_node_processes_cannot_share_are_refused(system: hy.AgentSystem) -> None:

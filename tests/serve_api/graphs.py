@@ -13,6 +13,12 @@ server and ``hayata serve`` load the same file:
   and ``two``) as a node, then ``chat`` as a subgraph node ``talk``; each of
   ``before``/``one``/``two`` appends its name to ``trail``; what the
   ``stream_subgraphs`` tests stream.
+- ``recall``: one node that searches the store (``get_store()``) under
+  ``namespace`` for ``query`` and keeps the keys and scores it found.
+
+``embed`` is the store's embedding function (``store.index`` in
+``langgraph.json``): a word's letters hashed into 16 dimensions, so texts
+that share words score close, with no model and the same on both servers.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langgraph.config import get_stream_writer
+from langgraph.config import get_store, get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
@@ -137,5 +143,43 @@ nested = (
     .add_edge("before", "inner")
     .add_edge("inner", "talk")
     .add_edge("talk", END)
+    .compile()
+)
+
+
+#: Dimensions of :func:`embed`'s vectors (``store.index.dims``).
+EMBED_DIMS = 16
+
+
+async def embed(texts: list[str]) -> list[list[float]]:
+    """Each text as counts of its words hashed into :data:`EMBED_DIMS` slots
+    (a word's hash: the sum of its letters' code points), plus one in the
+    last slot so no vector is all zeros."""
+    vectors = []
+    for text in texts:
+        vector = [0.0] * EMBED_DIMS
+        for word in text.lower().split():
+            vector[sum(map(ord, word)) % (EMBED_DIMS - 1)] += 1.0
+        vector[-1] = 1.0
+        vectors.append(vector)
+    return vectors
+
+
+class RecallState(TypedDict):
+    namespace: list[str]
+    query: str
+    found: NotRequired[list[list[Any]]]
+
+
+def search_store(state: RecallState) -> dict[str, Any]:
+    found = get_store().search(tuple(state["namespace"]), query=state["query"], limit=3)
+    return {"found": [[item.key, item.score] for item in found]}
+
+
+recall = (
+    StateGraph(RecallState)
+    .add_node("search_store", search_store)
+    .add_edge(START, "search_store")
+    .add_edge("search_store", END)
     .compile()
 )

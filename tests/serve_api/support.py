@@ -19,7 +19,7 @@ from langgraph_sdk.schema import StreamPart
 T = TypeVar("T")
 
 #: The graphs ``langgraph.json`` beside this file serves (see graphs.py).
-STEPS, ASK, CHAT, NESTED = "steps", "ask", "chat", "nested"
+STEPS, ASK, CHAT, NESTED, RECALL = "steps", "ask", "chat", "nested", "recall"
 
 #: LangGraph's namespace for the assistant made from each graph: its id is
 #: ``uuid5(NAMESPACE_GRAPH, graph_id)`` (langgraph-api's ``graph.py``).

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import math
 import uuid
 from collections.abc import Iterator
 
@@ -10,7 +12,8 @@ import pytest
 from langgraph_sdk.client import LangGraphClient, SyncLangGraphClient
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
-from tests.serve_api.support import run_async
+from tests.serve_api.graphs import embed
+from tests.serve_api.support import RECALL, run_async
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -110,3 +113,72 @@ def test_async_store(server_url: str, root: str) -> None:
     got, after = run_async(server_url, body)
     assert isinstance(got, dict) and got["value"] == {"v": "a"}
     assert after is None
+
+
+# -- semantic search: langgraph.json's store.index embeds the items' "text" ----------
+
+def _vector(text: str) -> list[float]:
+    return asyncio.run(embed([text]))[0]
+
+
+def _cosine(query: str, text: str) -> float:
+    a, b = _vector(query), _vector(text)
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+TEXTS = {"cat": "the cat sat on the mat", "dog": "a dog ran in the park",
+         "both": "the cat and the dog", "far": "quantum flux capacitor on"}
+QUERY = "cat on a mat"
+
+
+def _by_similarity(texts: dict[str, str], query: str) -> list[str]:
+    scores = [_cosine(query, text) for text in texts.values()]
+    assert len(set(scores)) == len(scores), "the test's texts must score apart"
+    return sorted(texts, key=lambda key: -_cosine(query, texts[key]))
+
+
+def test_search_by_query_ranks_by_similarity(client: SyncLangGraphClient, root: str) -> None:
+    """With the config's ``store.index``, ``query`` ranks the items by the cosine
+    similarity of their ``text`` field to it, each with its ``score``."""
+    for key, text in TEXTS.items():
+        client.store.put_item([root], key, {"text": text, "n": len(key)})
+    found = client.store.search_items([root], query=QUERY, limit=10)["items"]
+    assert [i["key"] for i in found] == _by_similarity(TEXTS, QUERY)
+    for item in found:
+        assert item["score"] == pytest.approx(_cosine(QUERY, TEXTS[item["key"]]))
+    page = client.store.search_items([root], query=QUERY, limit=2, offset=1)["items"]
+    assert [i["key"] for i in page] == _by_similarity(TEXTS, QUERY)[1:3]
+    short = client.store.search_items([root], query=QUERY, filter={"n": 3})["items"]
+    assert [i["key"] for i in short] == [k for k in _by_similarity(TEXTS, QUERY)
+                                         if len(k) == 3]
+
+
+def test_search_by_query_puts_unembedded_items_last(client: SyncLangGraphClient,
+                                                     root: str) -> None:
+    """An item put with ``index=False``, or without the indexed field, has no
+    score and comes after the scored ones; ``index=[...]`` embeds its fields."""
+    client.store.put_item([root], "scored", {"text": TEXTS["dog"]})
+    client.store.put_item([root], "hidden", {"text": QUERY}, index=False)
+    client.store.put_item([root], "untexted", {"other": QUERY})
+    client.store.put_item([root], "titled", {"title": QUERY, "text": "far away"},
+                          index=["title"])
+    found = client.store.search_items([root], query=QUERY, limit=10)["items"]
+    assert [i["key"] for i in found[:2]] == ["titled", "scored"]
+    assert found[0]["score"] == pytest.approx(1.0)
+    assert found[1]["score"] == pytest.approx(_cosine(QUERY, TEXTS["dog"]))
+    assert sorted(i["key"] for i in found[2:]) == ["hidden", "untexted"]
+    assert [i["score"] for i in found[2:]] == [None, None]
+
+
+def test_a_node_searches_the_store_by_query(client: SyncLangGraphClient, root: str,
+                                           thread_id: str) -> None:
+    """A node's ``get_store().search(query=...)`` ranks as the API's search does."""
+    for key, text in TEXTS.items():
+        client.store.put_item([root, "notes"], key, {"text": text})
+    out = client.runs.wait(thread_id, RECALL,
+                           input={"namespace": [root, "notes"], "query": QUERY})
+    assert isinstance(out, dict)
+    assert [key for key, _ in out["found"]] == _by_similarity(TEXTS, QUERY)[:3]
+    for key, score in out["found"]:
+        assert score == pytest.approx(_cosine(QUERY, TEXTS[key]))

@@ -126,3 +126,33 @@ def test_upgrade_from_0002_adds_the_cache(store_url: str) -> None:
         done = store.complete_cached(new, token=3, result={"r": 2}, attempt=1,
                                      system_instance="s")
         assert (done.status, done.cached) == ("completed", True)
+
+
+def test_upgrade_from_0006_keeps_store_items_embedded_at_the_stores_fields(
+        store_url: str) -> None:
+    """An item written at 0006 reads back after the upgrade to 0007 with no
+    fields of its own: semantic search embeds it at the store's index fields."""
+    from hayata_py.langgraph import HayataStore
+
+    _database_at_0001(store_url)
+    holder = EngineHolder(normalize_url(store_url))
+    try:
+        holder.run(lambda conn: command.upgrade(_config(conn), "0006_serve_owners"), write=True)
+    finally:
+        holder.dispose()
+    raw_execute(store_url, "INSERT INTO hayata_serve_store_items (namespace, key, value, "
+                "created_at, updated_at) VALUES ('notes', 'old', '{\"text\": \"cat\"}', 1.0, 1.0)")
+    with open_store(store_url):
+        assert raw_execute(store_url, "SELECT version_num FROM alembic_version") == [
+            (HEAD_REVISION,)]
+    store = HayataStore(store_url, index={
+        "embed": lambda texts: [[float(t.count("cat")), 1.0] for t in texts], "dims": 2,
+        "fields": ["text"]})
+    try:
+        store.put(("notes",), "new", {"text": "dog"}, index=False)
+        found = store.search(("notes",), query="cat")
+        assert [(i.key, i.score is not None) for i in found] == [("old", True), ("new", False)]
+        assert raw_execute(store_url, "SELECT key, index_fields FROM hayata_serve_store_items "
+                           "ORDER BY key") == [("new", "false"), ("old", None)]
+    finally:
+        store.close()

@@ -16,7 +16,7 @@ __all__ = [
     "threads",
 ]
 
-HEAD_REVISION = "0006_serve_owners"
+HEAD_REVISION = "0007_store_index"
 """The newest migration revision this code knows."""
 
 metadata = sa.MetaData()
