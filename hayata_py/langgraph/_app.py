@@ -26,7 +26,8 @@ from hayata_py._ref_checks import check_timeout, checked_invoke
 from hayata_py._stream_end import file_ended
 from hayata_py.langgraph._checkpoints import ThreadCheckpoints
 from hayata_py.langgraph._errors import TaskUncertain
-from hayata_py.langgraph._graphref import builder_of
+from hayata_py.langgraph._events import EVENTS, run_ended, run_started
+from hayata_py.langgraph._graphref import builder_of, compiled
 from hayata_py.langgraph._snapshot import (
     dump_saver,
     dump_value,
@@ -45,7 +46,8 @@ from hayata_py.langgraph._uncertain import (
 from hayata_py.messages import CALLER, AgentEvent, AgentResult
 
 _INTERNAL = ("thread_id", "checkpoint_ns", "checkpoint_id")
-_MODES = frozenset(("values", "updates", "custom", "messages", "debug", "tasks", "checkpoints"))
+_MODES = frozenset(("values", "updates", "custom", "messages", "debug", "tasks", "checkpoints",
+                    EVENTS))
 DURABILITY = ("sync", "async", "exit")
 """LangGraph's ``durability`` values: each is accepted, and hayata always
 records a task before and after it runs (at least ``"sync"``)."""
@@ -199,7 +201,9 @@ class HayataGraph:
                context: Any = None, **kwargs: Any) -> Iterator[Any]:
         """Stream the run as LangGraph's ``stream`` does (``values``, ``updates``,
         ``custom``, ``messages``, ``debug``, ``tasks``, ``checkpoints``; a list of
-        modes gives ``(mode, chunk)``). ``context``: LangGraph's runtime context."""
+        modes gives ``(mode, chunk)``). ``context``: LangGraph's runtime context.
+        ``"events"`` (hayata's, as LangGraph's server streams it) gives LangChain's
+        stream events, as :meth:`astream_events`."""
         return self._stream(input, config, stream_mode=stream_mode,
                             interrupt_before=interrupt_before,
                             interrupt_after=interrupt_after, subgraphs=subgraphs,
@@ -227,17 +231,31 @@ class HayataGraph:
                                   output=output)
         settings["subgraphs"] = subgraphs
         settings["context"] = None if context is None else _stored(context, "context")
+        events = EVENTS in mode_list
+        if events:
+            settings["run_id"] = str(config.get("run_id") or uuid.uuid4())
+            name = str(config.get("run_name") or compiled(self.path, (), ()).name)
         source = self._source(input, settings, thread, quiet=False,
                               invocation_id=invocation_id)
+
+        def shaped(namespace: tuple[str, ...], mode: str, chunk: Any) -> Any:
+            if isinstance(stream_mode, str | None):
+                return (namespace, chunk) if subgraphs else chunk
+            return (namespace, mode, chunk) if subgraphs else (mode, chunk)
+
+        if events:
+            yield shaped((), EVENTS, run_started(name, settings["run_id"], input))
+        last_values: Any = None
         for namespace, mode, chunk in source:
+            if mode == "values" and not namespace:
+                last_values = chunk
             if namespace and not subgraphs:
                 continue
             if mode not in mode_list:
                 continue
-            if isinstance(stream_mode, str | None):
-                yield (namespace, chunk) if subgraphs else chunk
-            else:
-                yield (namespace, mode, chunk) if subgraphs else (mode, chunk)
+            yield shaped(namespace, mode, chunk)
+        if events:
+            yield shaped((), EVENTS, run_ended(name, settings["run_id"], last_values))
 
     def _quiet(self, input: Any, config: Any, **kwargs: Any) -> Iterator[tuple[str, Any]]:
         """What ``invoke`` needs of a run: its interrupts, then its final values,
@@ -463,6 +481,28 @@ class HayataGraph:
                     return
         finally:
             stop.set()
+
+    async def astream_events(self, input: Any, config: Any = None, *, version: str = "v2",
+                             **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's stream events of the run (version ``"v2"`` only), as
+        LangGraph's ``astream_events`` gives them: the graph's
+        ``on_chain_start``, each node's, chat model's and tool's events as its
+        task makes them, the graph's ``on_chain_end``. ``kwargs``: those of
+        :meth:`stream` but ``stream_mode``."""
+        if version != "v2":
+            raise ConfigError("version", f"only \"v2\" stream events are given, got "
+                              f"{version!r}")
+        if "stream_mode" in kwargs:
+            raise ConfigError("stream_mode", "astream_events streams events only; use "
+                              "astream(..., stream_mode=[\"events\", ...]) for more modes")
+        root: dict[str, Any] | None = None
+        async for mode, chunk in self.astream(input, config, stream_mode=[EVENTS, "updates"],
+                                              **kwargs):
+            if mode == EVENTS:
+                root = root or chunk
+                yield chunk
+            elif root is not None:  # the graph's own output: each superstep's updates
+                yield {**root, "event": "on_chain_stream", "data": {"chunk": chunk}}
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
         """:meth:`get_state` from an event loop."""

@@ -30,6 +30,7 @@ import contextlib
 import copy
 import dataclasses
 import sys
+import uuid
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,7 @@ from langgraph.runtime import DEFAULT_RUNTIME, Runtime
 from langgraph.types import PregelExecutableTask, StreamMode
 
 from hayata_py.langgraph._errors import RetryableTaskError
+from hayata_py.langgraph._events import EVENTS, TaskEvents
 from hayata_py.langgraph._graphref import compiled
 from hayata_py.langgraph._snapshot import (
     dump_saver,
@@ -108,6 +110,9 @@ class Settings:
     """The run's ``context=`` (LangGraph's runtime context), pickled."""
     store: bytes | None = None
     """The graph's store, as :func:`~hayata_py.langgraph._store.store_spec` gives it."""
+    run_id: str | None = None
+    """The id of the run's root chain (``config["run_id"]``): the first parent
+    of every ``events`` chunk a task makes."""
 
     def runtime(self, graph: Any, **parts: Any) -> Runtime[Any]:
         """The ``Runtime`` the run's tasks get: its context (coerced to the
@@ -471,21 +476,29 @@ def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             emit: Callable[[Chunk], None] | None, path: tuple[str, str | int] | None = None
             ) -> Iterator[tuple[PregelExecutableTask, InMemorySaver]]:
     saver = load_saver(snapshot)
-    modes = set(settings.modes) & {"custom", "messages"} if emit is not None else set[str]()
+    modes = set(settings.modes) & {"custom", "messages", EVENTS} if emit is not None \
+        else set[str]()
     graph = compiled(settings.graph, settings.interrupt_before, settings.interrupt_after)
     runtime = settings.runtime(graph)
     manager = None
     handler: StreamMessagesHandler | None = None
+    events: TaskEvents | None = None
     if emit is not None and "custom" in modes:
         def writer(chunk: Any) -> None:
             namespace = get_config()[CONF][CONFIG_KEY_CHECKPOINT_NS].split(NS_SEP)[:-1]
             emit((tuple(namespace), "custom", chunk))
         runtime = settings.runtime(graph, stream_writer=writer)
-    if emit is not None and "messages" in modes:
-        callbacks = get_callback_manager_for_config({})
-        handler = StreamMessagesHandler(emit, settings.subgraphs)
-        manager = callbacks.on_chain_start(None, {}, name=settings.graph)
-        manager.inheritable_handlers.append(handler)
+    if emit is not None and modes & {"messages", EVENTS}:
+        # the graph's run, under which LangGraph's runner raises the task's callbacks
+        manager = get_callback_manager_for_config({}).on_chain_start(
+            None, {}, name=settings.graph,
+            run_id=uuid.UUID(settings.run_id) if settings.run_id else None)
+        if "messages" in modes:
+            handler = StreamMessagesHandler(emit, settings.subgraphs)
+            manager.inheritable_handlers.append(handler)
+        if EVENTS in modes:
+            events = TaskEvents(lambda event: emit(((), EVENTS, event)))
+            manager.inheritable_handlers.append(events)
     loop = _loop(settings, saver, None, lambda chunk: None, set(), addressed=False,
                  breakpoints=False, runtime=runtime, manager=manager)
     with loop:
@@ -505,7 +518,11 @@ def _opened(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
             raise LookupError(f"task {task_id} is not one of the superstep's tasks "
                               f"{sorted(t.name for t in loop.tasks.values())}: the thread's "
                               "checkpoint changed under this run")
-        yield task, saver
+        try:
+            yield task, saver
+        finally:
+            if events is not None:
+                events.flush()  # what threads the node started made last
 
 
 def _with_subgraphs(result: TaskResult, saver: InMemorySaver, settings: Settings
@@ -555,6 +572,25 @@ def _raised(task: PregelExecutableTask, exc: Exception, settings: Settings,
     return TaskResult([(ERROR, exc)], failed=True)
 
 
+def _streams_events(settings: Settings, emit: Callable[[Chunk], None] | None) -> bool:
+    return emit is not None and EVENTS in settings.modes
+
+
+class _Streamed:
+    """A task's runnable whose ``invoke`` streams it to its end (what
+    LangGraph's runner does with ``stream=True``, for a sync run)."""
+
+    def __init__(self, proc: Any) -> None:
+        self.proc = proc
+
+    def invoke(self, input: Any, config: Any) -> None:
+        for _ in self.proc.stream(input, config):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.proc, name)
+
+
 def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
              emit: Callable[[Chunk], None] | None, attempt: int = 1,
              path: tuple[str, str | int] | None = None) -> TaskResult:
@@ -570,6 +606,11 @@ def run_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: str,
     ``path``: the task's (:class:`Todo`), if known."""
     with _opened(settings, snapshot, carry, task_id, emit, path) as (task, saver):
         try:
+            if _streams_events(settings, emit):
+                # streamed, as LangGraph's astream_events runs a task, so its
+                # output is an event too (on_chain_stream); on this thread, so
+                # its events go out as they come, in order
+                task = dataclasses.replace(task, proc=_Streamed(task.proc))  # type: ignore[arg-type]
             run_with_retry(_without_retries(task), None)
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
             return _with_subgraphs(_raised(task, exc, settings, attempt), saver, settings)
@@ -582,7 +623,8 @@ async def arun_task(settings: Settings, snapshot: bytes, carry: Carry, task_id: 
     """:func:`run_task` for an ``async def`` node, on the caller's event loop."""
     with _opened(settings, snapshot, carry, task_id, emit, path) as (task, saver):
         try:
-            await arun_with_retry(_without_retries(task), None)
+            await arun_with_retry(_without_retries(task), None,
+                                  stream=_streams_events(settings, emit))
         except Exception as exc:  # noqa: BLE001 - any node error, as LangGraph's runner
             return _with_subgraphs(_raised(task, exc, settings, attempt), saver, settings)
         return _with_subgraphs(_done(task), saver, settings)

@@ -57,7 +57,8 @@ def settings_of(data: dict[str, Any]) -> Settings:
                     raise_nodes=tuple(data.get("raise_nodes") or ()),
                     output=bool(data.get("output")),
                     subgraphs=bool(data.get("subgraphs")),
-                    context=data.get("context"), store=data.get("store"))
+                    context=data.get("context"), store=data.get("store"),
+                    run_id=data.get("run_id"))
 
 
 def decide(ctx: PolicyContext) -> Next | Map | Finish:

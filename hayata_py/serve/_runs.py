@@ -48,7 +48,7 @@ TERMINAL = frozenset({"success", "error", "interrupted", "timeout"})
 _RUNNER_MODES = ["values", "updates", "custom", "messages"]
 CANCEL_WAIT = 10.0
 """Seconds a cancel waits for a running run's worker to start its invocation."""
-_ON_REQUEST = ("debug", "tasks", "checkpoints")
+_ON_REQUEST = ("debug", "tasks", "checkpoints", "events")
 """Modes the runner streams only for a run that asks for them."""
 MAX_RUNNING = 1000
 """Runs of one graph a server carries out at once, by default (each on a
@@ -86,7 +86,8 @@ def run_config(run: RunRow) -> dict[str, Any]:
     configurable["thread_id"] = run.thread_id
     if kwargs.get("checkpoint_id"):
         configurable["checkpoint_id"] = kwargs["checkpoint_id"]
-    config: dict[str, Any] = {"configurable": configurable, "run_id": run.run_id}
+    config: dict[str, Any] = {"configurable": configurable, "run_id": run.run_id,
+                              "run_name": run.graph_id}
     if "recursion_limit" in base:
         config["recursion_limit"] = base["recursion_limit"]
     return config

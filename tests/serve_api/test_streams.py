@@ -140,6 +140,59 @@ def test_debug_mode(client: SyncLangGraphClient, thread_id: str) -> None:
     assert result["payload"]["name"] == "respond"
 
 
+def test_events_mode_steps(client: SyncLangGraphClient, thread_id: str) -> None:
+    """``events``: LangChain's stream events (v2): the graph's chain, named by
+    the graph id, with the run's id, then each node's start, output and end
+    under it, then the graph's end with the final state."""
+    parts = stream(client, thread_id, STEPS, {"label": "e"}, "events")
+    run_id = parts[0].data["run_id"]
+    events = of(parts, "events")
+    assert names(parts) == ["metadata"] + ["events"] * len(events)
+    assert all(isinstance(e, dict) for e in events)
+    first, last, inner = events[0], events[-1], events[1:-1]
+    assert isinstance(first, dict) and isinstance(last, dict)
+    assert (first["event"], first["name"], first["run_id"], first["parent_ids"]) == (
+        "on_chain_start", STEPS, run_id, [])
+    assert first["data"] == {"input": {"label": "e"}}
+    assert (last["event"], last["name"], last["run_id"]) == ("on_chain_end", STEPS, run_id)
+    assert last["data"]["output"]["steps"] == ["e:first", "e:middle", "e:last"]
+    assert [(e["event"], e["name"], e["tags"]) for e in inner] == [  # type: ignore[index]
+        (kind, node, [f"graph:step:{step}"])
+        for step, node in enumerate(("first", "middle", "last"), 1)
+        for kind in ("on_chain_start", "on_chain_stream", "on_chain_end")]
+    for event in inner:
+        assert isinstance(event, dict)
+        assert event["parent_ids"] == [run_id]
+        assert event["metadata"]["langgraph_node"] == event["name"]
+        assert event["metadata"]["langgraph_step"] == int(event["tags"][0].split(":")[-1])
+    assert inner[1]["data"] == {"chunk": {"steps": ["e:first"]}}  # type: ignore[index]
+    assert inner[2]["data"] == {"input": {"label": "e", "steps": []},  # type: ignore[index]
+                                "output": {"steps": ["e:first"]}}
+
+
+def test_events_mode_chat_model(client: SyncLangGraphClient, thread_id: str) -> None:
+    """``events`` of a node calling a chat model: its ``on_chat_model_start``,
+    a ``on_chat_model_stream`` per token (an ``AIMessageChunk``), its end,
+    two levels under the graph's run; no ``custom`` events unless asked for."""
+    parts = stream(client, thread_id, CHAT, HI, ["events", "custom"])
+    run_id = parts[0].data["run_id"]
+    events = [e for e in of(parts, "events") if isinstance(e, dict)]
+    model = [e for e in events if e["event"].startswith("on_chat_model")]
+    kinds = [e["event"] for e in model]
+    assert kinds[0] == "on_chat_model_start" and kinds[-1] == "on_chat_model_end"
+    assert set(kinds[1:-1]) == {"on_chat_model_stream"} and len(kinds) > 3
+    text = "".join(e["data"]["chunk"]["content"] for e in model[1:-1])
+    assert text == CHAT_REPLY
+    assert all(e["data"]["chunk"]["type"] == "AIMessageChunk" for e in model[1:-1])
+    node = next(e for e in events if e["name"] == "respond")
+    assert all(e["parent_ids"] == [run_id, node["run_id"]] for e in model)
+    assert all(e["metadata"]["langgraph_node"] == "respond" for e in model)
+    assert [e["event"] for e in events if e["name"] == "respond"] == [
+        "on_chain_start", "on_chain_stream", "on_chain_end"]
+    assert events.index(node) < events.index(model[0])
+    assert of(parts, "custom") == [{"progress": "thinking"}, {"progress": "done"}]
+
+
 def test_several_modes_at_once(client: SyncLangGraphClient, thread_id: str) -> None:
     """Several modes interleave on one stream, each event named by its mode."""
     modes = ["values", "updates", "messages-tuple", "custom"]
