@@ -161,7 +161,10 @@ class System:
     def _init_endpoints(self) -> None:
         self._owner_thread = threading.get_ident()
         self._local = threading.local()
-        self._clones: list[tuple[weakref.ref[threading.Thread], Any]] = []
+        self._clones: dict[int, Any] = {}
+        """The private endpoints of live threads, by their holder's id."""
+        self._ended: list[Any] = []
+        """Endpoints of threads that have ended, to close (on the next new one)."""
         self._clones_lock = threading.Lock()
 
     def endpoint(self) -> Any:
@@ -172,19 +175,27 @@ class System:
         other thread gets a private one (created on first use)."""
         if threading.get_ident() == self._owner_thread:
             return self._asys
-        endpoint = getattr(self._local, "endpoint", None)
-        if endpoint is None:
-            endpoint = self.new_endpoint()
-            self._local.endpoint = endpoint
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None:
+            held = _Held(self.new_endpoint())
+            self._local.held = held
+            # A thread's locals go when it ends: its endpoint then moves to
+            # the ended ones (no scan of every thread per new one).
+            weakref.finalize(held, self._thread_ended, id(held)).atexit = False
             with self._clones_lock:
+                self._clones[id(held)] = held.endpoint
                 # Close the endpoints of threads that have ended (one socket each).
-                dead = [e for t, e in self._clones if not _thread_alive(t)]
-                self._clones = [(t, e) for t, e in self._clones if e not in dead]
-                self._clones.append((weakref.ref(threading.current_thread()), endpoint))
+                dead, self._ended = self._ended, []
             for old in dead:
                 with contextlib.suppress(Exception):
                     old.exit_clone()
-        return endpoint
+        return held.endpoint
+
+    def _thread_ended(self, key: int) -> None:
+        with self._clones_lock:
+            endpoint = self._clones.pop(key, None)
+            if endpoint is not None:
+                self._ended.append(endpoint)
 
     def drop_endpoint(self) -> None:
         """Close this thread's private endpoint (the owner thread's is kept); the
@@ -196,14 +207,14 @@ class System:
         the send fails at once."""
         if threading.get_ident() == self._owner_thread:
             return
-        endpoint = getattr(self._local, "endpoint", None)
-        if endpoint is None:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None:
             return
-        self._local.endpoint = None
+        self._local.held = None
         with self._clones_lock:
-            self._clones = [(t, e) for t, e in self._clones if e is not endpoint]
+            self._clones.pop(id(held), None)
         with contextlib.suppress(Exception):
-            endpoint.exit_clone()
+            held.endpoint.exit_clone()
 
     def new_endpoint(self) -> Any:
         """A private Thespian endpoint (``tell``/``ask``/``listen``): its replies
@@ -214,8 +225,9 @@ class System:
 
     def _close_endpoints(self) -> None:
         with self._clones_lock:
-            clones, self._clones = self._clones, []
-        for _thread, endpoint in clones:
+            clones = [*self._clones.values(), *self._ended]
+            self._clones, self._ended = {}, []
+        for endpoint in clones:
             with contextlib.suppress(Exception):
                 endpoint.exit_clone()
 
@@ -436,9 +448,14 @@ def _check_convention(leader: Any, period: Any, misses: Any) -> None:
                               code="invalid_option", field="convention_misses")
 
 
-def _thread_alive(ref: weakref.ref[threading.Thread]) -> bool:
-    thread = ref()
-    return thread is not None and thread.is_alive()
+class _Held:
+    """A thread's private endpoint, in the thread's locals: collected when the
+    thread ends, which tells :class:`System` to close the endpoint."""
+
+    __slots__ = ("__weakref__", "endpoint")
+
+    def __init__(self, endpoint: Any) -> None:
+        self.endpoint = endpoint
 
 
 __all__ = ["DEFAULT_TIMEOUT", "STARTED_SESSIONS", "SupervisorRef", "System", "kill_all",
