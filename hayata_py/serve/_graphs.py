@@ -14,7 +14,8 @@ from typing import Any
 
 from hayata_py._errors import ConfigError
 
-__all__ = ["NAMESPACE_GRAPH", "GraphSpec", "assistant_id", "importable", "read_config"]
+__all__ = ["NAMESPACE_GRAPH", "GraphSpec", "assistant_id", "importable", "read_config",
+           "read_json"]
 
 NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """LangGraph's namespace for the id of the assistant made from a graph."""
@@ -42,16 +43,22 @@ class GraphSpec:
         return assistant_id(self.graph_id)
 
 
+def read_json(file: str | os.PathLike[str]) -> tuple[Path, Any]:
+    """The config file's absolute path and its JSON; ConfigError("config") if
+    it cannot be read."""
+    path = Path(file).resolve()
+    try:
+        return path, json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc}") from exc
+
+
 def read_config(file: str | os.PathLike[str]) -> tuple[list[GraphSpec], list[str]]:
     """The graphs of a ``langgraph.json`` and notes on keys it ignores. A graph
     given by file (``"./src/agent.py:graph"``) is imported as a module of its
     directory, which joins ``sys.path`` and ``PYTHONPATH`` (node processes
     import it too)."""
-    path = Path(file).resolve()
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError("config", f"cannot read {path}: {exc}") from exc
+    path, raw = read_json(file)
     graphs = raw.get("graphs") if isinstance(raw, dict) else None
     if not isinstance(graphs, dict) or not graphs:
         raise ConfigError("config", f"{path} has no \"graphs\" object naming graphs")

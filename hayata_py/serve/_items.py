@@ -5,7 +5,6 @@ the semantic-search index a ``langgraph.json`` names (``store.index``)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,7 @@ from langgraph.store.base.embed import ensure_embeddings
 from hayata_py._errors import ConfigError
 from hayata_py.langgraph import HayataStore
 from hayata_py.langgraph._graphref import resolve
-from hayata_py.serve._graphs import importable
+from hayata_py.serve._graphs import importable, read_json
 
 __all__ = ["Items", "config_store_index"]
 
@@ -30,11 +29,7 @@ def config_store_index(file: str | os.PathLike[str]) -> IndexConfig | None:
     config, imported as a module of its directory so node processes import
     it too, else a ``"provider:model"`` name for LangChain's
     ``init_embeddings``. ConfigError naming the key and the fix."""
-    path = Path(file).resolve()
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError("config", f"cannot read {path}: {exc}") from exc
+    path, raw = read_json(file)
     store = raw.get("store") if isinstance(raw, dict) else None
     if store is None:
         return None

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -28,6 +26,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hayata_py._errors import ConfigError
+from hayata_py.serve._graphs import read_json
 
 __all__ = ["API_KEY_ENV", "API_KEY_HEADER", "ApiKeyCheck", "api_key_from_env",
            "check_exposure", "config_cors_origins", "cors_middleware"]
@@ -63,10 +62,7 @@ def check_exposure(host: str, api_key: str | None) -> None:
 
 def config_cors_origins(file: str | os.PathLike[str]) -> list[str]:
     """``http.cors.allow_origins`` of a ``langgraph.json`` (none if absent)."""
-    try:
-        raw = json.loads(Path(file).read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError("config", f"cannot read {file}: {exc}") from exc
+    _path, raw = read_json(file)
     http = raw.get("http") if isinstance(raw, dict) else None
     cors = http.get("cors") if isinstance(http, dict) else None
     if cors is None:

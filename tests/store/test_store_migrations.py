@@ -23,14 +23,19 @@ _COLUMNS = ("invocation_id, agent_id, status, step, state, input, active_executi
             "updated_at, token, owner, lease_expires_at")
 
 
+def _upgrade_to(url: str, revision: str) -> None:
+    """Migrate the database at ``url`` up to ``revision`` only."""
+    holder = EngineHolder(normalize_url(url))
+    try:
+        holder.run(lambda conn: command.upgrade(_config(conn), revision), write=True)
+    finally:
+        holder.dispose()
+
+
 def _database_at_0001(url: str) -> None:
     """Create the schema by the first migration only, with two invocations and a
     task in it as the 0001 code wrote them."""
-    holder = EngineHolder(normalize_url(url))
-    try:
-        holder.run(lambda conn: command.upgrade(_config(conn), "0001_baseline"), write=True)
-    finally:
-        holder.dispose()
+    _upgrade_to(url, "0001_baseline")
     none = encode(None, key="none")
     for iid, status in (("inv-done", "completed"), ("inv-old", "running")):
         raw_execute(
@@ -105,11 +110,7 @@ def test_upgrade_from_0002_adds_the_cache(store_url: str) -> None:
     """Opening a 0002 database upgrades it to 0003: its task rows read back as
     not cached, cached tasks and cache entries can be written."""
     _database_at_0001(store_url)
-    holder = EngineHolder(normalize_url(store_url))
-    try:
-        holder.run(lambda conn: command.upgrade(_config(conn), "0002_threads"), write=True)
-    finally:
-        holder.dispose()
+    _upgrade_to(store_url, "0002_threads")
     assert raw_execute(store_url, "SELECT version_num FROM alembic_version") == [
         ("0002_threads",)]
     with open_store(store_url) as store:
@@ -135,11 +136,7 @@ def test_upgrade_from_0006_keeps_store_items_embedded_at_the_stores_fields(
     from hayata_py.langgraph import HayataStore
 
     _database_at_0001(store_url)
-    holder = EngineHolder(normalize_url(store_url))
-    try:
-        holder.run(lambda conn: command.upgrade(_config(conn), "0006_serve_owners"), write=True)
-    finally:
-        holder.dispose()
+    _upgrade_to(store_url, "0006_serve_owners")
     raw_execute(store_url, "INSERT INTO hayata_serve_store_items (namespace, key, value, "
                 "created_at, updated_at) VALUES ('notes', 'old', '{\"text\": \"cat\"}', 1.0, 1.0)")
     with open_store(store_url):
