@@ -1,4 +1,5 @@
-"""``<data-dir>/system.json``: how to reach a system started by ``hayata system start``.
+"""``<data-dir>/system.json``: how to reach a system started by ``hayata system start``
+(or by ``hayata serve``, which names itself in ``server_pid``).
 
 The record outlives the system on purpose: after a crash (``hayata system
 kill``) it is what the next ``system start`` uses to find and clean up what the
@@ -58,6 +59,9 @@ class SystemRecord:
     """What it offers to placement (``--capability``)."""
     liveness: dict[str, Any] = field(default_factory=dict)
     """Heartbeat and convention timings (the fields of ``hy.Liveness``)."""
+    server_pid: int | None = None
+    """The ``hayata serve`` process whose system this is (it started it and
+    stops it); None for a system ``hayata system start`` started."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +91,8 @@ def running_record(data_dir: Path) -> SystemRecord:
         raise no_system(f"no hayata system is running for data dir {data_dir} "
                         f"(no {RECORD_NAME}); {start}", data_dir)
     if not alive(record):
+        if record.server_pid is not None:
+            start = "start the server again (`hayata serve`) on this data dir"
         raise no_system(f"the system recorded in {record_path(data_dir)} is not running "
                         f"(admin pid {record.admin_pid} is gone); {start}", data_dir)
     return record
@@ -124,7 +130,10 @@ def _plausible(record: SystemRecord) -> bool:
             and all(isinstance(v, str) for v in texts)
             and isinstance(record.store_url, (str, type(None)))
             and isinstance(record.leader, (str, type(None)))
-            and isinstance(record.capabilities, dict) and isinstance(record.liveness, dict))
+            and isinstance(record.capabilities, dict) and isinstance(record.liveness, dict)
+            and (record.server_pid is None or (isinstance(record.server_pid, int)
+                                               and not isinstance(record.server_pid, bool)
+                                               and record.server_pid > 1)))
 
 
 def save(data_dir: Path, record: SystemRecord) -> None:

@@ -51,6 +51,7 @@ def _clean_up_dead(data_dir: Path) -> str | None:
     if record is None:
         return None
     if _datadir.alive(record):
+        _refuse_served(record, data_dir)
         raise CliError(f"a system is already running for data dir {data_dir} (admin port "
                        f"{record.admin_port}, pid {record.admin_pid}); stop it first with "
                        f"`hayata system stop{cli_hint(data_dir)}`")
@@ -61,6 +62,15 @@ def _clean_up_dead(data_dir: Path) -> str | None:
     return (f"cleaned up the dead system of session {record.session_id} "
             f"(admin pid {record.admin_pid}): {orphans}; removed the stale "
             f"{_datadir.RECORD_NAME}")
+
+
+def _refuse_served(record: _datadir.SystemRecord, data_dir: Path) -> None:
+    """CliError when the live system under ``data_dir`` is a ``hayata serve``'s:
+    the server starts and stops it."""
+    if record.server_pid is not None and _datadir.alive(record):
+        raise CliError(f"the system under {data_dir} belongs to `hayata serve` (pid "
+                       f"{record.server_pid}); stop the server instead (Ctrl-C or "
+                       f"`kill {record.server_pid}`), which stops its system")
 
 
 def _parse_leader(text: str | None) -> tuple[str, int] | None:
@@ -291,6 +301,8 @@ def status(data_dir: Path, as_json: bool) -> None:
             ("capabilities", _capabilities_text(record.capabilities) or "(none)"),
             ("liveness", _liveness_text(record.liveness)),
             ("agents", ", ".join(agents) or "(none)")]
+    if record.server_pid is not None:
+        rows.insert(1, ("served by", f"hayata serve, pid {record.server_pid}"))
     for name, value in rows:
         click.echo(f"  {name:<13}{value}")
 
@@ -299,6 +311,7 @@ def status(data_dir: Path, as_json: bool) -> None:
 @data_dir_option
 def stop(data_dir: Path) -> None:
     """Stop the system cleanly (agents first), then remove its record."""
+    _refuse_served(running_record(data_dir), data_dir)
     system, record = connect(data_dir)
     system.stop()
     left = _datadir.processes(record)
@@ -320,6 +333,7 @@ def kill(data_dir: Path) -> None:
     record = _datadir.load(data_dir)
     if record is None:
         raise CliError(f"no system is recorded for data dir {data_dir}; nothing to kill", 3)
+    _refuse_served(record, data_dir)
     killed = _datadir.kill(record)
     left = _datadir.processes(record)
     if left:

@@ -38,7 +38,7 @@ from hayata_py._errors import ConfigError
 from hayata_py.langgraph import HayataGraph, HayataStore, async_nodes
 from hayata_py.langgraph import compile as compile_graph
 from hayata_py.serve._app import Server, build_app
-from hayata_py.serve._claim import claim, write_record
+from hayata_py.serve._claim import claim, record_system, write_record
 from hayata_py.serve._db import ServeDB
 from hayata_py.serve._graphs import GraphSpec, assistant_id, read_config
 from hayata_py.serve._items import Items, config_store_index
@@ -200,6 +200,7 @@ def serve(config: str | Path, *, data_dir: str | Path = "hayata-data",
         # Who to kill for a whole-host drill or a clean-up: the server and its
         # actors' session; the next server on this data dir reclaims it too.
         write_record(folder, session_id=served.system.session_id, url=url)
+        record_system(folder, served.system)
         for note in served.notes:
             log.warning("%s", note)
         try:

@@ -13,6 +13,7 @@ on one data dir.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -23,9 +24,11 @@ from typing import Any
 
 import psutil
 
+from hayata_py import _datadir
+from hayata_py._api import AgentSystem
 from hayata_py._errors import HayataError
 
-__all__ = ["RECORD", "DataDirClaim", "claim", "write_record"]
+__all__ = ["RECORD", "DataDirClaim", "claim", "record_system", "write_record"]
 
 RECORD = "serve.json"
 LOCK = "serve.lock"
@@ -142,3 +145,18 @@ def write_record(data_dir: Path, *, session_id: int, url: str) -> None:
     tmp.write_text(json.dumps({"pid": me.pid, "started": me.create_time(),
                                "session_id": session_id, "url": url}), encoding="utf-8")
     os.replace(tmp, data_dir / RECORD)
+
+
+def record_system(data_dir: Path, system: AgentSystem) -> None:
+    """Write the data dir's ``system.json`` for the server's system, so the
+    ``hayata`` commands (``ps``, ``tasks``, ``events``, ``kill``, ``observe``,
+    ...) attach to it as to one ``hayata system start`` started; it names this
+    server, which ``hayata system stop``/``kill`` then refuse to stop under it."""
+    admin = psutil.Process(system.admin_pid)
+    _datadir.save(data_dir, _datadir.SystemRecord(
+        data_dir=str(data_dir), admin_port=system.admin_port, admin_pid=system.admin_pid,
+        admin_started=admin.create_time(), session_id=system.session_id,
+        store_url=system.store_url, log_file=str(data_dir / "hayata.log.jsonl"),
+        output_file=str(data_dir / "hayata.log.jsonl"), cwd=os.getcwd(),
+        started_at=time.time(), instance=system.instance, name=system.name,
+        liveness=dataclasses.asdict(system.liveness), server_pid=os.getpid()))

@@ -19,6 +19,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -353,3 +354,33 @@ def test_a_second_server_on_a_data_dir_is_refused() -> None:
         assert second.returncode == 1, second.stderr.decode()
         assert f"pid {served.process.pid}" in second.stderr.decode()
         assert httpx.get(f"{served.url}/ok", timeout=10).status_code == 200
+
+
+def _hayata(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hayata_py", *args, "--data-dir",
+                           str(served.data_dir)], capture_output=True, text=True, timeout=120,
+                          env=serve_env())
+
+
+def test_the_hayata_commands_reach_the_servers_system(served: Served,
+                                                      client: SyncLangGraphClient) -> None:
+    """The server records its system as `hayata system start` does: `ps`,
+    `tasks` and `kill` reach it; `system stop`, `kill` and `start` are refused,
+    naming the server, which serves on; after its agent is SIGKILLed through
+    `hayata kill`, its next run completes."""
+    thread = client.threads.create()["thread_id"]
+    client.runs.wait(thread, STEPS, input={"label": "cli"})
+    tree = _hayata(served, "ps")
+    assert tree.returncode == 0, tree.stderr
+    assert "agent:serve.steps" in tree.stdout and "node:middle" in tree.stdout
+    tasks = _hayata(served, "tasks", "serve.steps")
+    assert tasks.returncode == 0, tasks.stderr
+    assert "middle" in tasks.stdout and "completed" in tasks.stdout
+    for refused in (("system", "stop"), ("system", "kill"), ("system", "start")):
+        answer = _hayata(served, *refused)
+        assert answer.returncode == 1, (refused, answer.stdout, answer.stderr)
+        assert f"`hayata serve` (pid {served.process.pid})" in answer.stderr, answer.stderr
+    killed = _hayata(served, "kill", "serve.steps", "--agent")
+    assert killed.returncode == 0 and "agent actor of serve.steps" in killed.stdout, killed
+    done: Any = client.runs.wait(thread, STEPS, input={"label": "after"})
+    assert done["steps"][-3:] == ["after:first", "after:middle", "after:last"]

@@ -192,6 +192,7 @@ record_fields = {
     "admin_started": st.floats(), "session_id": st.integers(), "store_url": st.text(max_size=5),
     "log_file": st.text(max_size=5), "output_file": st.text(max_size=5),
     "cwd": st.text(max_size=5), "started_at": st.floats(), "liveness": st.just({}),
+    "server_pid": st.one_of(st.none(), st.integers(), st.booleans()),
 }
 json_any = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
                                   st.text(max_size=4)),
@@ -231,6 +232,23 @@ def test_system_json_regression_wrong_types(tmp_path: Path) -> None:
     from hayata_py import _datadir
 
     assert _datadir.load(tmp_path) is None  # our own session is never a system's
+
+
+def test_a_records_server_pid_must_be_a_pid(tmp_path: Path) -> None:
+    """``server_pid`` (a ``hayata serve``'s system) is None or a pid > 1: any
+    other value makes the record no record, so no command trusts it."""
+    from hayata_py import _datadir
+
+    base = {"data_dir": str(tmp_path), "admin_port": 1900, "admin_pid": 4242,
+            "admin_started": 0.0, "session_id": 4242, "store_url": None,
+            "log_file": "l", "output_file": "o", "cwd": ".", "started_at": 0.0}
+    for server_pid, kept in ((None, True), (4243, True), (True, False), (1, False),
+                             (-5, False), ("4243", False)):
+        (tmp_path / "system.json").write_text(json.dumps(base | {"server_pid": server_pid}))
+        loaded = _datadir.load(tmp_path)
+        assert (loaded is not None) == kept, server_pid
+        if loaded is not None:
+            assert loaded.server_pid == server_pid
 
 
 def test_deep_json_is_a_usage_error_not_a_crash() -> None:
