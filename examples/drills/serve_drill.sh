@@ -111,6 +111,8 @@ show "cat $D/sdk-1.txt"
 step "4. The run asks about charge; GET of the run names the ways out"
 show "curl -s $URL/threads/\$T/runs/\$R | jq -c '{status, hayata}'"
 show "curl -s $URL/threads/\$T | jq -c '{status}'"
+# the hayata commands reach the server's system too (its system.json)
+show "$PYTHON -m hayata_py tasks serve.order --data-dir $D/data | cut -c1-170"
 TASK=$(curl -s "$URL/threads/$T/runs/$R" | jq -r '.hayata.uncertain[0].task_id')
 echo "TASK=$TASK"
 
