@@ -181,7 +181,9 @@ class System:
             self._local.held = held
             # A thread's locals go when it ends: its endpoint then moves to
             # the ended ones (no scan of every thread per new one).
-            weakref.finalize(held, self._thread_ended, id(held)).atexit = False
+            # (by a weak reference: a thread that outlives this system must
+            # not keep it alive)
+            weakref.finalize(held, _thread_ended, weakref.ref(self), id(held)).atexit = False
             with self._clones_lock:
                 self._clones[id(held)] = held.endpoint
                 # Close the endpoints of threads that have ended (one socket each).
@@ -446,6 +448,13 @@ def _check_convention(leader: Any, period: Any, misses: Any) -> None:
     if isinstance(misses, bool) or not isinstance(misses, int) or misses < 1:
         raise SupervisorError(f"convention_misses must be an int >= 1, got {misses!r}",
                               code="invalid_option", field="convention_misses")
+
+
+def _thread_ended(system: weakref.ref[System], key: int) -> None:
+    """A thread holding an endpoint of ``system`` has ended (if it is still there)."""
+    alive = system()
+    if alive is not None:
+        alive._thread_ended(key)
 
 
 class _Held:
