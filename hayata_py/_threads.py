@@ -13,7 +13,6 @@ from typing import Any
 
 from hayata_py._errors import ConfigError, HayataError
 from hayata_py.messages import MAX_THREAD_ID
-from hayata_py.store import InvocationRecord
 
 INVOCATIONS_SHOWN = 50
 """Invocations of a thread :meth:`AgentRef.thread` returns, newest first."""
@@ -54,11 +53,11 @@ def check_thread(thread_id: Any, field: str = "thread") -> str:
     return thread_id
 
 
-def _info(row: Any, invocations: list[InvocationRecord]) -> ThreadInfo:
+def _info(row: Any, invocations: list[tuple[str, str]]) -> ThreadInfo:
     return ThreadInfo(row.agent_id, row.thread_id, dict(row.state), row.version,
                       "running" if row.running_invocation_id else "idle",
                       row.running_invocation_id, tuple(row.queued),
-                      tuple((r.invocation_id, r.status) for r in invocations),
+                      tuple(invocations),
                       row.created_at, row.updated_at)
 
 
@@ -67,7 +66,8 @@ def thread_info(store: Any, agent_id: str, thread_id: str) -> ThreadInfo:
     if row is None:
         raise HayataError(f"agent {agent_id!r} has no thread {thread_id!r}",
                           code="not_found", thread=thread_id)
-    return _info(row, store.thread_invocations(agent_id, thread_id, limit=INVOCATIONS_SHOWN))
+    return _info(row, store.thread_invocation_statuses(agent_id, thread_id,
+                                                       limit=INVOCATIONS_SHOWN))
 
 
 def thread_page(store: Any, agent_id: str, limit: Any = 50, after: Any = None

@@ -376,10 +376,11 @@ class TaskStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def thread_invocations(
+    def thread_invocation_statuses(
         self, agent_id: str, thread_id: str, *, limit: int = 50
-    ) -> list[InvocationRecord]:
-        """Return up to ``limit`` of the thread's invocations, newest first.
+    ) -> list[tuple[str, str]]:
+        """Return up to ``limit`` of the thread's invocations, newest first,
+        as ``(invocation_id, status)``.
 
         Queued runs not yet started are not invocations yet.
         """

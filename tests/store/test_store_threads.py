@@ -147,20 +147,22 @@ def test_refused_create_leaves_no_thread(store: SqlTaskStore) -> None:
     assert store.get_thread("agent-1", "t2") is None
 
 
-def test_thread_invocations_newest_first(store: SqlTaskStore, clock: FakeClock) -> None:
-    """thread_invocations lists the thread's invocations only, newest first, up to limit."""
+def test_thread_invocation_statuses_newest_first(store: SqlTaskStore, clock: FakeClock) -> None:
+    """thread_invocation_statuses lists the thread's invocations only, newest
+    first, up to limit, each with its status."""
     for n in range(3):
         token = start_from_thread(store, f"inv-{n}")
         store.finish_invocation(f"inv-{n}", token=token, status="completed", state={"n": n})
         clock.advance(1)
     store.create_invocation(invocation("plain"), owner="o1")
     store.create_invocation(on_thread("other", "t2"), owner="o1", max_running=None)
-    listed = store.thread_invocations("agent-1", "t1")
-    assert [r.invocation_id for r in listed] == ["inv-2", "inv-1", "inv-0"]
-    assert all(r.thread_id == "t1" for r in listed)
-    assert [r.invocation_id for r in store.thread_invocations("agent-1", "t1", limit=2)] == [
-        "inv-2", "inv-1"]
-    assert store.thread_invocations("agent-2", "t1") == []
+    assert start_from_thread(store, "inv-3", max_running=None) > 0
+    assert store.thread_invocation_statuses("agent-1", "t1") == [
+        ("inv-3", "running"), ("inv-2", "completed"), ("inv-1", "completed"),
+        ("inv-0", "completed")]
+    assert store.thread_invocation_statuses("agent-1", "t1", limit=2) == [
+        ("inv-3", "running"), ("inv-2", "completed")]
+    assert store.thread_invocation_statuses("agent-2", "t1") == []
 
 
 def test_list_threads_pages_by_thread_id(store: SqlTaskStore) -> None:

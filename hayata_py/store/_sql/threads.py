@@ -72,6 +72,13 @@ _QUEUED = (sa.select(tq.c.thread_id, tq.c.invocation_id)
            .where(tq.c.agent_id == sa.bindparam("p_agent"),
                   tq.c.thread_id.in_(sa.bindparam("p_threads", expanding=True)))
            .order_by(tq.c.thread_id, tq.c.seq))
+# A thread's invocations, newest first: their ids and statuses only (their
+# inputs and results can be large, and a thread's view shows neither).
+_THREAD_INVOCATIONS = (sa.select(inv.c.invocation_id, inv.c.status)
+                       .where(inv.c.agent_id == sa.bindparam("p_agent"),
+                              inv.c.thread_id == sa.bindparam("p_thread"))
+                       .order_by(inv.c.created_at.desc(), inv.c.invocation_id.desc())
+                       .limit(sa.bindparam("p_limit")))
 
 
 def check_agent_capacity(conn: Connection, is_sqlite: bool, agent_id: str,
@@ -299,17 +306,13 @@ class Threads(SqlBase):
 
         return self._db.run(read, write=False)
 
-    def thread_invocations(
+    def thread_invocation_statuses(
         self, agent_id: str, thread_id: str, *, limit: int = 50
-    ) -> list[InvocationRecord]:
-        query = (
-            sa.select(inv)
-            .where(inv.c.agent_id == agent_id, inv.c.thread_id == thread_id)
-            .order_by(inv.c.created_at.desc(), inv.c.invocation_id.desc())
-            .limit(limit)
-        )
-        rows = self._db.run(lambda conn: conn.execute(query).all(), write=False)
-        return [invocation_from_row(r) for r in rows]
+    ) -> list[tuple[str, str]]:
+        rows = self._db.run(lambda conn: conn.execute(
+            _THREAD_INVOCATIONS, {"p_agent": agent_id, "p_thread": thread_id, "p_limit": limit}
+        ).all(), write=False)
+        return [(r.invocation_id, r.status) for r in rows]
 
     def queued_run(self, invocation_id: str) -> QueuedRun | None:
         def read(conn: Connection) -> QueuedRun | None:
