@@ -30,6 +30,7 @@ from supervisors._thespian import (
     lazy_identify,
     poll_selector,
     push_transmits,
+    queue_expiry,
     stack_chunk,
     transport_loop,
 )
@@ -81,6 +82,7 @@ _TRANSPORT = "thespian.system.transport"
 _IP = "thespian.system.transport.IPBase"
 _MULTIPROC = "thespian.system.multiprocCommon"
 _COMMON = "thespian.system.systemCommon"
+_ASYNC = "thespian.system.transport.asyncTransportBase"
 
 
 def _at(module: str, *attributes: str) -> tuple[Place, ...]:
@@ -213,6 +215,21 @@ PATCHES: tuple[Patch, ...] = (
                             "TCPTransport._processIntentTimeouts", "TCPTransport._finishIntent",
                             "TCPTransport.set_watch"),
         fingerprint="3be4c99318f2",
+    ),
+    Patch(
+        name="queue_expiry",
+        kind=PatchKind.SPEED,
+        does="the queue of waiting transmits walked for expired ones only once one can "
+             "have expired (queue_expiry)",
+        replaces=(
+            Replacement(Place(_ASYNC, "asyncTransportBase._complete_expired_intents"),
+                        queue_expiry.complete_expired_intents),
+            Replacement(Place(_ASYNC, "asyncTransportBase._qtx"), queue_expiry.queue_transmit),
+        ),
+        written_against=(*_at(_ASYNC, "asyncTransportBase._complete_expired_intents",
+                              "asyncTransportBase._qtx", "asyncTransportBase._runQueued"),
+                         *_at(_TRANSPORT, "TransmitIntent.__init__", "TransmitIntent.expired")),
+        fingerprint="4db3728ab9c4",
     ),
 )
 """Every patch, in the order it is installed."""
