@@ -102,6 +102,17 @@ class EventBatch:
 
 
 @dataclass(frozen=True)
+class Bundle:
+    """Caller -> agent: the messages a caller's receiver had for one agent at
+    once (:mod:`hayata_py._receiver`), in the order they were sent. The agent
+    handles each as if it had come alone, from the same sender; one Thespian
+    message carries them instead of one each (a caller with hundreds of
+    threads asks together)."""
+
+    messages: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class Partial:
     """Edge -> agent: a streamed partial result (``index`` counts from 1 per edge task)."""
 

@@ -33,6 +33,7 @@ from thespian.system import isInternalActorSystemMessage
 from thespian.system.timing import toTimeDeltaOrNone
 from thespian.system.transport import ReceiveEnvelope, TransmitIntent
 
+from hayata_py._actor_messages import Bundle
 from supervisors import System
 
 RUN_PERIOD = 1.0
@@ -100,12 +101,14 @@ class Receiver:
                 os.write(self._wake_w, b"\0")  # full pipe: a wakeup is pending anyway
 
     def _flush(self) -> None:
-        while self._outbox:
-            target, message, on_failure = self._outbox.popleft()
-
-            def failed(status: Any, _intent: Any, on_failure: OnFailure | None = on_failure
-                       ) -> None:
-                if on_failure is not None:
+        """Send what the outbox holds: several messages for one target together
+        (:func:`bundles`), each target's in the order they were sent."""
+        waiting = list(self._outbox)
+        for _ in waiting:
+            self._outbox.popleft()
+        for target, message, failures in bundles(waiting):
+            def failed(status: Any, _intent: Any, failures: list[OnFailure] = failures) -> None:
+                for on_failure in failures:
                     try:
                         on_failure(status)
                     except Exception as exc:  # noqa: BLE001 - never into Thespian's loop
@@ -144,3 +147,34 @@ class Receiver:
                 self._ctx.exit_clone()
             with contextlib.suppress(OSError):
                 os.close(self._wake_r)
+
+
+BUNDLE_MAX = 256
+"""Messages at most in one :class:`~hayata_py._actor_messages.Bundle`."""
+
+
+def bundles(sends: list[tuple[Any, Any, OnFailure | None]]
+            ) -> list[tuple[Any, Any, list[OnFailure]]]:
+    """``sends`` (target, message, on_failure) as the messages to send: per
+    target, in the order of its first send, its messages in order, two or more
+    (up to :data:`BUNDLE_MAX`) as one :class:`~hayata_py._actor_messages.Bundle`;
+    each with the failure callbacks of the messages it carries.
+
+    The receiver sends only to agents (the asks of :mod:`hayata_py._ref_wait`),
+    and an agent handles a bundle's messages one by one, as if each had come
+    alone. Thespian carries one message at a time to each actor; a caller
+    whose threads ask an agent together would otherwise queue one message
+    per thread behind the one in flight."""
+    by_target: dict[Any, tuple[Any, list[Any], list[OnFailure]]] = {}
+    order: list[tuple[Any, list[Any], list[OnFailure]]] = []
+    for target, message, on_failure in sends:
+        key = getattr(target, "addressDetails", target)
+        group = by_target.get(key)
+        if group is None or len(group[1]) >= BUNDLE_MAX:
+            group = by_target[key] = (target, [], [])
+            order.append(group)
+        group[1].append(message)
+        if on_failure is not None:
+            group[2].append(on_failure)
+    return [(target, messages[0] if len(messages) == 1 else Bundle(tuple(messages)), failures)
+            for target, messages, failures in order]

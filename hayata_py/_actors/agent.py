@@ -145,12 +145,20 @@ class AgentActor(SupervisedActor):
     # -- messages -> handlers ---------------------------------------------------------
 
     def on_receive(self, message: Any, sender: Any) -> None:
+        if type(message) is p.Bundle:
+            if not drop_malformed(self.log, message):
+                for one in message.messages:
+                    self._handle(one, sender)
+        else:
+            self._handle(message, sender)
+        if self.outbox:
+            self._flush_outbox()
+
+    def _handle(self, message: Any, sender: Any) -> None:
         if not drop_malformed(self.log, message):
             handler = route(type(message))
             if handler is not None:
                 handler(self, message, sender)
-        if self.outbox:
-            self._flush_outbox()
 
     def _flush_outbox(self, force: bool = False) -> None:
         """Send what the outbox holds for targets with nothing on its way (all of
