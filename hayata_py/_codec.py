@@ -48,8 +48,9 @@ def _describe(value: object) -> str:
 
 
 def _child_path(path: str, key: str) -> str:
-    """``path.key`` for a name-like key, else ``path['any key']`` (unambiguous)."""
-    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
+    """``path.key`` for an ASCII name-like key, else ``path['any key']`` (unambiguous:
+    some non-ASCII name characters look like punctuation)."""
+    return f"{path}.{key}" if key.isascii() and key.isidentifier() else f"{path}[{key!r}]"
 
 
 def _check_text(text: str, path: str) -> None:
