@@ -30,9 +30,9 @@ def _effect(ctx: hy.NodeContext, event: str) -> None:
 def work(ctx: hy.NodeContext) -> dict[str, Any]:
     """The node function of every drill node."""
     spec: dict[str, Any] = ctx.input
-    _effect(ctx, "start")
     if ctx.node_id in spec.get("escape", ()):
-        _escape()
+        _escape()  # before its start is noted: a drill that saw the note kills at once
+    _effect(ctx, "start")
     gate = spec.get("gates", {}).get(ctx.node_id)
     while gate and not Path(gate).exists():
         time.sleep(0.005)  # a user's long-running external call, until the drill opens the gate
