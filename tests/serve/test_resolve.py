@@ -81,6 +81,9 @@ def test_resolve_and_abandon_after_a_whole_host_kill(served: Served) -> None:
         wait_until(lambda: _middle_tasks(served, "started") == 2, "both middle nodes in flight")
         wait_until(lambda: _tasks(served, ("left", "right"), "started") == 2,
                    "left and right in flight")
+        # their functions run (each notes its start), not only their starts recorded
+        wait_until(lambda: effects.exists() and sorted(effects.read_text().split())
+                   == ["left", "right"], "left and right running")
         seen = []
         for part in client.runs.join_stream(threads["r"], runs["r"], last_event_id="-1"):
             seen.append(part)
