@@ -10,7 +10,8 @@ an actor sends here is taken off the wire at once, whatever the caller does.
 It also sends without blocking: a send is scheduled on the transport and
 carried out by the receiver's loop, so a busy or stopped actor never blocks
 the thread (or event loop) that asked for the send. Other threads wake the
-loop through a pipe the transport watches.
+loop through a pipe the transport watches. What waits for one agent when the
+loop comes round goes as one message (:func:`bundles`).
 
 This is the only module of the caller's side that touches Thespian's
 transport internals (``_systemBase``, ``_run_transport``, ``set_watch``,
