@@ -39,8 +39,7 @@ _DUE = "_supervisors_queue_due"
 
 def _quit_at(intent: Any) -> float:
     """When ``intent``'s time is up (its ``expired()`` turns true); never: inf."""
-    timer = getattr(intent, "_quitTime", None)
-    end = getattr(timer, "_time_to_quit", None)
+    end = intent._quitTime._time_to_quit
     return math.inf if end is None else float(end)
 
 

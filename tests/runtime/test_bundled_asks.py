@@ -34,8 +34,8 @@ def _steps(value: str) -> dict[str, Any]:
 def test_an_agent_handles_each_message_of_a_bundle_and_drops_only_a_malformed_one(
         agents: hy.AgentSystem, tmp_path: Path) -> None:
     agent = _agent(agents, "bundled", max_invocations=4)
-    first, second = uuid.uuid4().hex, uuid.uuid4().hex
-    malformed = Run(_steps("never"), stream="yes", invocation_id=uuid.uuid4().hex)  # type: ignore[arg-type]
+    first, second, never = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
+    malformed = Run(_steps("never"), stream="yes", invocation_id=never)  # type: ignore[arg-type]
     agents._system.tell(agent._current_address(), Bundle((
         Run(_steps("one"), invocation_id=first), malformed,
         Run(_steps("two"), invocation_id=second))))
@@ -45,8 +45,9 @@ def test_an_agent_handles_each_message_of_a_bundle_and_drops_only_a_malformed_on
                (tmp_path / "data" / "hayata.log.jsonl").read_text().splitlines()
                if '"bad_message"' in line]
     assert [(d["message"], d["field"]) for d in dropped] == [("Run", "stream")]
-    with pytest.raises(hy.HayataError):
-        agent.wait(malformed.invocation_id or "", 1)
+    with pytest.raises(hy.HayataError) as unknown:  # the malformed run was never made
+        agent.wait(never, 10)
+    assert unknown.value.code == "not_found"
 
 
 def test_asks_made_together_go_as_one_bundle_and_each_gets_its_own_result(
