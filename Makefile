@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-langgraph-runner bench-serve chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-callers bench-langgraph-runner bench-serve chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -126,6 +126,14 @@ BENCH_SERVICE_ARGS ?=
 bench-service: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m benchmarks.bench_service $(BENCH_SERVICE_ARGS)
+
+# Many blocking callers at once: C threads each calling agent.invoke beside C
+# invoke calls of the asyncio API (asyncio.gather), C = 1,000 and 3,000, an
+# async 200 ms llm step; writes benchmarks/results/callers.json.
+# E.g. BENCH_CALLERS_ARGS="--callers 1000 --runs 1".
+BENCH_CALLERS_ARGS ?=
+bench-callers: $(STAMP)
+	$(PY) -m benchmarks.bench_callers $(BENCH_CALLERS_ARGS)
 
 # The same graph served by `langgraph dev` (from LGDEV_VENV, made if missing)
 # and by `hayata serve`, the same langgraph-sdk load on both, rounds

@@ -72,7 +72,7 @@ class AgentRef:
 
     The agent's address is looked up through its supervisor (it changes when
     the agent restarts) and cached until a call finds it stale. How
-    :meth:`wait` and :meth:`invoke` wait is :func:`hayata_py._ref_wait.wait`.
+    :meth:`wait` and :meth:`invoke` wait is :func:`hayata_py._ref_wait.blocking_wait`.
     """
 
     def __init__(self, system: RefSystem, agent_id: str) -> None:
@@ -233,7 +233,7 @@ class AgentRef:
         stream, so :meth:`messages` no longer needs the agent.
         """
         check_id(invocation_id, "invocation_id")
-        return _ref_wait.wait(self, invocation_id, check_timeout(timeout), None)
+        return _ref_wait.blocking_wait(self, invocation_id, check_timeout(timeout), None)
 
     def invoke(self, input: Any = None, *, thread: str | None = None,
                multitask: str = "reject", timeout: float = ASK_TIMEOUT) -> AgentResult:
@@ -252,7 +252,7 @@ class AgentRef:
         """
         run = checked_invoke(input, thread, multitask)
         assert run.invocation_id is not None
-        return _ref_wait.wait(self, run.invocation_id, check_timeout(timeout), run)
+        return _ref_wait.blocking_wait(self, run.invocation_id, check_timeout(timeout), run)
 
     def status(self) -> str:
         """``idle``, ``running``, ``paused`` or ``recovery_required``."""

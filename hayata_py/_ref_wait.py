@@ -1,6 +1,13 @@
 """How :meth:`AgentRef.wait <hayata_py._ref.AgentRef.wait>` and
 :meth:`~hayata_py._ref.AgentRef.invoke` wait for an invocation's end.
 
+A blocking wait (:func:`blocking_wait`) that is this process's only wait on
+the system waits on the calling thread's endpoint (:func:`wait`), the
+shortest way; while another wait of the process is under way it waits
+through the system's receiver instead (:func:`received`), so a thousand
+threads waiting at once share one endpoint and the agent answers one
+address, not one per thread.
+
 The wait listens on the caller's endpoint for the agent's ``ResultReply`` and,
 between listens, checks (through a private endpoint, so a check never takes
 the reply) that the actor system and the agent it asked still run; after an
@@ -53,6 +60,33 @@ class WaitingRef(Protocol):
     _pid: int | None
 
     def _current_address(agent) -> Any: ...
+
+
+_WAITING: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""How many blocking waits of this process are under way, per system."""
+_WAITING_LOCK = threading.Lock()
+
+
+def blocking_wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None
+                  ) -> AgentResult:
+    """The wait of a blocking call (``wait``, ``invoke``): :func:`wait` on this
+    thread's endpoint when no other wait of this process on the system is
+    under way, else :func:`received`. The same replies, checks and errors
+    either way; the first costs a lone caller less (no hand-over to the
+    receiver's thread), the second keeps many threads from each making an
+    endpoint that the agent then answers, and from each blocking in a
+    ``tell`` until the busy agent takes its message in."""
+    system = agent.system
+    with _WAITING_LOCK:
+        others = _WAITING.get(system, 0)
+        _WAITING[system] = others + 1
+    try:
+        if others:
+            return received(agent, invocation_id, timeout, run)
+        return wait(agent, invocation_id, timeout, run)
+    finally:
+        with _WAITING_LOCK:
+            _WAITING[system] -= 1
 
 
 def wait(agent: WaitingRef, invocation_id: str, timeout: float, run: Run | None) -> AgentResult:

@@ -318,11 +318,11 @@ class HayataGraph:
                                quiet=quiet)
         if unfinished is None:
             payload = self._new_run(input, settings, thread, invocations)
-            if quiet:  # hayata's invoke, its reply through the system's receiver
+            if quiet:  # hayata's invoke (many at once wait through the system's receiver)
                 run = checked_invoke(payload, thread, "reject")
                 assert run.invocation_id is not None
-                result = _ref_wait.received(self.agent, run.invocation_id,
-                                            check_timeout(self.timeout), run)
+                result = _ref_wait.blocking_wait(self.agent, run.invocation_id,
+                                                 check_timeout(self.timeout), run)
                 return self._ended(result.invocation_id, result, quiet=True)
             with self._starting:  # a bounded queue of Runs at the agent
                 invocation = self.agent.run(payload, subscriber=CALLER, stream=True,

@@ -1,0 +1,75 @@
+"""How a blocking ``invoke``/``wait`` waits (:func:`hayata_py._ref_wait.blocking_wait`):
+a lone caller on its own thread's endpoint, callers waiting at once through
+the system's receiver, each with its own result."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hayata_py as hy
+from hayata_py import _ref_wait
+from tests import service_nodes
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_lone_invoke_and_wait_do_not_start_the_receiver(tmp_path: Path) -> None:
+    with hy.AgentSystem(tmp_path / "data") as system:
+        agent = system.start_agent(service_nodes.config())
+        assert agent.invoke({"tag": "a", "steps": ["echo"]}, timeout=30).result == {"echo": "a"}
+        invocation = agent.run({"tag": "b", "steps": ["echo"]})
+        assert agent.wait(invocation, 30).result == {"echo": "b"}
+        assert system._receiver is None
+
+
+def test_threads_waiting_at_once_go_through_the_receiver_and_get_their_own_results(
+        agents: hy.AgentSystem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The invocations wait at a closed gate until every thread waits, so
+    the first to ask is the only one that found no other wait under way."""
+    callers = 24
+    agent = agents.start_agent(service_nodes.config(
+        max_invocations=callers, edge_concurrency={"agated": callers},
+        node_concurrency={"agated": 1}))
+    agent.invoke({"tag": "warm", "steps": ["echo"]}, timeout=30)
+    ways: list[str] = []
+    lock = threading.Lock()
+
+    def counted(name: str) -> Any:
+        original = getattr(_ref_wait, name)
+
+        def way(*args: Any) -> Any:
+            with lock:
+                ways.append(name)
+            return original(*args)
+        return way
+
+    monkeypatch.setattr(_ref_wait, "wait", counted("wait"))
+    monkeypatch.setattr(_ref_wait, "received", counted("received"))
+    gate = tmp_path / "gate"
+    results: dict[int, Any] = {}
+
+    def call(i: int) -> None:
+        if i % 2:
+            results[i] = agent.invoke({"tag": i, "steps": ["agated"], "gate": str(gate)},
+                                      timeout=60)
+        else:
+            invocation = agent.run({"tag": i, "steps": ["agated"], "gate": str(gate)})
+            results[i] = agent.wait(invocation, 60)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(callers)]
+    for thread in threads:
+        thread.start()
+    try:
+        eventually(lambda: len(ways) == callers, timeout=30, message="every caller waits")
+    finally:
+        gate.touch()
+        for thread in threads:
+            thread.join(60)
+    assert sorted(ways) == ["received"] * (callers - 1) + ["wait"]
+    assert {i: r.result for i, r in results.items()} == {
+        i: {"agated": i, "attempt": 1} for i in range(callers)}
