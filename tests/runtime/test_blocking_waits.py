@@ -1,6 +1,7 @@
 """How a blocking ``invoke``/``wait`` waits (:func:`hayata_py._ref_wait.blocking_wait`):
-a lone caller on its own thread's endpoint, callers waiting at once through
-the system's receiver, each with its own result."""
+a lone caller, and the first few of many waiting at once, on their threads'
+own endpoints, the others through the system's receiver, each caller with
+its own result."""
 
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ def test_a_lone_invoke_and_wait_do_not_start_the_receiver(tmp_path: Path) -> Non
         assert system._receiver is None
 
 
-def test_threads_waiting_at_once_go_through_the_receiver_and_get_their_own_results(
+def test_waits_beyond_the_first_few_go_through_the_receiver_and_get_their_own_results(
         agents: hy.AgentSystem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The invocations wait at a closed gate until every thread waits, so
-    the first to ask is the only one that found no other wait under way."""
-    callers = 24
+    exactly the first ``OWN_ENDPOINT_WAITS`` to ask found fewer than that
+    under way."""
+    own = _ref_wait.OWN_ENDPOINT_WAITS
+    callers = own + 8
     agent = agents.start_agent(service_nodes.config(
         max_invocations=callers, edge_concurrency={"agated": callers},
         node_concurrency={"agated": 1}))
@@ -70,6 +73,6 @@ def test_threads_waiting_at_once_go_through_the_receiver_and_get_their_own_resul
         gate.touch()
         for thread in threads:
             thread.join(60)
-    assert sorted(ways) == ["received"] * (callers - 1) + ["wait"]
+    assert sorted(ways) == ["received"] * (callers - own) + ["wait"] * own
     assert {i: r.result for i, r in results.items()} == {
         i: {"agated": i, "attempt": 1} for i in range(callers)}
