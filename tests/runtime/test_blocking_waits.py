@@ -6,6 +6,7 @@ its own result."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,5 +75,44 @@ def test_waits_beyond_the_first_few_go_through_the_receiver_and_get_their_own_re
         for thread in threads:
             thread.join(60)
     assert sorted(ways) == ["received"] * (callers - own) + ["wait"] * own
+    assert {i: r.result for i, r in results.items()} == {
+        i: {"agated": i, "attempt": 1} for i in range(callers)}
+
+
+def test_a_hundred_threads_polling_with_short_waits_all_get_their_results(
+        agents: hy.AgentSystem, tmp_path: Path) -> None:
+    """Each thread polls its held-open run with ``wait(timeout=0.5)``; every
+    timed-out wait leaves a waiter the agent answers once the run ends (to a
+    closed endpoint or to the receiver). Each thread still gets its own
+    result once the runs end."""
+    callers = 100
+    agent = agents.start_agent(service_nodes.config(
+        max_invocations=callers, edge_concurrency={"agated": callers},
+        node_concurrency={"agated": 1}))
+    gate = tmp_path / "gate"
+    runs = [agent.run({"tag": i, "steps": ["agated"], "gate": str(gate)})
+            for i in range(callers)]
+    polls = [0] * callers
+    results: dict[int, Any] = {}
+
+    def poll(i: int) -> None:
+        while True:
+            try:
+                results[i] = agent.wait(runs[i], timeout=0.5)
+                return
+            except TimeoutError:
+                polls[i] += 1
+
+    threads = [threading.Thread(target=poll, args=(i,)) for i in range(callers)]
+    for thread in threads:
+        thread.start()
+    try:
+        eventually(lambda: min(polls) >= 2, timeout=60, message="every thread polled twice")
+    finally:
+        gate.touch()
+    opened = time.monotonic()
+    for thread in threads:
+        thread.join(max(0.0, opened + 30 - time.monotonic()))
+    assert not any(thread.is_alive() for thread in threads), "results still missing 30 s on"
     assert {i: r.result for i, r in results.items()} == {
         i: {"agated": i, "attempt": 1} for i in range(callers)}
