@@ -12,10 +12,10 @@ times each. Rows: wall time from the first call to the last result, and
 the peak PSS of the system's processes and the caller's. Results:
 ``benchmarks/results/callers.json``.
 
-A blocking ``invoke`` that is its process's only wait on the system waits
-on the calling thread's own endpoint; while others wait too it waits through
-the system's receiver, as the asyncio API always does, so these two rows
-show what a thread per caller costs beside an event loop.
+A blocking ``invoke`` waits on the calling thread's own endpoint while
+fewer than 16 other waits of the process do (``OWN_ENDPOINT_WAITS``), and
+through the system's receiver beyond that, as the asyncio API always does;
+these two rows show what a thread per caller costs beside an event loop.
 """
 
 from __future__ import annotations

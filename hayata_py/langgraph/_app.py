@@ -551,7 +551,7 @@ class HayataGraph:
                     # a probe, on this thread's endpoint (never the receiver): its
                     # tell waits until the agent takes it in, so the probes of a
                     # thousand silent followers go at the agent's pace (through
-                    # the receiver, 1,000 streams of `hayata serve` took 3x the CPU)
+                    # the receiver, 1,000 streams of `hayata serve` took 2-3x the CPU)
                     ended = _ref_wait.wait(self.agent, invocation, 0.5, None)
                 except TimeoutError:
                     if time.monotonic() - heard > self.timeout:
