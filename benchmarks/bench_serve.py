@@ -20,7 +20,9 @@ freshly started:
   too) and process count, peaks sampled every second;
 - CPU per run of the server's processes, and of the load itself (this
   process, its sampling left out): on a small machine the load's share
-  bounds what any server can reach.
+  bounds what any server can reach. The report says that bound per phase
+  (:func:`ceiling`): the runs/s the machine's cores carry of the load alone
+  against ``langgraph dev``, and of the load plus a server as cheap as it.
 
 Then, per server, a kill: K streams (``stream_resumable=True``) and B
 background runs; once every one is accepted and a share of them has ended,
@@ -659,21 +661,43 @@ def summarize(rounds: list[dict[str, dict[str, Any]]], phases: list[str]) -> lis
     return rows
 
 
-def targets(summary: list[dict[str, Any]], kills: dict[str, dict[str, Any]]
-            ) -> list[dict[str, Any]]:
+def ceiling(summary: list[dict[str, Any]], phase: str, cores: float) -> dict[str, float]:
+    """What ``cores`` can carry of ``phase``'s load, from ``langgraph dev``'s
+    medians: the load alone costs ``client_cpu_ms_per_run`` of CPU per run, so
+    no server on this machine passes ``cores / client`` runs/s (``any_server``),
+    and one that costs as little CPU per run as ``langgraph dev`` passes no
+    more than ``cores / (client + server)`` (``as_cheap``); each also as a
+    ratio to ``langgraph dev``'s runs/s. Empty without those rows."""
+    medians = {row["metric"]: row["langgraph"].get("median") for row in summary
+               if row["phase"] == phase}
+    client, server, rate = (medians.get(k) for k in (
+        "client_cpu_ms_per_run", "cpu_ms_per_run", "runs_per_s"))
+    if not client or not server or not rate:
+        return {}
+    any_server = cores * 1000.0 / client
+    as_cheap = cores * 1000.0 / (client + server)
+    return {"cores": cores, "any_server_runs_per_s": any_server,
+            "any_server_ratio": any_server / rate,
+            "as_cheap_runs_per_s": as_cheap, "as_cheap_ratio": as_cheap / rate}
+
+
+def targets(summary: list[dict[str, Any]], kills: dict[str, dict[str, Any]],
+            cores: float | None = None) -> list[dict[str, Any]]:
     def ratio(phase: str, metric: str) -> dict[str, float]:
         for row in summary:
             if row["phase"] == phase and row["metric"] == metric:
                 return dict(row["ratio"])
         return {}
 
+    cores = cores or float(len(os.sched_getaffinity(0)))
     out = []
     for phase in ("stream", "background"):
         thr, p99 = ratio(phase, "runs_per_s"), ratio(phase, "end_ms_p99")
         if thr:
             out.append({"target": f"{phase}: throughput >= 1.5x langgraph dev",
                         "ratio": thr, "met": thr["median"] >= 1.5,
-                        "met_every_round": thr["min"] >= 1.5})
+                        "met_every_round": thr["min"] >= 1.5,
+                        "ceiling": ceiling(summary, phase, cores)})
         if p99:
             out.append({"target": f"{phase}: p99 end-to-end <= 0.7x langgraph dev",
                         "ratio": p99, "met": p99["median"] <= 0.7,
@@ -718,6 +742,12 @@ def report(summary: list[dict[str, Any]], kills: dict[str, dict[str, Any]],
         if "ratio" in goal:
             r = goal["ratio"]
             text += f" (ratio median {fmt(r['median'])}, range {fmt(r['min'])}-{fmt(r['max'])})"
+        if c := goal.get("ceiling"):
+            text += (f"\n  ceiling on {fmt(c['cores'], 0)} cores, from the load's own CPU per "
+                     f"run: any server {fmt(c['any_server_runs_per_s'], 1)} runs/s "
+                     f"({fmt(c['any_server_ratio'])}x langgraph dev), a server as cheap as "
+                     f"langgraph dev {fmt(c['as_cheap_runs_per_s'], 1)} runs/s "
+                     f"({fmt(c['as_cheap_ratio'])}x)")
     return text
 
 
