@@ -228,7 +228,12 @@ class Admission:
 
     def auto_recover(self) -> None:
         """``auto_recover``: go on with every unfinished invocation that recovery can
-        carry on alone; the others (uncertain, paused, busy) wait, listed."""
+        carry on alone; the others (uncertain, paused, busy) wait, listed.
+
+        An invocation carried on this way streams, with no live subscriber:
+        its nodes' partial results (``ctx.streamer``) go to the event log,
+        where whoever follows the run after the crash reads them
+        (``AgentRef.events(follow=True)``, a ``hylg`` stream of the thread)."""
         self.auto_pending = False
         recovered, left = [], []
         for invocation_id in list(self.ledger.unfinished):
@@ -240,7 +245,7 @@ class Admission:
                 left.append(invocation_id)
                 continue
             recovered.append(invocation_id)
-            self.resume(answer, None, False, None, True, automatic=True)
+            self.resume(answer, None, True, None, True, automatic=True)
         self.ledger.results.release(left)
         self.log.info("auto_recovered", recovered=recovered, waiting=left)
         telemetry.execute(telemetry.AUTO_RECOVERY, {"recovered": len(recovered),

@@ -311,11 +311,12 @@ class HayataGraph:
         unfinished = self.threads.unfinished(thread, invocations)
         if unfinished is None and input is None and invocations \
                 and invocations[0][1] == "running":
-            # a run goes on already (its agent recovered it by itself, auto_recover):
-            # wait for its end; a stream gets its last superstep's chunks only
+            # a run goes on already (its agent took it up by itself, auto_recover)
             running = invocations[0][0]
-            return self._ended(running, self.agent.wait(running, timeout=self.timeout),
-                               quiet=quiet)
+            if quiet:
+                return self._ended(running, self.agent.wait(running, timeout=self.timeout),
+                                   quiet=True)
+            return self._carried_on(running)
         if unfinished is None:
             payload = self._new_run(input, settings, thread, invocations)
             if quiet:  # hayata's invoke (many at once wait through the system's receiver)
@@ -342,10 +343,12 @@ class HayataGraph:
             invocation = self.agent.recover(unfinished, subscriber=CALLER, stream=True)
         except RecoveryRejected as exc:
             if exc.code in ("invocation_busy", "nothing_to_recover"):
-                # the agent took it up itself meanwhile (auto_recover): wait for its end
-                return self._ended(unfinished, self.agent.wait(unfinished,
-                                                               timeout=self.timeout),
-                                   quiet=quiet)
+                # the agent took it up itself meanwhile (auto_recover)
+                if quiet:
+                    return self._ended(unfinished, self.agent.wait(unfinished,
+                                                                   timeout=self.timeout),
+                                       quiet=True)
+                return self._carried_on(unfinished)
             if asking and exc.code == "task_execution_uncertain":
                 records = uncertain_records(self.agent, unfinished)
                 values = self.get_state({"configurable": {"thread_id": thread}}).values
@@ -376,31 +379,33 @@ class HayataGraph:
                 "output": output, "store": self.store}
 
     def _follow(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
-        """The run's chunks in LangGraph's order: each step's lead task first
-        gives the chunks of the superstep before it; a step's other chunks wait
-        for those."""
-        opened: set[str] = set()
-        held: dict[str, list[Any]] = defaultdict(list)
+        """The chunks of a run this caller streams, as they come, then its end."""
         result: AgentResult | None = None
-        for message in self._messages(invocation):
-            if isinstance(message, AgentResult):
-                result = message
-                break
-            if not isinstance(message, AgentEvent) or message.type != "node_partial_result":
-                continue
-            execution = message.data["execution_id"]
-            partial = message.data["result"]
-            if "p" in partial:
-                opened.add(execution)
-                yield from load_value(partial["p"])
-                yield from held.pop(execution, [])
-            elif execution in opened:
-                yield load_value(partial["x"])
-            else:
-                held[execution].append(load_value(partial["x"]))
+
+        def events() -> Iterator[AgentEvent]:
+            nonlocal result
+            for message in self._messages(invocation):
+                if isinstance(message, AgentResult):
+                    result = message
+                    return
+                yield message
+
+        yield from _partial_chunks(events())
         if result is None:
             raise HayataError(f"invocation {invocation} ended without a result", code="no_result")
         yield from self._ended(invocation, result, quiet=False)
+
+    def _carried_on(self, invocation: str) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+        """The chunks of a run its agent carries on by itself (``auto_recover``
+        after a crash: it streams into the event log with no live subscriber),
+        from where it last started, read from the log as they are stored; then
+        its end."""
+        starts = [e.sequence for e in self.agent.events(invocation)
+                  if e.type == "invocation_started"]
+        yield from _partial_chunks(self.agent.events(
+            invocation, after=starts[-1] if starts else 0, follow=True, timeout=self.timeout))
+        yield from self._ended(invocation, self.agent.wait(invocation, timeout=self.timeout),
+                               quiet=False)
 
     def _ended(self, invocation: str, result: AgentResult, *, quiet: bool
                ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
@@ -728,3 +733,23 @@ class HayataGraph:
     def __repr__(self) -> str:
         return f"HayataGraph({self.path!r}, agent={self.agent.id!r})"
 
+
+def _partial_chunks(events: Iterable[AgentEvent]) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+    """A run's chunks in LangGraph's order from its ``node_partial_result``
+    events: each step's lead task first gives the chunks of the superstep
+    before it; a step's other chunks wait for those."""
+    opened: set[str] = set()
+    held: dict[str, list[Any]] = defaultdict(list)
+    for event in events:
+        if not isinstance(event, AgentEvent) or event.type != "node_partial_result":
+            continue
+        execution = event.data["execution_id"]
+        partial = event.data["result"]
+        if "p" in partial:
+            opened.add(execution)
+            yield from load_value(partial["p"])
+            yield from held.pop(execution, [])
+        elif execution in opened:
+            yield load_value(partial["x"])
+        else:
+            held[execution].append(load_value(partial["x"]))

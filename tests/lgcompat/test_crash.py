@@ -200,3 +200,38 @@ def test_whole_system_kill_then_auto_recover(tmp_path: Path, counts: Path) -> No
         assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
         assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
+
+
+def test_a_stream_of_a_run_auto_recover_carries_on_gets_each_step(
+        tmp_path: Path, counts: Path) -> None:
+    """After a whole-system kill, the restarted agent carries the run on by itself
+    (auto_recover); ``stream(None, config)`` on its thread gets the chunks of
+    every step from where the run started again (the cut-off step's lead gives
+    the superstep before it, as in a live stream), not only the last one."""
+    config = {"configurable": {"thread_id": "auto-stream"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-stream")
+        running = in_thread(lambda: app.invoke({"steps": []}, config))
+        eventually(lambda: runs(counts, "slow_b") == 1, timeout=60, message="node b started")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:slow", system, id="slow-stream",
+                           auto_recover=True, idempotent_nodes={"b"})
+        eventually(lambda: runs(counts, "slow_b") == 2, timeout=60,
+                   message="the agent ran node b again by itself")
+        streamed = in_thread(lambda: list(app.stream(None, config,
+                                                     stream_mode=["updates", "values"])))
+        (counts / "release").write_text("go")
+        chunks = streamed.result(timeout=60)
+        assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
+    assert chunks == [
+        ("updates", {"a": {"steps": ["a"]}}), ("values", {"steps": ["a"]}),
+        ("updates", {"b": {"steps": ["b"]}}), ("values", {"steps": ["a", "b"]}),
+        ("updates", {"c": {"steps": ["c"]}}), ("values", {"steps": ["a", "b", "c"]})]
+    assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
