@@ -246,6 +246,11 @@ class Admission:
                 continue
             recovered.append(invocation_id)
             self.resume(answer, None, True, None, True, automatic=True)
+        if recovered:
+            # Each run's new start is in the log before the agent answers anything
+            # else: a reader that asks the agent, then reads the log, finds where
+            # the run started again (unstreamed events wait up to QUIET_DELAY).
+            self.events.flush()
         self.ledger.results.release(left)
         self.log.info("auto_recovered", recovered=recovered, waiting=left)
         telemetry.execute(telemetry.AUTO_RECOVERY, {"recovered": len(recovered),

@@ -400,10 +400,13 @@ class HayataGraph:
         after a crash: it streams into the event log with no live subscriber),
         from where it last started, read from the log as they are stored; then
         its end."""
-        starts = [e.sequence for e in self.agent.events(invocation)
-                  if e.type == "invocation_started"]
+        stored = list(self.agent.events(invocation))
+        start = max((e.sequence for e in stored if e.type == "invocation_started"), default=0)
+        # a step cut off with its lead task done: its chunks came before the start
+        opened = {e.data["execution_id"] for e in stored if e.sequence < start
+                  and e.type == "node_partial_result" and "p" in e.data["result"]}
         yield from _partial_chunks(self.agent.events(
-            invocation, after=starts[-1] if starts else 0, follow=True, timeout=self.timeout))
+            invocation, after=start, follow=True, timeout=self.timeout), opened)
         yield from self._ended(invocation, self.agent.wait(invocation, timeout=self.timeout),
                                quiet=False)
 
@@ -734,11 +737,13 @@ class HayataGraph:
         return f"HayataGraph({self.path!r}, agent={self.agent.id!r})"
 
 
-def _partial_chunks(events: Iterable[AgentEvent]) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+def _partial_chunks(events: Iterable[AgentEvent], opened: set[str] | None = None
+                    ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
     """A run's chunks in LangGraph's order from its ``node_partial_result``
     events: each step's lead task first gives the chunks of the superstep
-    before it; a step's other chunks wait for those."""
-    opened: set[str] = set()
+    before it; a step's other chunks wait for those (``opened``: the steps
+    whose lead gave them already)."""
+    opened = set(opened or ())
     held: dict[str, list[Any]] = defaultdict(list)
     for event in events:
         if not isinstance(event, AgentEvent) or event.type != "node_partial_result":

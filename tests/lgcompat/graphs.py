@@ -284,6 +284,40 @@ slow.add_edge("b", "c")
 slow.add_edge("c", END)
 
 
+def wide_quick(state: SlowState) -> dict[str, Any]:
+    _count("wide_quick")
+    return {"steps": ["quick"]}
+
+
+def wide_slow(state: SlowState) -> dict[str, Any]:
+    """Beside ``wide_quick`` in one superstep: writes a custom chunk, then waits
+    until the test releases it (at most 60 s)."""
+    import time
+
+    _count("wide_slow")
+    get_stream_writer()({"slow": "working"})
+    folder = Path(os.environ["LGCOMPAT_DIR"])
+    deadline = time.monotonic() + 60
+    while not (folder / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"steps": ["slow"]}
+
+
+def wide_join(state: SlowState) -> dict[str, Any]:
+    _count("wide_join")
+    return {"steps": ["join"]}
+
+
+wide = StateGraph(SlowState)
+wide.add_node("quick", wide_quick)
+wide.add_node("slow", wide_slow)
+wide.add_node("join", wide_join)
+wide.add_edge(START, "quick")
+wide.add_edge(START, "slow")
+wide.add_edge(["quick", "slow"], "join")
+wide.add_edge("join", END)
+
+
 # --- a LangChain chat model's tokens (messages mode) ---------------------------------
 
 def talk(state: ChatState) -> dict[str, Any]:

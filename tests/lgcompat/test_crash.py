@@ -235,3 +235,43 @@ def test_a_stream_of_a_run_auto_recover_carries_on_gets_each_step(
         ("updates", {"b": {"steps": ["b"]}}), ("values", {"steps": ["a", "b"]}),
         ("updates", {"c": {"steps": ["c"]}}), ("values", {"steps": ["a", "b", "c"]})]
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
+
+
+def test_a_carried_on_step_whose_first_node_was_done_streams_its_other_nodes(
+        tmp_path: Path, counts: Path) -> None:
+    """A superstep of two nodes cut off after its first (the step's lead, which
+    gave the superstep before it) completed: carried on by ``auto_recover``,
+    the other node's chunks still come in ``stream(None, config)``, once each:
+    not held back for a lead that will not give them again, and not read from
+    before the run's new start (which the agent stores before it answers)."""
+    config = {"configurable": {"thread_id": "auto-wide"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide")
+        running = in_thread(lambda: list(app.stream({"steps": []}, config,
+                                                    stream_mode=["custom", "updates"])))
+        eventually(lambda: runs(counts, "wide_slow") == 1 and any(
+            record.node_id == "quick" and record.status == "completed"
+            for record, _ in app.agent.tasks()), timeout=60,
+            message="node slow started and node quick recorded completed")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide",
+                           auto_recover=True, idempotent_nodes={"slow"})
+        eventually(lambda: runs(counts, "wide_slow") == 2, timeout=60,
+                   message="the agent ran node slow again by itself")
+        streamed = in_thread(lambda: list(app.stream(None, config,
+                                                     stream_mode=["custom", "updates"])))
+        (counts / "release").write_text("go")
+        chunks = streamed.result(timeout=60)
+    assert chunks == [("custom", {"slow": "working"}),
+                      ("updates", {"quick": {"steps": ["quick"]}}),
+                      ("updates", {"slow": {"steps": ["slow"]}}),
+                      ("updates", {"join": {"steps": ["join"]}})]
+    assert (runs(counts, "wide_quick"), runs(counts, "wide_slow"), runs(counts, "wide_join")) \
+        == (1, 2, 1)
