@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph, StateGraph
@@ -26,7 +27,27 @@ def graph_path(graph: Any) -> str:
     if not isinstance(graph, (StateGraph, CompiledStateGraph)):
         raise ConfigError("graph", f"expected a langgraph StateGraph, a compiled graph or "
                           f"a 'package.module:name' path, got {type(graph).__name__}")
-    for name, module in list(sys.modules.items()):
+    # The modules a builder is most likely bound in first: scanning every
+    # loaded module's namespace takes a reference to each of its values, which
+    # copies the pages under them from the processes this one forked (about
+    # 30 MB of a caller's memory once LangGraph and LangChain are loaded).
+    likely = _likely_modules(graph)
+    for names in (likely, [name for name in list(sys.modules) if name not in likely]):
+        found = _bound_in(graph, names)
+        if found is not None:
+            return found
+    raise ConfigError("graph", "the graph object is not bound to a name at module level of "
+                      "an importable module, so the node processes cannot import it: define "
+                      "the StateGraph builder at module level of a module (not __main__, not "
+                      "inside a function) and pass it, or pass its path "
+                      "'package.module:name'")
+
+
+def _bound_in(graph: Any, module_names: list[str]) -> str | None:
+    """The first ``module:name`` among ``module_names`` that binds ``graph``
+    at module level and imports back to it."""
+    for name in module_names:
+        module = sys.modules.get(name)
         if module is None or name in ("__main__", "__mp_main__"):
             continue
         namespace = getattr(module, "__dict__", None)
@@ -40,11 +61,32 @@ def graph_path(graph: Any) -> str:
                 except ConfigError:
                     continue
                 return path
-    raise ConfigError("graph", "the graph object is not bound to a name at module level of "
-                      "an importable module, so the node processes cannot import it: define "
-                      "the StateGraph builder at module level of a module (not __main__, not "
-                      "inside a function) and pass it, or pass its path "
-                      "'package.module:name'")
+    return None
+
+
+def _likely_modules(graph: Any) -> list[str]:
+    """The modules of the code that called ``compile`` and of the graph's
+    state schemas and node functions, in that order, each once."""
+    builder = graph.builder if isinstance(graph, CompiledStateGraph) else graph
+    found: list[str] = []
+
+    def add(name: Any) -> None:
+        if isinstance(name, str) and name not in found:
+            found.append(name)
+
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and len(found) < 4:
+        name = frame.f_globals.get("__name__")
+        if isinstance(name, str) and not name.startswith(("hayata_py", "asyncio")):
+            add(name)
+        frame = frame.f_back
+    for schema in (builder.state_schema, builder.input_schema, builder.output_schema):
+        add(getattr(schema, "__module__", None))
+    for spec in builder.nodes.values():
+        runnable = spec.runnable
+        add(getattr(getattr(runnable, "func", None) or getattr(runnable, "afunc", None),
+                    "__module__", None))
+    return found
 
 
 def _check_path(path: str) -> None:
