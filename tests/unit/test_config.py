@@ -99,6 +99,9 @@ def test_system_options_are_validated(tmp_path: Any) -> None:
     with pytest.raises(hy.ConfigError) as err:
         hy.AgentSystem(tmp_path, exit_with_owner="yes")  # type: ignore[arg-type]
     assert err.value.details["field"] == "exit_with_owner"
+    with pytest.raises(hy.ConfigError) as err:
+        hy.AgentSystem(tmp_path, gc_freeze=1)  # type: ignore[arg-type]
+    assert err.value.details["field"] == "gc_freeze"
 
 
 @pytest.mark.parametrize(
