@@ -10,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-callers bench-langgraph-runner bench-serve chaos soak soak-agents docs clean
+.PHONY: demo test test-quick browser node test-ui lint typecheck pytest bench bench-memory bench-memory-500 bench-memory-floor bench-map bench-service bench-callers bench-langgraph-runner bench-serve bench-lane chaos soak soak-agents docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -134,6 +134,12 @@ bench-service: $(STAMP)
 BENCH_CALLERS_ARGS ?=
 bench-callers: $(STAMP)
 	$(PY) -m benchmarks.bench_callers $(BENCH_CALLERS_ARGS)
+
+# A message hop between two actor processes: Thespian's send against a Unix
+# socket of their own watched in the same actor loop (a lever measured, not
+# built); writes benchmarks/results/lane.json.
+bench-lane: $(STAMP)
+	$(PY) -m benchmarks.bench_lane
 
 # The same graph served by `langgraph dev` (from LGDEV_VENV, made if missing)
 # and by `hayata serve`, the same langgraph-sdk load on both, rounds
