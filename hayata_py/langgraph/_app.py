@@ -402,13 +402,25 @@ class HayataGraph:
         its end."""
         stored = list(self.agent.events(invocation))
         start = max((e.sequence for e in stored if e.type == "invocation_started"), default=0)
-        # a step cut off with its lead task done: its chunks came before the start
+        # a step cut off with its lead task done: its chunks came before the start,
+        # or never (not yet stored at the crash, or the run was not streamed then)
         opened = {e.data["execution_id"] for e in stored if e.sequence < start
                   and e.type == "node_partial_result" and "p" in e.data["result"]}
+        opened |= self._leads_done(invocation)
         yield from _partial_chunks(self.agent.events(
             invocation, after=start, follow=True, timeout=self.timeout), opened)
         yield from self._ended(invocation, self.agent.wait(invocation, timeout=self.timeout),
                                quiet=False)
+
+    def _leads_done(self, invocation: str) -> set[str]:
+        """The steps of ``invocation`` whose lead task is recorded completed: it
+        does not run again, so its step's other chunks do not wait for it."""
+        store = self.agent.system.store
+        if store is None:
+            return set()
+        return {task.execution_id for task in store.get_tasks(invocation)
+                if task.status == "completed" and task.branch_index == 0
+                and isinstance(task.input, dict) and task.input.get("lead") == task.node_id}
 
     def _ended(self, invocation: str, result: AgentResult, *, quiet: bool
                ) -> Iterator[tuple[tuple[str, ...], str, Any]]:

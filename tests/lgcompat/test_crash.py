@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,44 @@ def test_a_carried_on_step_whose_first_node_was_done_streams_its_other_nodes(
                       ("updates", {"join": {"steps": ["join"]}})]
     assert (runs(counts, "wide_quick"), runs(counts, "wide_slow"), runs(counts, "wide_join")) \
         == (1, 2, 1)
+
+
+
+def test_a_carried_on_step_whose_lead_chunks_were_lost_gives_its_other_nodes_chunks(
+        tmp_path: Path, counts: Path) -> None:
+    """The same superstep cut off after its lead completed, but the kill came
+    before the log stored the chunks the lead streams first (as the test above
+    can find it under load): here the run's stored chunks are deleted while no
+    process runs. Carried on by ``auto_recover``, the other node's chunks come
+    at once, not held for a lead that does not run again."""
+    config = {"configurable": {"thread_id": "auto-wide-lost"}}
+    data = tmp_path / "data"
+    system = hy.AgentSystem(data)
+    try:
+        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide-lost")
+        running = in_thread(lambda: list(app.stream({"steps": []}, config,
+                                                    stream_mode=["custom", "updates"])))
+        eventually(lambda: runs(counts, "wide_slow") == 1 and any(
+            record.node_id == "quick" and record.status == "completed"
+            for record, _ in app.agent.tasks()), timeout=60,
+            message="node slow started and node quick recorded completed")
+        system.kill()
+        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
+            running.result(timeout=60)
+    finally:
+        system.shutdown()
+    with sqlite3.connect(data / "hayata.db") as db:
+        db.execute("DELETE FROM hayata_events WHERE type = 'node_partial_result'")
+    with hy.AgentSystem(data) as system:
+        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide-lost",
+                           auto_recover=True, idempotent_nodes={"slow"})
+        eventually(lambda: runs(counts, "wide_slow") == 2, timeout=60,
+                   message="the agent ran node slow again by itself")
+        streamed = in_thread(lambda: list(app.stream(None, config,
+                                                     stream_mode=["custom", "updates"])))
+        (counts / "release").write_text("go")
+        chunks = streamed.result(timeout=60)
+    assert chunks == [("custom", {"slow": "working"}),
+                      ("updates", {"quick": {"steps": ["quick"]}}),
+                      ("updates", {"slow": {"steps": ["slow"]}}),
+                      ("updates", {"join": {"steps": ["join"]}})]
