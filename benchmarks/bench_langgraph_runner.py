@@ -11,7 +11,8 @@ node is an ``async def`` waiting 200 ms (LangGraph: ``ainvoke`` with
 ``AsyncSqliteSaver``, ``asyncio.gather``; hayata: ``max_invocations=C``,
 ``edge_concurrency={"llm": C}``, C caller threads, or with ``--callers async``
 ``ainvoke`` on an ``AsyncAgentSystem`` with ``asyncio.gather``), wall time and the memory
-(PSS) of all the processes of each side, each side in a fresh process of
+(PSS) of all the processes of each side (hayata's system with ``gc_freeze``
+unless ``BENCH_GC_FREEZE=0``), each side in a fresh process of
 its own. The latency rows also give the CPU time of an invocation (all the
 processes of each side). Results:
 ``benchmarks/results/langgraph_runner.json``.
@@ -40,6 +41,10 @@ import hayata_py as hy
 from benchmarks import lg_graphs
 from benchmarks._util import environment, fmt, ms, pss_mb, summary, write_json
 from hayata_py import langgraph as hylg
+
+GC_FREEZE = os.environ.get("BENCH_GC_FREEZE", "1") != "0"
+"""The many-threads row's system freezes its caller's heap (``gc_freeze``),
+as a process that starts its system once can; ``BENCH_GC_FREEZE=0``: not."""
 
 
 def _config() -> dict[str, Any]:
@@ -134,7 +139,7 @@ def _hayata_threads(count: int, system: hy.AgentSystem) -> tuple[float, float, l
 async def _hayata_async(count: int, folder: Path) -> tuple[float, float, list[Any]]:
     """``ainvoke`` ``count`` times at once (``asyncio.gather``) on an
     ``AsyncAgentSystem``, as the LangGraph side does."""
-    async with hy.AsyncAgentSystem(folder / "async-data") as system:
+    async with hy.AsyncAgentSystem(folder / "async-data", gc_freeze=GC_FREEZE) as system:
         app = await hylg.acompile(lg_graphs.llm, system, id="bench-llm",
                                   max_invocations=count, edge_concurrency={"llm": count})
         await app.ainvoke({"steps": []}, _config())
@@ -191,7 +196,7 @@ def _hayata_many(count: int, folder: Path, callers: str) -> tuple[float, float]:
     if callers == "async":
         wall, peak, results = asyncio.run(_hayata_async(count, folder))
     else:
-        with hy.AgentSystem(folder / "threads-data") as system:
+        with hy.AgentSystem(folder / "threads-data", gc_freeze=GC_FREEZE) as system:
             wall, peak, results = _hayata_threads(count, system)
     assert all(r == {"steps": ["llm"]} for r in results)
     return wall, peak

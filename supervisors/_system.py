@@ -68,13 +68,16 @@ class System:
       the leader every ``period`` seconds; after ``misses`` missed
       registrations the leader drops it. This is a slow backstop: supervisors
       notice a dead remote child by heartbeats (:class:`SupervisorFlags`).
-    - ``gc_freeze``: move every object this process holds out of its garbage
-      collector's reach (``gc.freeze()``) just before the actor processes are
-      forked from it. Each full collection here would otherwise write into the
-      header of every object, copying this process's share of the pages its
-      actor processes share (tens of MB with a large framework loaded). The
-      price: a reference cycle among objects alive at that moment that later
-      becomes garbage is never freed. False leaves the collector alone.
+    - ``gc_freeze``: True moves every object this process holds out of its
+      garbage collector's reach (``gc.freeze()``) just before the actor
+      processes are forked from it. Each full collection here would otherwise
+      write into the header of every object, copying this process's share of
+      the pages its actor processes share (tens of MB with a large framework
+      loaded). The price: what is garbage at that moment, and any reference
+      cycle among those objects that becomes garbage later, is never freed,
+      with whatever it holds (a database connection, a socket). For a process
+      that starts its system once, early; the default (False) leaves the
+      collector alone.
 
     Use as a context manager; :meth:`shutdown` leaves no process behind.
     """
@@ -89,7 +92,7 @@ class System:
         convention_leader: tuple[str, int] | None = None,
         convention_period: float = 5.0,
         convention_misses: int = 3,
-        gc_freeze: bool = True,
+        gc_freeze: bool = False,
     ) -> None:
         _check_convention(convention_leader, convention_period, convention_misses)
         if not isinstance(gc_freeze, bool):

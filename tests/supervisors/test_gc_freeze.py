@@ -1,7 +1,7 @@
-"""``System(gc_freeze=...)``: the objects of the process that starts a system
+"""``System(gc_freeze=True)``: the objects of the process that starts a system
 are moved out of its collector's reach just before the actor processes are
-forked from it (unless told not to). Each case runs in a fresh interpreter, so
-this test process's own collector is left as it was."""
+forked from it; by default the collector is left alone. Each case runs in a
+fresh interpreter, so this test process's own collector is left as it was."""
 
 from __future__ import annotations
 
@@ -32,14 +32,14 @@ def _freeze_counts(options: str) -> tuple[int, int]:
     return int(before), int(during)
 
 
-def test_a_system_freezes_what_its_starting_process_holds() -> None:
-    before, during = _freeze_counts("{}")
+def test_gc_freeze_freezes_what_the_starting_process_holds() -> None:
+    before, during = _freeze_counts("{'gc_freeze': True}")
     assert before == 0
     assert during > 1000
 
 
-def test_gc_freeze_false_leaves_the_collector_alone() -> None:
-    assert _freeze_counts("{'gc_freeze': False}") == (0, 0)
+def test_by_default_the_collector_is_left_alone() -> None:
+    assert _freeze_counts("{}") == (0, 0)
 
 
 def test_gc_freeze_must_be_a_bool() -> None:
