@@ -238,18 +238,12 @@ def test_a_stream_of_a_run_auto_recover_carries_on_gets_each_step(
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
 
 
-def test_a_carried_on_step_whose_first_node_was_done_streams_its_other_nodes(
-        tmp_path: Path, counts: Path) -> None:
-    """A superstep of two nodes cut off after its first (the step's lead, which
-    gave the superstep before it) completed: carried on by ``auto_recover``,
-    the other node's chunks still come in ``stream(None, config)``, once each:
-    not held back for a lead that will not give them again, and not read from
-    before the run's new start (which the agent stores before it answers)."""
-    config = {"configurable": {"thread_id": "auto-wide"}}
-    data = tmp_path / "data"
+def _wide_cut_after_quick(data: Path, counts: Path, agent_id: str, config: Any) -> None:
+    """Stream a run of ``wide`` and kill the whole system once its node quick
+    (the superstep's lead) is recorded completed and node slow has started."""
     system = hy.AgentSystem(data)
     try:
-        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide")
+        app = hylg.compile("tests.lgcompat.graphs:wide", system, id=agent_id)
         running = in_thread(lambda: list(app.stream({"steps": []}, config,
                                                     stream_mode=["custom", "updates"])))
         eventually(lambda: runs(counts, "wide_slow") == 1 and any(
@@ -261,22 +255,42 @@ def test_a_carried_on_step_whose_first_node_was_done_streams_its_other_nodes(
             running.result(timeout=60)
     finally:
         system.shutdown()
+
+
+def _wide_carried_on(data: Path, counts: Path, agent_id: str, config: Any) -> list[Any]:
+    """Restart with ``auto_recover`` (node slow idempotent) and stream the
+    thread once the agent runs node slow again; the chunks."""
     with hy.AgentSystem(data) as system:
-        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide",
+        app = hylg.compile("tests.lgcompat.graphs:wide", system, id=agent_id,
                            auto_recover=True, idempotent_nodes={"slow"})
         eventually(lambda: runs(counts, "wide_slow") == 2, timeout=60,
                    message="the agent ran node slow again by itself")
         streamed = in_thread(lambda: list(app.stream(None, config,
                                                      stream_mode=["custom", "updates"])))
         (counts / "release").write_text("go")
-        chunks = streamed.result(timeout=60)
-    assert chunks == [("custom", {"slow": "working"}),
-                      ("updates", {"quick": {"steps": ["quick"]}}),
-                      ("updates", {"slow": {"steps": ["slow"]}}),
-                      ("updates", {"join": {"steps": ["join"]}})]
+        chunks: list[Any] = streamed.result(timeout=60)
+    return chunks
+
+
+WIDE_CARRIED_ON = [("custom", {"slow": "working"}),
+                   ("updates", {"quick": {"steps": ["quick"]}}),
+                   ("updates", {"slow": {"steps": ["slow"]}}),
+                   ("updates", {"join": {"steps": ["join"]}})]
+"""The chunks of ``wide`` carried on from its cut-off superstep."""
+
+
+def test_a_carried_on_step_whose_first_node_was_done_streams_its_other_nodes(
+        tmp_path: Path, counts: Path) -> None:
+    """A superstep of two nodes cut off after its first (the step's lead, which
+    gave the superstep before it) completed: carried on by ``auto_recover``,
+    the other node's chunks still come in ``stream(None, config)``, once each:
+    not held back for a lead that will not give them again, and not read from
+    before the run's new start (which the agent stores before it answers)."""
+    config = {"configurable": {"thread_id": "auto-wide"}}
+    _wide_cut_after_quick(tmp_path / "data", counts, "wide", config)
+    assert _wide_carried_on(tmp_path / "data", counts, "wide", config) == WIDE_CARRIED_ON
     assert (runs(counts, "wide_quick"), runs(counts, "wide_slow"), runs(counts, "wide_join")) \
         == (1, 2, 1)
-
 
 
 def test_a_carried_on_step_whose_lead_chunks_were_lost_gives_its_other_nodes_chunks(
@@ -287,33 +301,8 @@ def test_a_carried_on_step_whose_lead_chunks_were_lost_gives_its_other_nodes_chu
     process runs. Carried on by ``auto_recover``, the other node's chunks come
     at once, not held for a lead that does not run again."""
     config = {"configurable": {"thread_id": "auto-wide-lost"}}
-    data = tmp_path / "data"
-    system = hy.AgentSystem(data)
-    try:
-        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide-lost")
-        running = in_thread(lambda: list(app.stream({"steps": []}, config,
-                                                    stream_mode=["custom", "updates"])))
-        eventually(lambda: runs(counts, "wide_slow") == 1 and any(
-            record.node_id == "quick" and record.status == "completed"
-            for record, _ in app.agent.tasks()), timeout=60,
-            message="node slow started and node quick recorded completed")
-        system.kill()
-        with pytest.raises(Exception):  # noqa: B017 - the caller's wait ends with the system
-            running.result(timeout=60)
-    finally:
-        system.shutdown()
-    with sqlite3.connect(data / "hayata.db") as db:
+    _wide_cut_after_quick(tmp_path / "data", counts, "wide-lost", config)
+    with sqlite3.connect(tmp_path / "data" / "hayata.db") as db:
         db.execute("DELETE FROM hayata_events WHERE type = 'node_partial_result'")
-    with hy.AgentSystem(data) as system:
-        app = hylg.compile("tests.lgcompat.graphs:wide", system, id="wide-lost",
-                           auto_recover=True, idempotent_nodes={"slow"})
-        eventually(lambda: runs(counts, "wide_slow") == 2, timeout=60,
-                   message="the agent ran node slow again by itself")
-        streamed = in_thread(lambda: list(app.stream(None, config,
-                                                     stream_mode=["custom", "updates"])))
-        (counts / "release").write_text("go")
-        chunks = streamed.result(timeout=60)
-    assert chunks == [("custom", {"slow": "working"}),
-                      ("updates", {"quick": {"steps": ["quick"]}}),
-                      ("updates", {"slow": {"steps": ["slow"]}}),
-                      ("updates", {"join": {"steps": ["join"]}})]
+    assert _wide_carried_on(tmp_path / "data", counts, "wide-lost", config) \
+        == WIDE_CARRIED_ON
