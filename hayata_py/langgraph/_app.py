@@ -400,15 +400,13 @@ class HayataGraph:
         after a crash: it streams into the event log with no live subscriber),
         from where it last started, read from the log as they are stored; then
         its end."""
-        stored = list(self.agent.events(invocation))
-        start = max((e.sequence for e in stored if e.type == "invocation_started"), default=0)
-        # a step cut off with its lead task done: its chunks came before the start,
-        # or never (not yet stored at the crash, or the run was not streamed then)
-        opened = {e.data["execution_id"] for e in stored if e.sequence < start
-                  and e.type == "node_partial_result" and "p" in e.data["result"]}
-        opened |= self._leads_done(invocation)
+        start = max((e.sequence for e in self.agent.events(invocation)
+                     if e.type == "invocation_started"), default=0)
+        # a step cut off with its lead task done: the lead does not run again, and
+        # its chunks came before the start or never (not yet stored at the crash)
         yield from _partial_chunks(self.agent.events(
-            invocation, after=start, follow=True, timeout=self.timeout), opened)
+            invocation, after=start, follow=True, timeout=self.timeout),
+            self._leads_done(invocation))
         yield from self._ended(invocation, self.agent.wait(invocation, timeout=self.timeout),
                                quiet=False)
 
