@@ -186,7 +186,10 @@ class ConcurrentCampaign(Campaign):
                 # The agent alone died or froze: its nodes and edges live on, finish
                 # the tasks they ran and record them (the classes recovery sees are
                 # final only then; ``tests/runtime/test_recovery_refusals.py``).
-                poll(self._orphans_done, WAIT_S, "the agent's live edges ended their tasks")
+                try:
+                    poll(self._orphans_done, WAIT_S, "the agent's live edges ended their tasks")
+                except CampaignError as exc:
+                    raise CampaignError(f"{exc}; {self._orphans_report()}") from None
             violations = self._settle(run)
         except CampaignError as exc:
             # The system did not come back whole (or a wait hung): a violation of its
@@ -218,6 +221,26 @@ class ConcurrentCampaign(Campaign):
             if any(records.get(task) == "started" for task in live):
                 return False
         return True
+
+    def _orphans_report(self) -> str:
+        """What :meth:`_orphans_done` waits for, to say why it did not come: each
+        task of a live edge still recorded ``started`` (its node, its edge's pid and
+        state), and the system's log lines that name its invocation or task."""
+        stuck: list[tuple[str, str, str, int]] = []
+        for member in self.members:
+            with contextlib.suppress(Exception):
+                records = {t.task_id: t for t in self.sys.store.get_tasks(member.invocation)}
+                for task, pid in _started_in(member.effects).items():
+                    record = records.get(task)
+                    if _alive(pid) and record is not None and record.status == "started":
+                        stuck.append((member.invocation, task, record.node_id, pid))
+        parts = []
+        for invocation, task, node, pid in stuck:
+            parts.append(f"task {task} (node {node}, invocation {invocation}) on edge pid "
+                         f"{pid} ({_process_state(pid)})")
+        ids = {i for i, *_ in stuck} | {t for _, t, *_ in stuck}
+        lines = [line.strip() for line in _log_lines(self.data) if any(i in line for i in ids)]
+        return "; ".join(parts) + "; log: " + " | ".join(lines[-12:])
 
     def _launch(self, agent: hy.AgentRef) -> list[Member]:
         rng = self.rng
@@ -534,6 +557,24 @@ class ConcurrentCampaign(Campaign):
         runs = [self._thread_run(m) for m in self.threads[thread]]
         return ThreadObservation(thread, tuple(runs), info.version, info.state, info.status,
                                  tuple(info.queued), tuple(info.invocations))
+
+
+def _process_state(pid: int) -> str:
+    """A process's state as ``ps`` shows it (running, sleeping, stopped, zombie)."""
+    import psutil
+
+    try:
+        return str(psutil.Process(pid).status())
+    except psutil.Error as exc:
+        return type(exc).__name__
+
+
+def _log_lines(data: Path) -> list[str]:
+    """The system's log (``hayata.log.jsonl`` in its data directory), or none."""
+    try:
+        return (data / "hayata.log.jsonl").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def _started_in(effects: Path) -> dict[str, int]:

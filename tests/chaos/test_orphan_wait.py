@@ -25,10 +25,12 @@ def _campaign(tmp_path: Path, lines: list[str], statuses: dict[str, str]) -> Con
     effects = tmp_path / "effects.log"
     effects.write_text("".join(f"{line}\n" for line in lines))
     campaign = ConcurrentCampaign.__new__(ConcurrentCampaign)
-    records = [SimpleNamespace(task_id=task, status=status) for task, status in statuses.items()]
+    records = [SimpleNamespace(task_id=task, status=status, node_id="llm")
+               for task, status in statuses.items()]
     campaign.system = SimpleNamespace(  # type: ignore[assignment]
         store=SimpleNamespace(get_tasks=lambda _inv: records))
     campaign.members = [Member("inv-1", effects, None, False, ("llm",))]
+    campaign.data = tmp_path / "data"
     return campaign
 
 
@@ -41,3 +43,16 @@ def test_a_cancelled_task_on_a_live_edge_counts_once_recorded(tmp_path: Path) ->
 def test_a_task_whose_edge_is_gone_is_not_waited_for(tmp_path: Path) -> None:
     gone = f"start t1 llm {_no_such_pid()}"
     assert _campaign(tmp_path, [gone], {"t1": "started"})._orphans_done()
+
+
+def test_a_wait_that_times_out_says_which_task_and_what_the_log_says(tmp_path: Path) -> None:
+    campaign = _campaign(tmp_path, [f"start t1 llm {os.getpid()}", f"start t2 llm {os.getpid()}"],
+                         {"t1": "started", "t2": "completed"})
+    campaign.data.mkdir()
+    (campaign.data / "hayata.log.jsonl").write_text(
+        '{"event": "task_cancelled", "task_id": "t1"}\n'
+        '{"event": "task_completed", "task_id": "t2"}\n')
+    report = campaign._orphans_report()
+    assert f"task t1 (node llm, invocation inv-1) on edge pid {os.getpid()} (running)" in report
+    assert "task t2" not in report.split("; log: ")[0]
+    assert report.endswith('log: {"event": "task_cancelled", "task_id": "t1"}')
