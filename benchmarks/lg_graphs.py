@@ -74,6 +74,34 @@ react.add_conditional_edges("model", route, ["tools", END])
 react.add_edge("tools", "model")
 
 
+LONG_CALLS = 20
+"""The long ReAct loop's tool calls."""
+
+
+def long_model(state: Chat) -> dict[str, Any]:
+    """A fake chat model with 1 KB answers: 20 tool calls, then an answer."""
+    calls = sum(isinstance(m, ToolMessage) for m in state["messages"])
+    if calls < LONG_CALLS:
+        return {"messages": [AIMessage(content="x" * 1000, tool_calls=[
+            {"name": "lookup", "args": {"n": calls}, "id": f"call-{calls}",
+             "type": "tool_call"}])]}
+    return {"messages": [AIMessage(content="done")]}
+
+
+def long_tools(state: Chat) -> dict[str, Any]:
+    """A tool with 1 KB results."""
+    call = state["messages"][-1].tool_calls[0]  # type: ignore[union-attr]
+    return {"messages": [ToolMessage(content="y" * 1000, tool_call_id=call["id"])]}
+
+
+react_long = StateGraph(Chat)
+react_long.add_node("model", long_model)
+react_long.add_node("tools", long_tools)
+react_long.add_edge(START, "model")
+react_long.add_conditional_edges("model", route, ["tools", END])
+react_long.add_edge("tools", "model")
+
+
 async def slow_model(state: Steps) -> dict[str, Any]:
     """An LLM call's wait: 200 ms, then a word."""
     await asyncio.sleep(0.2)

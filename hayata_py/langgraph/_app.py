@@ -706,7 +706,7 @@ class HayataGraph:
         """Record the thread's checkpoints from before ``invocation`` as its
         newest: a copy of those the run before it made, linked to that run's
         own predecessor (none at all if it was the thread's first)."""
-        _, prev = self.threads.chain_link(invocation)
+        _, prev = self.threads.chain_link(invocation, whole=False)
         made, before = self.threads.chain_link(prev) if prev is not None else (None, None)
         payload = {"op": "put", "s": made if made is not None else dump_saver(load_saver(None)),
                    "prev": before}

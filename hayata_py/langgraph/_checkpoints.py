@@ -1,22 +1,28 @@
 """A thread's LangGraph checkpoints as hayata keeps them: each run's own with
-its result, linked to the run before it on the thread.
+its steps and its result, linked to the run before it on the thread.
 
-A completed run's result holds the checkpoints it made (``"s"``: from the
-thread's head when it started on) and the run before it (``"prev"``). A run
-hayata failed, or one a crash left unfinished, made those of the step it was
-in (carried in that step's task inputs). Reading the chain newest first and
+Each step of a run carries in its task inputs (``"s"``) the checkpoints the
+decision before it made, from the latest it started at on, with every value
+that one refers to; a completed run's result holds those of its last
+decision and the run before it (``"prev"``; ``"d"`` says the run's earlier
+checkpoints are in its steps). So the newest checkpoint of a run, all a new
+run or ``get_state`` needs, is in its result alone, and its whole history is
+its steps' merged with it. A run hayata failed, or one a crash left
+unfinished, made those of its steps. Reading the chain newest first and
 merging oldest first gives LangGraph's ``InMemorySaver`` the thread's history.
 """
 
 from __future__ import annotations
 
 from langgraph._internal._constants import ERROR
+from langgraph.checkpoint.memory import InMemorySaver
 
 from hayata_py._errors import ErrorInfo, HayataError
 from hayata_py._ref import AgentRef
 from hayata_py.langgraph._snapshot import dump_saver, load_saver, load_value, merge_saver
 from hayata_py.langgraph._steps import settings_of
 from hayata_py.messages import AgentResult
+from hayata_py.store import TaskRecord
 
 
 class ThreadCheckpoints:
@@ -59,7 +65,7 @@ class ThreadCheckpoints:
         for invocation, status in invocations:
             if status == "running" and not live and invocation != unfinished:
                 continue
-            made, _ = self._link(invocation)
+            made, _ = self._link(invocation, whole=False)
             if made is not None:
                 return made, invocation
         return None, None
@@ -67,11 +73,13 @@ class ThreadCheckpoints:
     def history(self, thread: str, *, live: bool = False) -> bytes | None:
         """All the thread's checkpoints: the runs' own, along the chain of runs
         (``live``: as :meth:`latest`)."""
-        made, invocation = self.latest(thread, live=live)
-        if made is None or invocation is None:
+        _, invocation = self.latest(thread, live=live)
+        if invocation is None:
+            return None
+        made, prev = self._link(invocation)
+        if made is None:
             return None
         links = [made]
-        _, prev = self._link(invocation)
         followed = {invocation}
         while prev is not None and prev not in followed:
             followed.add(prev)
@@ -84,12 +92,17 @@ class ThreadCheckpoints:
             merge_saver(saver, load_saver(newer))
         return dump_saver(saver)
 
-    def chain_link(self, invocation: str) -> tuple[bytes | None, str | None]:
-        """(the checkpoints ``invocation`` made, the run before it on the thread)."""
-        return self._link(invocation)
+    def chain_link(self, invocation: str, *, whole: bool = True
+                   ) -> tuple[bytes | None, str | None]:
+        """(the checkpoints ``invocation`` made, the run before it on the thread;
+        ``whole`` False: its newest checkpoint at least)."""
+        return self._link(invocation, whole=whole)
 
-    def _link(self, invocation: str) -> tuple[bytes | None, str | None]:
-        """(the checkpoints a run made, the run before it on the thread). A run
+    def _link(self, invocation: str, *, whole: bool = True
+              ) -> tuple[bytes | None, str | None]:
+        """(the checkpoints a run made, the run before it on the thread);
+        ``whole`` False: its newest checkpoint at least (what a new run starts
+        from), not necessarily the run's earlier ones. A run
         hayata failed (a node's edge died, a timeout, ``abandon``) made those of
         the step it failed in, with the writes of that step's completed tasks and
         an error for the others, as LangGraph keeps a superstep that raised; a
@@ -98,16 +111,38 @@ class ThreadCheckpoints:
         keeps a cancelled run's last completed superstep)."""
         result = self.agent.get_result(invocation)
         if result is not None and result.ok and isinstance(result.result, dict):
-            return result.result.get("s"), result.result.get("prev")
+            made, prev = result.result.get("s"), result.result.get("prev")
+            if whole and made is not None and result.result.get("d"):
+                made = dump_saver(self._steps_made(self._step_records(invocation),
+                                                   load_saver(made)))
+            return made, prev
         started = next((e for e in self.agent.events(invocation)
                         if e.type == "invocation_started"), None)
         run = started.data.get("input") if started is not None else None
         prev = run.get("prev") if isinstance(run, dict) else None
-        return self._progress(invocation, result), prev
+        return self._progress(invocation, result, whole), prev
 
-    def _progress(self, invocation: str, result: AgentResult | None) -> bytes | None:
-        records = [record for record, _ in self.agent.tasks(invocation)
-                   if isinstance(record.input, dict) and "s" in record.input]
+    def _step_records(self, invocation: str) -> list[TaskRecord]:
+        """The run's task records that carry a step's checkpoints."""
+        return [record for record, _ in self.agent.tasks(invocation)
+                if isinstance(record.input, dict) and "s" in record.input]
+
+    @staticmethod
+    def _steps_made(records: list[TaskRecord], newest: InMemorySaver | None = None
+                    ) -> InMemorySaver:
+        """The checkpoints of every step of ``records`` merged oldest first, then
+        ``newest`` (a step's tasks all carry the same: one each is read)."""
+        saver = load_saver(None)
+        seen: set[int] = set()
+        for record in sorted(records, key=lambda r: r.step):
+            if record.step not in seen:
+                seen.add(record.step)
+                merge_saver(saver, load_saver(record.input["s"]))
+        return merge_saver(saver, newest) if newest is not None else saver
+
+    def _progress(self, invocation: str, result: AgentResult | None,
+                  whole: bool = True) -> bytes | None:
+        records = self._step_records(invocation)
         if not records:
             return None
         ended = result is not None and not cancelled(result)
@@ -116,7 +151,7 @@ class ThreadCheckpoints:
         last = max(record.step for record in records)
         step = [record for record in records if record.step == last]
         settings = settings_of(step[0].input["r"])
-        saver = load_saver(step[0].input["s"])
+        saver = self._steps_made(records if whole else step)
         head = saver.get_tuple(settings.config(addressed=False))  # type: ignore[arg-type]
         if head is None:
             return None

@@ -144,8 +144,6 @@ class Carry:
     first_step: int
     resuming: bool
     seen: dict[str, Any] | None = None
-    since: str | None = None
-    """The thread's latest checkpoint when the run started (None: none)."""
     resume_map: bytes | None = None
     """A ``Command(resume={interrupt id: value})``'s map, pickled: LangGraph
     keeps it in the run's config, where every task of the run reads it."""
@@ -155,15 +153,15 @@ class Carry:
 
     def as_dict(self) -> dict[str, Any]:
         return {"stop": self.stop, "first_step": self.first_step, "resuming": self.resuming,
-                "seen": self.seen, "since": self.since, "resume_map": self.resume_map,
+                "seen": self.seen, "resume_map": self.resume_map,
                 "interrupts": self.interrupts}
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Carry:
         seen = data.get("seen")
         return cls(int(data["stop"]), int(data["first_step"]), bool(data["resuming"]),
-                   dict(seen) if seen is not None else None, data.get("since"),
-                   data.get("resume_map"), data.get("interrupts"))
+                   dict(seen) if seen is not None else None, data.get("resume_map"),
+                   data.get("interrupts"))
 
     def streamed(self, chunks: list[Chunk]) -> None:
         """Add the interrupts of ``chunks`` to :attr:`interrupts`."""
@@ -296,12 +294,16 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
     instead gives the same, they hold all the loop keeps); returns the end of
     the run.
 
-    An outcome's snapshot holds the run's own checkpoints: from the thread's
-    latest when the run started on (:func:`trim_saver`); the thread's older
-    ones stay with the runs that made them."""
+    An outcome's snapshot holds the checkpoints this decision made, from the
+    latest it opened the loop at on (:func:`trim_saver`): with that one and
+    every value it refers to, it is all a task or the next decision needs to
+    open the loop again. The checkpoints of the run's earlier steps stay with
+    those steps' inputs, the thread's older ones with the runs that made them
+    (:mod:`hayata_py.langgraph._checkpoints` gathers them), so a step's data
+    grows with the graph's state, not with the number of steps before it."""
     saver = load_saver(snapshot)
     first = results is None
-    since = head_id(saver, settings.thread_id) if first else None
+    mark = [head_id(saver, settings.thread_id)]  # where this decision's checkpoints start
     chunks: list[list[Chunk]] = [[]]
     keep = [first]
 
@@ -320,7 +322,7 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
                 resume_map = loop.config[CONF].get(CONFIG_KEY_RESUME_MAP)
                 carry = Carry(loop.stop, loop.step,
                               bool(loop.config[CONF].get(CONFIG_KEY_RESUMING, False)),
-                              since=since, resume_map=None if resume_map is None
+                              resume_map=None if resume_map is None
                               else dump_value(resume_map))
             else:
                 _reenter(loop, carry)
@@ -371,10 +373,11 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
                     seen = loop.checkpoint["versions_seen"].get(INTERRUPT)
                     carry.seen = copy.deepcopy(seen) if seen is not None else None
                     carry.streamed(chunks[0])
-                    stopped = Outcome(_carried(settings, saver, carry.since),
+                    stopped = Outcome(_carried(settings, saver, mark[0]),
                                       dataclasses.replace(carry), chunks[0], missing)
                     chunks[0] = []
                     first = False
+                    mark[0] = head_id(saver, settings.thread_id)
                     pending = dict((yield stopped))
                 if interrupts:
                     interrupted = True
@@ -384,15 +387,15 @@ def advancing(settings: Settings, snapshot: bytes | None, input: Any,
     except Exception as exc:  # noqa: BLE001 - a node's error, or LangGraph's loop refused
         # (EmptyInputError, InvalidUpdateError, ...): the run ends with it, as
         # LangGraph's does, keeping what the loop saved before it raised
-        carry = carry or Carry(0, 0, False, since=since)
-        return Outcome(_carried(settings, saver, carry.since), carry, chunks[0], [], "error",
+        carry = carry or Carry(0, 0, False)
+        return Outcome(_carried(settings, saver, mark[0]), carry, chunks[0], [], "error",
                        error=exc)
     assert carry is not None
     carry.streamed(chunks[0])
     status: str = loop.status
     if interrupted or status in ("interrupt_before", "interrupt_after"):
         status = "interrupted"
-    return Outcome(_carried(settings, saver, carry.since), carry, chunks[0], [], status,
+    return Outcome(_carried(settings, saver, mark[0]), carry, chunks[0], [], status,
                    loop.output)
 
 
@@ -453,8 +456,8 @@ def has_history_channels(settings: Settings) -> bool:
 
 
 def _carried(settings: Settings, saver: Any, since: str | None) -> bytes:
-    """The run's own checkpoints (from ``since``, the thread's head when it
-    started, on), or all of them for a graph with history channels."""
+    """The checkpoints from ``since`` (the latest when the decision opened the
+    loop; None: all) on, or all of them for a graph with history channels."""
     if has_history_channels(settings):
         return dump_saver(saver)
     return dump_saver(trim_saver(saver, settings.thread_id, since))

@@ -19,9 +19,15 @@ Data of a step (all of it what the store can hold):
 - a task's result: ``{"t": task id, "w": pickled writes, "i": interrupted,
   "f": failed}`` (+ ``"g"``: its subgraphs' checkpoints; + ``"s"``, ``"k"`` for
   the lead task);
-- the result of the invocation: ``{"status", "s", "prev", "out", "c", "ints"}``
-  (``ints``: every interrupt the run streamed), ``s``
-  the checkpoints the run made (from the thread's head when it started on).
+- the result of the invocation: ``{"status", "s", "prev", "out", "c", "ints",
+  "d"}`` (``ints``: every interrupt the run streamed), ``s`` the checkpoints
+  its last decision made, ``d`` True: those of its earlier decisions are in
+  its steps' inputs (:mod:`hayata_py.langgraph._checkpoints`).
+
+A step's ``s`` holds the checkpoints the decision before it made, from the
+latest it opened the loop at on, with every value that one refers to: all a
+task needs to open the loop, and it grows with the graph's state, not with
+the steps before it.
 """
 
 from __future__ import annotations
@@ -95,7 +101,7 @@ def decide(ctx: PolicyContext) -> Next | Map | Finish:
         _warm.drop(ctx.invocation_id)
         return Finish({"status": "error", "s": carried, "prev": run.get("prev"),
                        "out": dump_value(None), "c": dump_value([]),
-                       "err": _exception(exc)})
+                       "err": _exception(exc), "d": ctx.step > 0})
     return _answer(run["r"], outcome, run.get("prev"))
 
 
@@ -113,7 +119,7 @@ def _answer(settings: dict[str, Any], outcome: Outcome, prev: str | None
     if outcome.status != "run":
         end = {"status": outcome.status, "s": outcome.snapshot, "prev": prev,
                "out": dump_value(outcome.output), "c": chunks,
-               "ints": dump_value(outcome.carry.all_interrupts())}
+               "ints": dump_value(outcome.carry.all_interrupts()), "d": True}
         if outcome.error is not None:
             end["err"] = _exception(outcome.error)
         return Finish(end)

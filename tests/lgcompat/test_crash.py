@@ -76,6 +76,8 @@ def test_whole_system_kill_mid_node(tmp_path: Path, counts: Path) -> None:
         assert final == {"steps": ["a", "b", "c"]}
         assert app.uncertain_tasks("crash-1") == []
         assert app.get_state(config).values == {"steps": ["a", "b", "c"]}
+        assert [s.values["steps"] for s in app.get_state_history(config)] == [
+            ["a", "b", "c"], ["a", "b"], ["a"], [], []]
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 2, 1)
 
 
@@ -128,6 +130,10 @@ def test_agent_kill_mid_node_then_invoke_none_goes_on(tmp_path: Path, counts: Pa
                        for record, _ in app.agent.tasks())
         eventually(b_completed, timeout=60, message="node b's result recorded")
         assert app.invoke(None, config) == {"steps": ["a", "b", "c"]}
+        # the new agent process opened the run's loop again from its last step: the
+        # history still has the checkpoints of the steps before the kill
+        assert [s.next for s in app.get_state_history(config)] == [
+            (), ("c",), ("b",), ("a",), ("__start__",)]
     assert (runs(counts, "slow_a"), runs(counts, "slow_b"), runs(counts, "slow_c")) == (1, 1, 1)
 
 

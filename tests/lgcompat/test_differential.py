@@ -151,6 +151,23 @@ def test_recursion_limit(system: hy.AgentSystem) -> None:
         app.invoke({"count": 0}, mine)
 
 
+def test_a_long_run_carries_its_state_not_its_steps(system: hy.AgentSystem) -> None:
+    """Each step carries the checkpoints the decision before it made, not all
+    the run's so far: a 30-step loop's step data does not grow with the
+    steps, and the run's whole history is still LangGraph's."""
+    reference, app = _pair(system, "forever")
+    mine, theirs = _config(), _config()
+    for config in (mine, theirs):
+        config["recursion_limit"] = 100
+    assert app.invoke({"count": 970}, mine) == reference.invoke({"count": 970}, theirs)
+    history = _history(app, mine)
+    assert history == _history(reference, theirs) and len(history) > 30
+    [(invocation, _)] = app.threads.invocations(mine["configurable"]["thread_id"])
+    sizes = [len(record.input["s"]) for record, _ in app.agent.tasks(invocation)]
+    assert len(sizes) == 30
+    assert max(sizes) < 2 * min(sizes), sizes
+
+
 def test_update_state_and_fork(system: hy.AgentSystem) -> None:
     reference, app = _pair(system, "sequence")
     mine, theirs = _config(), _config()
