@@ -177,8 +177,11 @@ class ConcurrentCampaign(Campaign):
                 "no_new_runs", f"run refused: {exc.code}: {exc}")], began)
         total = sum(2 * self.service.tasks(m.plan) for m in self.members)
         moment = self.rng.randrange(0, max(1, total // 2))
-        poll(lambda: self._lines() >= moment or self._all_ended(), WAIT_S,
-             f"{moment} side-effect lines")
+        try:
+            poll(lambda: self._lines() >= moment or self._all_ended(), WAIT_S,
+                 f"{moment} side-effect lines")
+        except CampaignError as exc:
+            raise CampaignError(f"{exc}; {_sessions(self.store_url)}") from None
         run = self._target()
         target = inject(self, run)
         try:
@@ -240,7 +243,7 @@ class ConcurrentCampaign(Campaign):
                          f"{pid} ({_process_state(pid)})")
         ids = {i for i, *_ in stuck} | {t for _, t, *_ in stuck}
         lines = [line.strip() for line in _log_lines(self.data) if any(i in line for i in ids)]
-        return "; ".join(parts) + "; log: " + " | ".join(lines[-12:])
+        return "; ".join(parts) + f"; {_sessions(self.store_url)}; log: " + " | ".join(lines[-12:])
 
     def _launch(self, agent: hy.AgentRef) -> list[Member]:
         rng = self.rng
@@ -567,6 +570,31 @@ def _process_state(pid: int) -> str:
         return str(psutil.Process(pid).status())
     except psutil.Error as exc:
         return type(exc).__name__
+
+
+def _sessions(store_url: str) -> str:
+    """PostgreSQL's sessions that are not idle (which process, since when in its
+    transaction, what it waits for, its statement): who holds what a stuck wait
+    waits for. Nothing for SQLite."""
+    if not store_url.startswith("postgresql"):
+        return "sessions: (not PostgreSQL)"
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(store_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT application_name, state, wait_event_type, wait_event,"
+                " round(extract(epoch FROM now() - xact_start)::numeric, 1),"
+                " left(query, 120) FROM pg_stat_activity"
+                " WHERE state <> 'idle' AND pid <> pg_backend_pid()")).all()
+    except sa.exc.SQLAlchemyError as exc:
+        return f"sessions: unknown ({type(exc).__name__})"
+    finally:
+        engine.dispose()
+    return "sessions: " + (" | ".join(
+        f"{app} {state} waits {kind}/{event} in transaction {age} s: {query}"
+        for app, state, kind, event, age, query in rows) or "none busy")
 
 
 def _log_lines(data: Path) -> list[str]:

@@ -10,8 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import sqlalchemy as sa
 
-from tests.chaos.concurrent import ConcurrentCampaign, Member
+from tests.chaos.concurrent import ConcurrentCampaign, Member, _sessions
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -31,6 +32,7 @@ def _campaign(tmp_path: Path, lines: list[str], statuses: dict[str, str]) -> Con
         store=SimpleNamespace(get_tasks=lambda _inv: records))
     campaign.members = [Member("inv-1", effects, None, False, ("llm",))]
     campaign.data = tmp_path / "data"
+    campaign.store_url = f"sqlite:///{tmp_path / 'data' / 'hayata.db'}"
     return campaign
 
 
@@ -56,3 +58,19 @@ def test_a_wait_that_times_out_says_which_task_and_what_the_log_says(tmp_path: P
     assert f"task t1 (node llm, invocation inv-1) on edge pid {os.getpid()} (running)" in report
     assert "task t2" not in report.split("; log: ")[0]
     assert report.endswith('log: {"event": "task_cancelled", "task_id": "t1"}')
+
+
+def test_the_report_names_a_postgresql_session_left_in_a_transaction(pg_url: str) -> None:
+    """What a wait on a lock waits for: a session that holds a transaction open."""
+    engine = sa.create_engine(pg_url, connect_args={"application_name": "holder-42"})
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE TABLE held (n int)"))
+            conn.execute(sa.text("INSERT INTO held VALUES (1)"))  # the transaction stays open
+            report = _sessions(pg_url)
+            assert "holder-42 idle in transaction" in report
+            assert "INSERT INTO held" in report
+            conn.rollback()
+        assert "holder-42" not in _sessions(pg_url)
+    finally:
+        engine.dispose()
