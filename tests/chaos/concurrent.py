@@ -181,7 +181,14 @@ class ConcurrentCampaign(Campaign):
             poll(lambda: self._lines() >= moment or self._all_ended(), WAIT_S,
                  f"{moment} side-effect lines")
         except CampaignError as exc:
-            raise CampaignError(f"{exc}; {_sessions(self.store_url)}") from None
+            # The runs made no progress before any fault: a violation of its own;
+            # a restart and the settling go on from there, with no fault.
+            run = self._target()
+            violations = [Violation("campaign_stuck",
+                                    f"{exc}; {_sessions(self.store_url)}"[:2000])]
+            self.restarts += 1
+            self.restart()
+            return self._finished(kind, "-", violations + self._settle(run), began)
         run = self._target()
         target = inject(self, run)
         try:
@@ -201,6 +208,11 @@ class ConcurrentCampaign(Campaign):
             self.restarts += 1
             self.restart()
             violations += self._settle(run)
+        return self._finished(kind, target, violations, began)
+
+    def _finished(self, kind: str, target: str, violations: list[Violation], began: float
+                  ) -> Outcome:
+        """The fault's record: its violations and how each invocation ended."""
         outcomes = Counter(m.outcome for m in self.members)
         outcomes["(queued behind a run at launch)"] = self.queued_at_launch
         low = 8 * (len(self.members) // 8)
