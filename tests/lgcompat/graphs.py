@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.config import get_store, get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -202,6 +203,24 @@ forever = StateGraph(LoopState)
 forever.add_node("tick", lambda state: {"count": state["count"] + 1})
 forever.add_edge(START, "tick")
 forever.add_conditional_edges("tick", lambda state: "tick" if state["count"] < 1000 else END)
+
+
+# --- a loop whose list is a DeltaChannel (its checkpoints store writes, not values) ---
+
+def _extend(state: list[str], writes: Any) -> list[str]:
+    return [*state, *(item for write in writes for item in write)]
+
+
+class DeltaState(TypedDict):
+    items: Annotated[list[str], DeltaChannel(_extend)]
+    left: int
+
+
+deltas = StateGraph(DeltaState)
+deltas.add_node("add", lambda state: {"items": [f"i{len(state['items'])}"],
+                                      "left": state["left"] - 1})
+deltas.add_edge(START, "add")
+deltas.add_conditional_edges("add", lambda state: "add" if state["left"] > 0 else END)
 
 
 # --- a chat model with tools (add_messages, ToolNode, tools_condition) ---------------

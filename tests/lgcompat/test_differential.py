@@ -168,6 +168,18 @@ def test_a_long_run_carries_its_state_not_its_steps(system: hy.AgentSystem) -> N
     assert max(sizes) < 2 * min(sizes), sizes
 
 
+def test_a_delta_channel_graph_across_runs(system: hy.AgentSystem) -> None:
+    """A ``DeltaChannel`` rebuilds its value from the writes of the thread's
+    earlier checkpoints: two runs on one thread give LangGraph's values and
+    history, the second run's list built on the first's."""
+    reference, app = _pair(system, "deltas")
+    mine, theirs = _config(), _config()
+    for input in ({"items": ["a"], "left": 3}, {"items": ["b"], "left": 2}):
+        assert app.invoke(input, mine) == reference.invoke(input, theirs)
+    assert app.get_state(mine).values["items"] == ["a", "i1", "i2", "i3", "b", "i5", "i6"]
+    assert _history(app, mine) == _history(reference, theirs)
+
+
 def test_update_state_and_fork(system: hy.AgentSystem) -> None:
     reference, app = _pair(system, "sequence")
     mine, theirs = _config(), _config()
