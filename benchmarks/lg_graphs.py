@@ -66,12 +66,18 @@ def route(state: Chat) -> str:
     return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
 
-react = StateGraph(Chat)
-react.add_node("model", model)
-react.add_node("tools", tools)
-react.add_edge(START, "model")
-react.add_conditional_edges("model", route, ["tools", END])
-react.add_edge("tools", "model")
+def _react(model: Any, tools: Any) -> StateGraph[Any]:
+    """A ReAct loop: ``model`` until it calls no tool, ``tools`` after each call."""
+    graph = StateGraph(Chat)
+    graph.add_node("model", model)
+    graph.add_node("tools", tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph
+
+
+react = _react(model, tools)
 
 
 LONG_CALLS = 20
@@ -94,12 +100,7 @@ def long_tools(state: Chat) -> dict[str, Any]:
     return {"messages": [ToolMessage(content="y" * 1000, tool_call_id=call["id"])]}
 
 
-react_long = StateGraph(Chat)
-react_long.add_node("model", long_model)
-react_long.add_node("tools", long_tools)
-react_long.add_edge(START, "model")
-react_long.add_conditional_edges("model", route, ["tools", END])
-react_long.add_edge("tools", "model")
+react_long = _react(long_model, long_tools)
 
 
 async def slow_model(state: Steps) -> dict[str, Any]:
