@@ -59,25 +59,29 @@ class ThreadCheckpoints:
         running counts too, with the supersteps it has completed (what
         LangGraph's ``get_state`` shows during a run); else only ended ones
         (and one a crash left unfinished): what a new run starts from."""
+        made, _, invocation = self._newest(thread, invocations, live=live, whole=False)
+        return made, invocation
+
+    def _newest(self, thread: str, invocations: list[tuple[str, str]] | None, *,
+                live: bool, whole: bool) -> tuple[bytes | None, str | None, str | None]:
+        """(:meth:`latest`'s checkpoints, all the run's with ``whole``; the run
+        before it; the invocation holding them)."""
         if invocations is None:
             invocations = self.invocations(thread)
         unfinished = None if live else self.unfinished(thread, invocations)
         for invocation, status in invocations:
             if status == "running" and not live and invocation != unfinished:
                 continue
-            made, _ = self._link(invocation, whole=False)
+            made, prev = self._link(invocation, whole=whole)
             if made is not None:
-                return made, invocation
-        return None, None
+                return made, prev, invocation
+        return None, None, None
 
     def history(self, thread: str, *, live: bool = False) -> bytes | None:
         """All the thread's checkpoints: the runs' own, along the chain of runs
         (``live``: as :meth:`latest`)."""
-        _, invocation = self.latest(thread, live=live)
-        if invocation is None:
-            return None
-        made, prev = self._link(invocation)
-        if made is None:
+        made, prev, invocation = self._newest(thread, None, live=live, whole=True)
+        if made is None or invocation is None:
             return None
         links = [made]
         followed = {invocation}
